@@ -1,0 +1,19 @@
+/* cli.h — what the command line asked for (parsed by main.c). */
+#ifndef XT_CLI_H
+#define XT_CLI_H
+
+#define XT_CLI_MAX_SETS 128
+
+typedef struct xt_cli {
+    const char *config_path;              /* --config FILE (required unless --help/--version) */
+    const char *sets[XT_CLI_MAX_SETS];    /* --set key=value, in order (later wins) */
+    int nset;
+    int dry_run;                          /* --dry-run: print config + model summary, exit 0 */
+    int eval_only;                        /* --eval-only: evaluate the --resume checkpoint */
+    const char *resume;                   /* --resume PATH|latest */
+    const char *predict;                  /* --predict IDX_FILE: write predictions CSV */
+    const char *predict_out;              /* --output CSV for --predict (default <output_dir>/predictions.csv) */
+    int download;                         /* --download: fetch the dataset first */
+} xt_cli;
+
+#endif

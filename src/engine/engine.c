@@ -1,0 +1,149 @@
+/* engine.c — the barrier: cut the pending graph, hash it, look it up in the
+ * compile cache (confirming equality, never trusting the 64-bit hash alone),
+ * compile on a miss, execute, reset. Also the metrics the barrier records
+ * and the recompilation warning. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/plan.h"
+
+#define CACHE_MAX 64
+
+struct xt_engine {
+    xt_graph g;
+    xt_store *store;
+    xt_engine_opts opts;
+    xt_plan *cache[CACHE_MAX];
+    int ncache;
+    int warned;
+    xt_exec_stats last;
+};
+
+xt_engine *xt_engine_new(xt_store *store, const xt_engine_opts *opts) {
+    xt_engine *en = calloc(1, sizeof *en);
+    if (!en) return NULL;
+    xt_graph_init(&en->g, store);
+    en->store = store;
+    if (opts) en->opts = *opts;
+    else en->opts.fuse = 1;
+    if (!en->opts.recompile_warn) en->opts.recompile_warn = 6;
+    const char *dir = getenv("XLATRAIN_SAVE_GRAPHS");
+    if ((!en->opts.save_graphs_dir || !*en->opts.save_graphs_dir) && dir && *dir) en->opts.save_graphs_dir = dir;
+    return en;
+}
+
+void xt_engine_free(xt_engine *en) {
+    if (!en) return;
+    for (int i = 0; i < en->ncache; i++) xt_plan_free(en->cache[i]);
+    xt_graph_destroy(&en->g);
+    free(en);
+}
+
+xt_graph *xt_engine_graph(xt_engine *en) { return &en->g; }
+
+void xt_engine_last_stats(const xt_engine *en, xt_exec_stats *s) { *s = en->last; }
+
+/* Name what differs between a new graph and the most similar cached one:
+ * the thing PyTorch/XLA users most need when a run keeps recompiling. */
+static void warn_recompile(xt_engine *en, const xt_graph *g) {
+    const xt_plan *best = NULL;
+    int best_common = -1, at = 0;
+    for (int i = 0; i < en->ncache; i++) {
+        const xt_plan *p = en->cache[i];
+        int k = 0;
+        while (k < p->nnodes && k < g->n && p->nodes[k].hash == g->nodes[k].hash) k++;
+        if (k > best_common) { best_common = k; best = p; at = k; }
+    }
+    char what[256] = "the graph's outputs";
+    if (best && at < g->n && at < best->nnodes) {
+        const xt_node *a = &best->nodes[at], *b = &g->nodes[at];
+        char sa[64], sb[64];
+        if (a->op != b->op)
+            snprintf(what, sizeof what, "node %d is %s instead of %s", at, xt_op_table[b->op].name, xt_op_table[a->op].name);
+        else
+            snprintf(what, sizeof what, "node %d (%s) has shape %s instead of %s", at, xt_op_table[b->op].name,
+                     xt_shape_str(b, sb, sizeof sb), xt_shape_str(a, sa, sizeof sa));
+    } else if (best && g->n != best->nnodes) {
+        snprintf(what, sizeof what, "the graph has %d nodes instead of %d", g->n, best->nnodes);
+    }
+    fprintf(stderr, "xlatrain: warning: %d distinct graphs compiled; each new one costs a compile: %s (vary shapes less, e.g. drop_last: true)\n",
+            en->ncache + 1, what);
+}
+
+static int find_or_compile(xt_engine *en, xt_plan **out, xt_err *e) {
+    xt_graph *g = &en->g;
+    uint64_t t0 = xt_now_ns();
+    uint64_t h = xt_graph_hash(g);
+    for (int i = 0; i < en->ncache; i++)
+        if (en->cache[i]->hash == h && xt_plan_matches(en->cache[i], g)) {
+            xt_counter_add("CachedCompile", 1);
+            xt_metric_add("TraceHashLookupTime", XT_UNIT_TIME_NS, (double)(xt_now_ns() - t0));
+            *out = en->cache[i];
+            en->last.cache_hit = 1;
+            return 0;
+        }
+    if (en->ncache + 1 >= en->opts.recompile_warn && !en->warned) {
+        warn_recompile(en, g);
+        en->warned = 1;
+    }
+    xt_plan *p = xt_compile(g, en->opts.fuse, en->opts.collective_buf != NULL, e);
+    if (!p) return e ? e->code : XT_ERUNTIME;
+    xt_counter_add("UncachedCompile", 1);
+    xt_metric_add("CompileTime", XT_UNIT_TIME_NS, (double)(xt_now_ns() - t0));
+    xt_metric_add("IrNodes", XT_UNIT_COUNT, g->n);
+    xt_metric_add("FusedKernels", XT_UNIT_COUNT, p->fused_kernels);
+    xt_metric_add("ArenaBytes", XT_UNIT_BYTES, (double)p->arena_bytes);
+    if (en->opts.save_graphs_dir && *en->opts.save_graphs_dir) xt_dump_plan(p, en->opts.save_graphs_dir, "compiled");
+    if (en->ncache == CACHE_MAX) { /* evict the oldest */
+        xt_plan_free(en->cache[0]);
+        memmove(en->cache, en->cache + 1, (CACHE_MAX - 1) * sizeof *en->cache);
+        en->ncache--;
+    }
+    en->cache[en->ncache++] = p;
+    en->last.cache_hit = 0;
+    *out = p;
+    return 0;
+}
+
+int xt_mark_step(xt_engine *en, xt_err *e) {
+    xt_graph *g = &en->g;
+    int rc = 0;
+    if (g->err[0]) {
+        rc = xt_fail(e, XT_ERUNTIME, "graph error: %s", g->err);
+        goto done;
+    }
+    if (g->nassign == 0 && g->nfetch == 0) goto done; /* nothing asked for: nothing to run */
+    xt_plan *p = NULL;
+    if ((rc = find_or_compile(en, &p, e))) goto done;
+    xt_exec_ctx ctx = {.store = en->store, .collective = en->opts.collective_buf,
+                       .allreduce = en->opts.allreduce, .allreduce_ctx = en->opts.allreduce_ctx};
+    uint64_t t0 = xt_now_ns();
+    rc = xt_execute(p, &ctx, g->fetches, e);
+    xt_metric_add("ExecuteTime", XT_UNIT_TIME_NS, (double)(xt_now_ns() - t0));
+    size_t from = 0;
+    for (int i = 0; i < g->nfetch; i++) from += g->fetches[i].bytes;
+    xt_counter_add("TransferFromDeviceBytes", (int64_t)from);
+    xt_counter_add("TransferToDeviceBytes", (int64_t)en->store->bytes_to_device);
+    en->store->bytes_to_device = 0;
+    en->last.graph_hash = p->hash;
+    en->last.ir_nodes = p->nnodes;
+    en->last.kernels = p->nkernels;
+    en->last.fused_kernels = p->fused_kernels;
+    en->last.arena_bytes = p->arena_bytes;
+    en->last.intermediate_bytes = p->intermediate_bytes;
+    en->last.distinct_graphs = en->ncache;
+done:
+    xt_graph_reset(g);
+    return rc;
+}
+
+float xt_item(xt_engine *en, xt_t t, xt_err *e) {
+    float v = 0.0f;
+    const xt_node *n = xt_node_of(&en->g, t);
+    if (n && xt_numel(n) == 1) xt_fetch(&en->g, t, &v, sizeof v);
+    else if (n) xt_graph_fail(&en->g, "item: tensor has %lld elements, not 1", (long long)xt_numel(n));
+    if (xt_mark_step(en, e)) return (float)NAN;
+    return v;
+}

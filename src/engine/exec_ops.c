@@ -1,0 +1,219 @@
+/* exec_ops.c — one kernel per structured (non-elementwise) op, dispatched
+ * through xt_kernel_table by op id. Each adapts the node's shapes and
+ * attributes to the numeric kernels in src/kernels/. Elementwise ops have no
+ * entry: they run in fused groups (ew.c). ALLREDUCE runs in exec.c because
+ * it needs the collective. */
+#include <math.h>
+#include <string.h>
+
+#include "engine/plan.h"
+#include "kernels/kernels.h"
+
+#define IN(k) (&p->nodes[p->operands[n->in_off + (k)]])
+
+static void k_copy(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch) {
+    memmove(out, in[0], (size_t)xt_numel(n) * 4);
+}
+
+static void k_view_grad(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch) {
+    const xt_node *dy = IN(0);
+    memset(out, 0, (size_t)xt_numel(n) * 4);
+    memcpy((float *)out + n->iattr[0], in[0], (size_t)xt_numel(dy) * 4);
+}
+
+/* Sum over the dims where the output (right-aligned) has size 1. */
+static void k_sum_to(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch) {
+    const xt_node *x = IN(0);
+    int32_t X[4] = {1, 1, 1, 1}, Y[4] = {1, 1, 1, 1};
+    for (int d = 0; d < x->rank; d++) X[4 - x->rank + d] = x->shape[d];
+    for (int d = 0; d < n->rank; d++) Y[4 - n->rank + d] = n->shape[d];
+    int64_t ys[4], st = 1;
+    for (int d = 3; d >= 0; d--) { ys[d] = Y[d] == 1 ? 0 : st; st *= Y[d]; }
+    float *y = out;
+    const float *xv = in[0];
+    memset(y, 0, (size_t)xt_numel(n) * 4);
+    /* inner run: the trailing dims that are all reduced or all kept */
+    int d0 = 3, red = ys[3] == 0;
+    while (d0 > 0 && (X[d0 - 1] == 1 || (ys[d0 - 1] == 0) == red)) d0--;
+    int64_t inner = 1, outer = 1;
+    for (int d = d0; d < 4; d++) inner *= X[d];
+    for (int d = 0; d < d0; d++) outer *= X[d];
+    int idx[4] = {0, 0, 0, 0};
+    for (int64_t o = 0; o < outer; o++) {
+        int64_t yo = 0;
+        for (int d = 0; d < d0; d++) yo += idx[d] * ys[d];
+        const float *xr = xv + o * inner;
+        if (red) {
+            double acc = 0;
+            for (int64_t i = 0; i < inner; i++) acc += xr[i];
+            y[yo] += (float)acc;
+        } else {
+            for (int64_t i = 0; i < inner; i++) y[yo + i] += xr[i];
+        }
+        for (int d = d0 - 1; d >= 0; d--) {
+            if (++idx[d] < X[d]) break;
+            idx[d] = 0;
+        }
+    }
+}
+
+static void k_matmul(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch) {
+    const xt_node *A = IN(0), *B = IN(1);
+    int tA = n->iattr[0], tB = n->iattr[1];
+    int M = n->shape[0], N = n->shape[1], K = tA ? A->shape[0] : A->shape[1];
+    k_gemm(tA, tB, M, N, K, 1.0f, in[0], A->shape[1], in[1], B->shape[1], 0.0f, out, N);
+}
+
+/* conv geometry from (x shape, w shape, attrs) */
+static k_conv_shape conv_shape(const int32_t *xs, const int32_t *ws, const int32_t *attr) {
+    k_conv_shape s = {.N = xs[0], .Ci = xs[1], .H = xs[2], .W = xs[3], .Co = ws[0], .kh = ws[2], .kw = ws[3],
+                      .sh = attr[0], .sw = attr[1], .ph = attr[2], .pw = attr[3]};
+    k_conv_shape_infer(&s);
+    return s;
+}
+
+static void k_conv(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch) {
+    k_conv_shape s = conv_shape(IN(0)->shape, IN(1)->shape, n->iattr);
+    k_conv2d_fwd(&s, out, in[0], in[1], n->nin > 2 ? in[2] : NULL, scratch);
+}
+static void k_conv_bwd_data(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch) {
+    k_conv_shape s = conv_shape(n->shape, IN(1)->shape, n->iattr); /* (dy, w) -> dx shaped like x */
+    k_conv2d_bwd_data(&s, out, in[0], in[1], scratch);
+}
+static void k_conv_bwd_weight(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch) {
+    k_conv_shape s = conv_shape(IN(0)->shape, n->shape, n->iattr); /* (x, dy) -> dw shaped like w */
+    k_conv2d_bwd_weight(&s, out, NULL, in[0], in[1], scratch);
+}
+
+static k_pool_shape pool_shape(const int32_t *xs, const int32_t *a) {
+    k_pool_shape s = {.N = xs[0], .C = xs[1], .H = xs[2], .W = xs[3], .kh = a[0], .kw = a[1], .sh = a[2], .sw = a[3], .ph = a[4], .pw = a[5]};
+    k_pool_shape_infer(&s);
+    return s;
+}
+static void k_maxpool(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch) {
+    k_pool_shape s = pool_shape(IN(0)->shape, n->iattr);
+    float *y = out;
+    k_maxpool2d_fwd(&s, y, (int32_t *)(y + (int64_t)s.N * s.C * s.Ho * s.Wo), in[0]);
+}
+static void k_maxpool_bwd(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch) {
+    k_pool_shape s = pool_shape(n->shape, n->iattr); /* (dy, argmax) -> dx shaped like x */
+    k_maxpool2d_bwd(&s, out, in[0], in[1]);
+}
+static void k_avgpool(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch) {
+    k_pool_shape s = pool_shape(IN(0)->shape, n->iattr);
+    k_avgpool2d_fwd(&s, out, in[0]);
+}
+static void k_avgpool_bwd(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch) {
+    k_pool_shape s = pool_shape(n->shape, n->iattr);
+    k_avgpool2d_bwd(&s, out, in[0]);
+}
+
+static void k_bnstats(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch) {
+    const xt_node *x = IN(0);
+    int C = x->shape[1];
+    k_bn_stats(x->shape[0], C, x->shape[2] * x->shape[3], out, (float *)out + C, in[0]);
+}
+
+/* d/dx of (mean, biased var) over (N, H, W) per channel:
+ * dx = dmean/M + dvar * 2 (x - mean) / M, M = N*H*W. */
+static void k_bnstats_bwd(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch) {
+    int N = n->shape[0], C = n->shape[1], HW = n->shape[2] * n->shape[3];
+    const float *ds = in[0], *x = in[1], *st = in[2];
+    float *dx = out;
+    float inv_m = 1.0f / (float)((int64_t)N * HW);
+    for (int i = 0; i < N; i++)
+        for (int c = 0; c < C; c++) {
+            float a = ds[c] * inv_m, b = 2.0f * ds[C + c] * inv_m, mu = st[c];
+            const float *xp = x + ((int64_t)i * C + c) * HW;
+            float *dp = dx + ((int64_t)i * C + c) * HW;
+            for (int k = 0; k < HW; k++) dp[k] = a + b * (xp[k] - mu);
+        }
+}
+
+static void k_logsm(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch) {
+    k_log_softmax_fwd(n->shape[0], n->shape[1], out, in[0]);
+}
+static void k_logsm_bwd(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch) {
+    k_log_softmax_bwd(n->shape[0], n->shape[1], out, in[0], in[1]);
+}
+
+/* mean over the batch of -logp[i, t_i]; an out-of-range label gives NaN,
+ * which the trainer reports as a failed step */
+static void k_nll(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch) {
+    const xt_node *L = IN(0);
+    int N = L->shape[0], C = L->shape[1];
+    const float *lp = in[0];
+    const int32_t *t = in[1];
+    double acc = 0;
+    for (int i = 0; i < N; i++) acc += (t[i] >= 0 && t[i] < C) ? -lp[(int64_t)i * C + t[i]] : NAN;
+    *(float *)out = (float)(acc / N);
+}
+static void k_nll_bwd(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch) {
+    int N = n->shape[0], C = n->shape[1];
+    float g = -*(const float *)in[0] / (float)N;
+    const int32_t *t = in[1];
+    float *d = out;
+    memset(d, 0, (size_t)N * C * 4);
+    for (int i = 0; i < N; i++)
+        if (t[i] >= 0 && t[i] < C) d[(int64_t)i * C + t[i]] = g;
+}
+
+static void k_argmax(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch) {
+    const xt_node *x = IN(0);
+    int N = x->shape[0], C = x->shape[1];
+    const float *v = in[0];
+    int32_t *o = out;
+    for (int i = 0; i < N; i++) {
+        int best = 0;
+        for (int c = 1; c < C; c++)
+            if (v[(int64_t)i * C + c] > v[(int64_t)i * C + best]) best = c;
+        o[i] = best;
+    }
+}
+
+/* The mask is a pure function of (seed, step, stream, index), so backward
+ * recomputes it instead of storing it. */
+static void dropout(const xt_node *n, float *y, const float *x, const void *step) {
+    float pdrop = n->fattr[0], scale = 1.0f / (1.0f - pdrop);
+    uint64_t seed = (uint64_t)(uint32_t)n->iattr[1] | (uint64_t)(uint32_t)n->iattr[2] << 32;
+    uint64_t counter = (uint64_t)(uint32_t)*(const int32_t *)step << 16 | (uint64_t)(uint16_t)n->iattr[0];
+    int64_t cnt = xt_numel(n);
+    for (int64_t i = 0; i < cnt; i++) y[i] = k_rng_uniform(seed, counter, (uint64_t)i) < pdrop ? 0.0f : x[i] * scale;
+}
+static void k_dropout(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch) {
+    dropout(n, out, in[0], in[1]);
+}
+
+const xt_kernel_fn xt_kernel_table[XT_OP_COUNT] = {
+    [XT_OP_COPY] = k_copy,
+    [XT_OP_VIEW_GRAD] = k_view_grad,
+    [XT_OP_SUM_TO] = k_sum_to,
+    [XT_OP_MATMUL] = k_matmul,
+    [XT_OP_CONV2D] = k_conv,
+    [XT_OP_CONV2D_BWD_DATA] = k_conv_bwd_data,
+    [XT_OP_CONV2D_BWD_WEIGHT] = k_conv_bwd_weight,
+    [XT_OP_MAXPOOL2D] = k_maxpool,
+    [XT_OP_MAXPOOL2D_BWD] = k_maxpool_bwd,
+    [XT_OP_AVGPOOL2D] = k_avgpool,
+    [XT_OP_AVGPOOL2D_BWD] = k_avgpool_bwd,
+    [XT_OP_BN_STATS] = k_bnstats,
+    [XT_OP_BN_STATS_BWD] = k_bnstats_bwd,
+    [XT_OP_LOG_SOFTMAX] = k_logsm,
+    [XT_OP_LOG_SOFTMAX_BWD] = k_logsm_bwd,
+    [XT_OP_NLL_LOSS] = k_nll,
+    [XT_OP_NLL_LOSS_BWD] = k_nll_bwd,
+    [XT_OP_ARGMAX] = k_argmax,
+    [XT_OP_DROPOUT] = k_dropout,
+    [XT_OP_DROPOUT_BWD] = k_dropout, /* same mask, applied to dy */
+};
+
+size_t xt_kernel_scratch_bytes(const xt_plan *p, const xt_node *n) {
+    k_conv_shape s;
+    switch (n->op) {
+    case XT_OP_CONV2D: s = conv_shape(IN(0)->shape, IN(1)->shape, n->iattr); break;
+    case XT_OP_CONV2D_BWD_DATA: s = conv_shape(n->shape, IN(1)->shape, n->iattr); break;
+    case XT_OP_CONV2D_BWD_WEIGHT: s = conv_shape(IN(0)->shape, n->shape, n->iattr); break;
+    default: return 0;
+    }
+    return k_conv2d_scratch(&s) * sizeof(float);
+}

@@ -1,0 +1,173 @@
+/* graph.h — the lazy-graph engine's public API: tensors are IR nodes.
+ *
+ *   xt_engine *en = xt_engine_new(store, &opts);
+ *   xt_graph *g = xt_engine_graph(en);
+ *   xt_t x = xt_leaf(g, SLOT_X), w = xt_leaf(g, SLOT_W);
+ *   xt_t y = xt_relu(g, xt_matmul(g, x, w, 0, 1));   // nothing computed yet
+ *   xt_t loss = xt_sum_all(g, y);
+ *   xt_t gw;  xt_backward(g, loss, &w, 1, &gw);       // more graph, still nothing computed
+ *   xt_assign(g, SLOT_W, xt_sub(g, w, xt_mul(g, xt_const(g, 0.1f), gw)));
+ *   float l; xt_fetch(g, loss, &l, sizeof l);
+ *   xt_mark_step(en, &err);   // hash -> cache hit, or compile once -> execute
+ *
+ * A tensor (xt_t) is the index of a node in the step's graph: op, dtype,
+ * shape, operand indices and attributes, plain data. Nodes are appended in
+ * call order (a valid topological order) and hashed on insert from (op,
+ * attributes, dtype, shape, operand hashes); an identical node is reused
+ * instead of appended (CSE). Leaves hash their slot, shape and dtype — never
+ * their data — so a new batch, new weights or a new learning rate hit the
+ * compile cache.
+ *
+ * Handles are valid until the step's barrier (xt_mark_step or xt_item). What
+ * survives a step is device data: the store's slots, updated in place by
+ * xt_assign (input/output aliasing, as XLA's buffer donation).
+ *
+ * Errors while tracing (shape mismatches) are sticky: the op returns
+ * XT_NONE, later ops given XT_NONE return XT_NONE, and xt_mark_step reports
+ * the first error, naming the op that caused it.
+ */
+#ifndef XT_GRAPH_H
+#define XT_GRAPH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/store.h"
+#include "util/err.h"
+
+typedef int32_t xt_t;
+#define XT_NONE ((xt_t)-1)
+#define XT_MAX_RANK 4
+
+typedef enum {
+#define XT_OP(name, arity, flags) XT_OP_##name,
+#include "engine/ops.def"
+    XT_OP_COUNT
+} xt_op;
+
+enum { XT_F_FREE = 1, XT_F_EW = 2 };
+
+typedef struct xt_op_info {
+    const char *name;
+    int arity;     /* -1 = variadic */
+    int flags;
+} xt_op_info;
+extern const xt_op_info xt_op_table[XT_OP_COUNT];
+
+/* One IR node: plain data, valid across fork(), comparable with memcmp
+ * after zero-initialisation. */
+typedef struct xt_node {
+    uint64_t hash;          /* structural: op, attrs, dtype, shape, operand hashes */
+    int16_t op;             /* xt_op */
+    int8_t dtype;           /* xt_dtype */
+    int8_t rank;
+    int32_t shape[XT_MAX_RANK];
+    int32_t nin;            /* operands: g->operands[in_off .. in_off+nin) */
+    int32_t in_off;
+    int32_t iattr[6];
+    float fattr[2];
+} xt_node;
+
+typedef struct xt_graph xt_graph;
+typedef struct xt_engine xt_engine;
+
+/* ---- shapes ---- */
+int64_t xt_numel(const xt_node *n);
+const xt_node *xt_node_of(const xt_graph *g, xt_t t);
+int xt_operand(const xt_graph *g, const xt_node *n, int i);
+
+/* ---- leaves and constants ---- */
+xt_t xt_leaf(xt_graph *g, int slot);
+xt_t xt_const(xt_graph *g, float value);          /* scalar, broadcasts */
+xt_t xt_reshape(xt_graph *g, xt_t x, int rank, const int32_t *shape);  /* view; numel must match */
+/* A contiguous window of x's elements starting at `offset`, with its own shape. */
+xt_t xt_view(xt_graph *g, xt_t x, int64_t offset, int rank, const int32_t *shape);
+
+/* ---- elementwise (numpy broadcasting) ---- */
+xt_t xt_neg(xt_graph *g, xt_t a);
+xt_t xt_relu(xt_graph *g, xt_t a);
+xt_t xt_exp(xt_graph *g, xt_t a);
+xt_t xt_log(xt_graph *g, xt_t a);
+xt_t xt_sqrt(xt_graph *g, xt_t a);
+xt_t xt_rsqrt(xt_graph *g, xt_t a);
+xt_t xt_square(xt_graph *g, xt_t a);
+xt_t xt_add(xt_graph *g, xt_t a, xt_t b);
+xt_t xt_sub(xt_graph *g, xt_t a, xt_t b);
+xt_t xt_mul(xt_graph *g, xt_t a, xt_t b);
+xt_t xt_div(xt_graph *g, xt_t a, xt_t b);
+xt_t xt_relu_bwd(xt_graph *g, xt_t dy, xt_t x);
+xt_t xt_ew(xt_graph *g, xt_op op, xt_t a, xt_t b);
+xt_t xt_broadcast_to(xt_graph *g, xt_t x, int rank, const int32_t *shape);  /* any elementwise op by id (b ignored if unary) */
+
+/* ---- reductions ---- */
+xt_t xt_sum_to(xt_graph *g, xt_t x, int rank, const int32_t *shape);  /* sum down to a broadcastable shape */
+xt_t xt_sum_all(xt_graph *g, xt_t x);
+xt_t xt_mean_all(xt_graph *g, xt_t x);
+
+/* ---- structured ops ---- */
+xt_t xt_matmul(xt_graph *g, xt_t a, xt_t b, int transA, int transB);
+xt_t xt_conv2d(xt_graph *g, xt_t x, xt_t w, xt_t b /* or XT_NONE */, int sh, int sw, int ph, int pw);
+xt_t xt_max_pool2d(xt_graph *g, xt_t x, int kh, int kw, int sh, int sw, int ph, int pw);
+xt_t xt_avg_pool2d(xt_graph *g, xt_t x, int kh, int kw, int sh, int sw, int ph, int pw);
+/* Batch statistics (2, C): row 0 mean, row 1 biased variance. */
+xt_t xt_bn_stats(xt_graph *g, xt_t x);
+xt_t xt_log_softmax(xt_graph *g, xt_t x);
+xt_t xt_nll_loss(xt_graph *g, xt_t logp, xt_t target);
+xt_t xt_argmax(xt_graph *g, xt_t x);
+/* Inverted dropout with a counter-based mask from (seed, step, stream, index);
+ * `step` is a scalar leaf holding the step counter (data, not hashed). */
+xt_t xt_dropout(xt_graph *g, xt_t x, xt_t step, float p, int stream, uint64_t seed);
+/* Mean over the replicas of each gradient (identity with one process). */
+void xt_all_reduce(xt_graph *g, xt_t *grads, int n);
+
+/* ---- autodiff ---- */
+/* Append the gradient graph of scalar `loss` w.r.t. each wrt[i] (leaves or
+ * any node); grads[i] = XT_NONE when loss does not depend on wrt[i]. */
+int xt_backward(xt_graph *g, xt_t loss, const xt_t *wrt, int n, xt_t *grads);
+
+/* ---- step outputs ---- */
+/* At the barrier, write t into slot's buffer (in place where safe). */
+void xt_assign(xt_graph *g, int slot, xt_t t);
+/* At the barrier, copy t to host memory (bytes must equal its size). */
+void xt_fetch(xt_graph *g, xt_t t, void *host, size_t bytes);
+
+/* ---- the engine: compile cache + executor ---- */
+typedef struct xt_engine_opts {
+    const char *save_graphs_dir;   /* NULL/"" = off (else text + .dot dumps per new graph) */
+    int fuse;                      /* 1 = elementwise fusion (default); 0 for tests */
+    int recompile_warn;            /* warn after this many distinct graphs (default 6) */
+    /* The collective: called by ALLREDUCE with the packed gradient block
+     * (which lives in collective_buf when given). NULL = single process. */
+    int (*allreduce)(void *ctx, float *buf, size_t n, xt_err *e);
+    void *allreduce_ctx;
+    float *collective_buf;         /* optional external block for ALLREDUCE output */
+    size_t collective_floats;
+} xt_engine_opts;
+
+xt_engine *xt_engine_new(xt_store *store, const xt_engine_opts *opts);
+void xt_engine_free(xt_engine *en);
+xt_graph *xt_engine_graph(xt_engine *en);
+/* The barrier: cut, hash, look up / compile, execute, apply assigns and
+ * fetches, reset the graph. Returns 0 or an error code (trace errors included). */
+int xt_mark_step(xt_engine *en, xt_err *e);
+/* Barrier that also returns t's value (a scalar or the first element). */
+float xt_item(xt_engine *en, xt_t t, xt_err *e);
+/* Drop the pending graph without executing it. */
+void xt_graph_reset(xt_graph *g);
+/* The first trace error, or NULL. */
+const char *xt_graph_error(const xt_graph *g);
+
+/* Statistics of the most recent step's executable (for tests/bench). */
+typedef struct xt_exec_stats {
+    uint64_t graph_hash;
+    int ir_nodes;            /* nodes in the traced graph */
+    int kernels;             /* kernels the plan executes (fused groups count once) */
+    int fused_kernels;       /* of which fused elementwise groups */
+    size_t arena_bytes;      /* planned arena size */
+    size_t intermediate_bytes; /* sum of all materialized intermediate sizes */
+    int cache_hit;
+    int distinct_graphs;     /* executables in the cache */
+} xt_exec_stats;
+void xt_engine_last_stats(const xt_engine *en, xt_exec_stats *s);
+
+#endif

@@ -1,0 +1,52 @@
+/* internal.h — engine internals shared by graph, autodiff, passes, executor.
+ * Not part of the public API (graph.h). */
+#ifndef XT_ENGINE_INTERNAL_H
+#define XT_ENGINE_INTERNAL_H
+
+#include "engine/graph.h"
+#include "engine/metrics.h"
+
+typedef struct xt_assign_rec { int slot; xt_t t; } xt_assign_rec;
+typedef struct xt_fetch_rec { xt_t t; void *host; size_t bytes; } xt_fetch_rec;
+
+struct xt_graph {
+    xt_node *nodes;
+    int n, cap;
+    int32_t *operands;          /* all nodes' operand lists, by in_off */
+    int nops, ops_cap;
+    int32_t *ht;                /* CSE table: node index + 1, open addressing */
+    int ht_cap;
+    xt_assign_rec *assigns;
+    int nassign, assign_cap;
+    xt_fetch_rec *fetches;
+    int nfetch, fetch_cap;
+    xt_store *store;
+    int oom;
+    char err[512];              /* first trace error ("" = none) */
+};
+
+/* Append (or find, CSE) a node; `proto` has op/dtype/rank/shape/attrs set,
+ * operands passed separately. Returns the index or XT_NONE on error. */
+xt_t xt_graph_push(xt_graph *g, const xt_node *proto, const xt_t *ins, int nin);
+/* Record a trace error (first one wins) and return XT_NONE. */
+xt_t xt_graph_fail(xt_graph *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A zeroed node prototype (padding zeroed too: nodes are compared with memcmp). */
+xt_node xt_proto(xt_op op, int dtype, int rank, const int32_t *shape);
+xt_t xt_maxpool_argmax(xt_graph *g, xt_t pool_node, const xt_node *values);
+void xt_graph_init(xt_graph *g, xt_store *store);
+void xt_graph_destroy(xt_graph *g);
+/* Structural hash of the whole step (nodes + outputs). */
+uint64_t xt_graph_hash(const xt_graph *g);
+/* Human-readable shape "[128, 10, 24, 24]". */
+const char *xt_shape_str(const xt_node *n, char *buf, size_t cap);
+int xt_same_shape(const xt_node *a, const xt_node *b);
+
+static inline const int32_t *xt_ins(const xt_graph *g, const xt_node *n) { return g->operands + n->in_off; }
+static inline uint64_t xt_mix64(uint64_t h, uint64_t v) {
+    h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+    h ^= h >> 31;
+    h *= 0xbf58476d1ce4e5b9ULL;
+    return h ^ (h >> 29);
+}
+
+#endif

@@ -1,0 +1,20 @@
+/* pass_dce.c — dead-code elimination: a node is live when an assign or a
+ * fetch needs it, directly or through its consumers. One reverse walk (call
+ * order is topological). Dead nodes get no kernel and no memory. */
+#include <string.h>
+
+#include "engine/plan.h"
+
+int xt_pass_live(const xt_plan *p, uint8_t *live) {
+    memset(live, 0, (size_t)p->nnodes);
+    for (int i = 0; i < p->nassign; i++) live[p->assigns[i].t] = 1;
+    for (int i = 0; i < p->nfetch; i++) live[p->fetch_nodes[i]] = 1;
+    int count = 0;
+    for (int i = p->nnodes - 1; i >= 0; i--) {
+        if (!live[i]) continue;
+        count++;
+        const xt_node *n = &p->nodes[i];
+        for (int k = 0; k < n->nin; k++) live[p->operands[n->in_off + k]] = 1;
+    }
+    return count;
+}

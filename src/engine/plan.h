@@ -1,0 +1,110 @@
+/* plan.h — a compiled executable: what the passes produce and exec runs.
+ *
+ * The plan owns a private copy of the graph it was compiled from (nodes,
+ * operands, outputs) so a cache hit can be confirmed by comparing node
+ * arrays, and so execution never depends on the pending trace.
+ *
+ * Every value-carrying node has a location: a root (arena offset, store
+ * slot, the collective block, or a constant) plus a byte offset. Views,
+ * gradients packed for the all-reduce and parameters updated in place are
+ * all just locations that share a root. Values that live only inside a
+ * fused elementwise group have no location: they exist in chunk registers.
+ */
+#ifndef XT_PLAN_H
+#define XT_PLAN_H
+
+#include "engine/internal.h"
+
+typedef enum { XT_LOC_NONE, XT_LOC_ARENA, XT_LOC_SLOT, XT_LOC_COLLECTIVE, XT_LOC_CONST } xt_loc_kind;
+
+typedef struct xt_loc {
+    int8_t kind;        /* xt_loc_kind */
+    int32_t slot;       /* XT_LOC_SLOT */
+    int64_t offset;     /* bytes (arena, slot, collective) */
+} xt_loc;
+
+/* A fused elementwise group: a straight-line program run chunk by chunk. */
+#define XT_EW_MAX_REGS 24
+typedef enum { XT_OPND_REG, XT_OPND_INPUT } xt_opnd_kind;
+typedef struct xt_ew_instr {
+    int16_t op;            /* elementwise xt_op */
+    int16_t dst;           /* register, or -1 - k: writes group output k directly */
+    int8_t akind, bkind;   /* xt_opnd_kind */
+    int16_t a, b;          /* register index or group input index */
+} xt_ew_instr;
+
+typedef struct xt_ew_group {
+    int rank;
+    int32_t shape[XT_MAX_RANK];   /* every member's shape */
+    int ninputs, noutputs, ninstr, nregs;
+    int32_t *inputs;              /* node ids read from memory (incl. constants) */
+    int32_t *outputs;             /* node ids written to memory */
+    xt_ew_instr *instr;
+} xt_ew_group;
+
+typedef struct xt_kernel {
+    int32_t node;          /* the op's node (for a group: its last member) */
+    int32_t group;         /* index into plan->groups, or -1 */
+} xt_kernel;
+
+typedef struct xt_plan {
+    uint64_t hash;
+    /* the graph this plan was compiled from (for equality checks and dumps) */
+    xt_node *nodes;
+    int nnodes;
+    int32_t *operands;
+    int nops;
+    xt_assign_rec *assigns;
+    int nassign;
+    int32_t *fetch_nodes;
+    int nfetch;
+
+    xt_loc *loc;           /* per node */
+    int32_t *group_of;     /* per node: fused group index or -1 */
+    xt_kernel *kernels;
+    int nkernels;
+    xt_ew_group *groups;
+    int ngroups;
+    /* assigns not done in place: copy loc(node) -> slot at the end */
+    xt_assign_rec *late_assigns;
+    int nlate;
+
+    size_t arena_bytes;       /* planned peak of intermediates */
+    size_t scratch_bytes;     /* conv scratch, shared by all conv kernels */
+    size_t intermediate_bytes;/* sum of materialized intermediates (what a naive allocator would use) */
+    void *arena;              /* arena_bytes + scratch_bytes, allocated once per plan */
+    int fused_kernels;
+} xt_plan;
+
+/* Passes (each in its own file). */
+int xt_pass_live(const xt_plan *p, uint8_t *live);                  /* pass_dce.c */
+int xt_pass_fuse(xt_plan *p, const uint8_t *live, int fuse);         /* pass_fuse.c */
+int xt_pass_memplan(xt_plan *p, const uint8_t *live, int have_collective); /* pass_memplan.c */
+
+/* compile.c */
+xt_plan *xt_compile(const xt_graph *g, int fuse, int have_collective, xt_err *e);
+void xt_plan_free(xt_plan *p);
+int xt_plan_matches(const xt_plan *p, const xt_graph *g);
+
+/* exec.c */
+typedef struct xt_exec_ctx {
+    xt_store *store;
+    float *collective;
+    int (*allreduce)(void *ctx, float *buf, size_t n, xt_err *e);
+    void *allreduce_ctx;
+    const float *consts;     /* not used: constants live in node fattr */
+} xt_exec_ctx;
+int xt_execute(xt_plan *p, const xt_exec_ctx *c, xt_fetch_rec *fetches, xt_err *e);
+
+/* exec_ops.c: one kernel per non-elementwise op, dispatched by op id. */
+typedef void (*xt_kernel_fn)(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch);
+extern const xt_kernel_fn xt_kernel_table[XT_OP_COUNT];
+size_t xt_kernel_scratch_bytes(const xt_plan *p, const xt_node *n);
+
+/* ew.c: run one fused group. */
+void xt_ew_run(const xt_plan *p, const xt_ew_group *grp, void *const *in, void *const *out);
+
+/* dump.c */
+void xt_dump_plan(const xt_plan *p, const char *dir, const char *stage);
+
+#endif

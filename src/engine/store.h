@@ -1,0 +1,51 @@
+/* store.h — device data: named buffers the graph's leaves refer to by slot.
+ *
+ * Parameters, buffers (BN running stats) and optimizer state live in ONE
+ * flat, 64-byte aligned block, each slot at an offset (so the optimizer
+ * update, a checkpoint and a replica broadcast are walks over one array).
+ * Input slots (the batch) are bound to caller-owned memory every step.
+ * Slots are declared first, then xt_store_finalize allocates the block.
+ */
+#ifndef XT_STORE_H
+#define XT_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/err.h"
+
+typedef enum { XT_F32 = 0, XT_I32 = 1 } xt_dtype;
+typedef enum { XT_SLOT_PARAM, XT_SLOT_BUFFER, XT_SLOT_STATE, XT_SLOT_INPUT } xt_slot_kind;
+
+typedef struct xt_slot {
+    char name[96];          /* state_dict name: "conv1.weight", "optim.momentum.conv1.weight" */
+    xt_slot_kind kind;
+    int dtype;              /* xt_dtype */
+    int rank;
+    int32_t shape[4];
+    int64_t numel;
+    size_t offset;          /* in floats into the block (not for inputs) */
+    void *data;             /* resolved after finalize / bind */
+} xt_slot;
+
+typedef struct xt_store {
+    xt_slot *slots;
+    int n, cap;
+    float *block;           /* all non-input slots */
+    size_t block_floats;
+    int finalized;
+    uint64_t bytes_to_device;  /* metrics: bytes bound as inputs */
+} xt_store;
+
+void xt_store_init(xt_store *s);
+void xt_store_free(xt_store *s);
+/* Declare a slot; returns its id (>= 0) or -1 (duplicate name, finalized, OOM). */
+int xt_store_add(xt_store *s, const char *name, xt_slot_kind kind, int dtype, int rank, const int32_t *shape);
+/* Allocate the block (zeroed). */
+int xt_store_finalize(xt_store *s, xt_err *e);
+/* Point an input slot at caller memory for the next step(s). */
+void xt_store_bind(xt_store *s, int slot, void *data);
+int xt_store_find(const xt_store *s, const char *name);
+static inline float *xt_store_f32(const xt_store *s, int slot) { return (float *)s->slots[slot].data; }
+
+#endif

@@ -1,0 +1,100 @@
+/* kernels.h — the numeric kernels the engine's executor calls.
+ *
+ * Plain functions over float32 NCHW arrays: outputs first, inputs next, sizes
+ * in a shape struct. No allocation: any scratch memory is passed in, sized by
+ * the matching *_scratch() function (the memory planner reserves it once).
+ * Every fast kernel has a *_ref twin — the obvious loops, kept as the
+ * algorithmic reference the tests compare against.
+ *
+ * Kernels are single-threaded by design: xlatrain gets parallelism from one
+ * worker process per core (data parallel), as PyTorch/XLA does per TPU core.
+ */
+#ifndef XT_KERNELS_H
+#define XT_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- GEMM (row-major, through OpenBLAS cblas_sgemm) ----------------------
+ * C(M,N) = alpha * op(A) * op(B) + beta * C; op(X) = X or X^T (trans flags). */
+void k_gemm(int transA, int transB, int M, int N, int K, float alpha, const float *A, int lda,
+            const float *B, int ldb, float beta, float *C, int ldc);
+void k_gemm_ref(int transA, int transB, int M, int N, int K, float alpha, const float *A, int lda,
+                const float *B, int ldb, float beta, float *C, int ldc);
+
+/* ---- 2-D convolution (cross-correlation, as torch.nn.Conv2d, groups=1) ---- */
+typedef struct k_conv_shape {
+    int N, Ci, H, W;    /* input  x: (N, Ci, H, W) */
+    int Co, kh, kw;     /* weight w: (Co, Ci, kh, kw) */
+    int sh, sw, ph, pw; /* stride, zero padding */
+    int Ho, Wo;         /* output y: (N, Co, Ho, Wo); Ho = (H + 2ph - kh)/sh + 1 */
+} k_conv_shape;
+
+/* Fill Ho/Wo from the rest; returns 0, or -1 if the output would be empty. */
+int k_conv_shape_infer(k_conv_shape *s);
+/* Scratch floats needed by the fast fwd / bwd_data / bwd_weight kernels (max of the three). */
+size_t k_conv2d_scratch(const k_conv_shape *s);
+
+/* y = conv(x, w) + b; b may be NULL. */
+void k_conv2d_fwd(const k_conv_shape *s, float *y, const float *x, const float *w, const float *b, float *scratch);
+/* dx = conv_transpose(dy, w) (overwrites dx). */
+void k_conv2d_bwd_data(const k_conv_shape *s, float *dx, const float *dy, const float *w, float *scratch);
+/* dw = sum_n corr(x, dy) (overwrites dw); db = sum over n,h,w of dy when db != NULL. */
+void k_conv2d_bwd_weight(const k_conv_shape *s, float *dw, float *db, const float *x, const float *dy, float *scratch);
+
+void k_conv2d_fwd_ref(const k_conv_shape *s, float *y, const float *x, const float *w, const float *b);
+void k_conv2d_bwd_data_ref(const k_conv_shape *s, float *dx, const float *dy, const float *w);
+void k_conv2d_bwd_weight_ref(const k_conv_shape *s, float *dw, float *db, const float *x, const float *dy);
+
+/* ---- pooling (as F.max_pool2d / F.avg_pool2d, floor mode) --------------- */
+typedef struct k_pool_shape {
+    int N, C, H, W;     /* input (N, C, H, W) */
+    int kh, kw, sh, sw, ph, pw;
+    int Ho, Wo;         /* output (N, C, Ho, Wo) */
+} k_pool_shape;
+
+int k_pool_shape_infer(k_pool_shape *s);
+/* y = max over each window; argmax[i] = flat index h*W+w of the winner inside
+ * its (n,c) input plane (ties: first in row-major order, as PyTorch). Padding is -inf. */
+void k_maxpool2d_fwd(const k_pool_shape *s, float *y, int32_t *argmax, const float *x);
+/* dx = 0, then dx[argmax] += dy (overwrites dx). */
+void k_maxpool2d_bwd(const k_pool_shape *s, float *dx, const float *dy, const int32_t *argmax);
+/* avg pool with count_include_pad=True (PyTorch's default). */
+void k_avgpool2d_fwd(const k_pool_shape *s, float *y, const float *x);
+void k_avgpool2d_bwd(const k_pool_shape *s, float *dx, const float *dy);
+
+void k_maxpool2d_fwd_ref(const k_pool_shape *s, float *y, int32_t *argmax, const float *x);
+/* The zero-then-scatter loop k_maxpool2d_bwd is checked against. */
+void k_maxpool2d_bwd_ref(const k_pool_shape *s, float *dx, const float *dy, const int32_t *argmax);
+
+/* ---- batch norm over (N, H*W) per channel C ------------------------------
+ * Training: mean and biased variance of the batch; y = (x-mean)*invstd*gamma + beta,
+ * invstd = 1/sqrt(var + eps). var_unbiased = var * n/(n-1) feeds the running
+ * stats (the engine does that update as ordinary elementwise nodes). */
+void k_bn_stats(int N, int C, int HW, float *mean, float *var, const float *x);
+void k_bn_apply(int N, int C, int HW, float *y, const float *x, const float *mean, const float *var,
+                const float *gamma, const float *beta, float eps);
+/* Backward of training-mode BN (batch statistics):
+ * dx = gamma*invstd/n * (n*dy - sum(dy) - xhat*sum(dy*xhat)); dgamma = sum(dy*xhat); dbeta = sum(dy). */
+void k_bn_bwd(int N, int C, int HW, float *dx, float *dgamma, float *dbeta, const float *dy, const float *x,
+              const float *mean, const float *var, const float *gamma, float eps);
+
+void k_bn_stats_ref(int N, int C, int HW, float *mean, float *var, const float *x);
+void k_bn_bwd_ref(int N, int C, int HW, float *dx, float *dgamma, float *dbeta, const float *dy, const float *x,
+                  const float *mean, const float *var, const float *gamma, float eps);
+
+/* ---- row-wise softmax family (rows x cols, contiguous rows) -------------- */
+void k_log_softmax_fwd(int rows, int cols, float *y, const float *x);
+/* dx = dy - exp(y) * sum_row(dy) */
+void k_log_softmax_bwd(int rows, int cols, float *dx, const float *dy, const float *y);
+
+/* ---- counter-based RNG (dropout) ------------------------------------------
+ * Uniform [0,1) float for element `i` of the stream (seed, counter): a pure
+ * function, so a replay with the same (seed, step, index) gives the same mask. */
+float k_rng_uniform(uint64_t seed, uint64_t counter, uint64_t i);
+/* The Philox-4x32-10 block function under k_rng_uniform (Random123's
+ * philox4x32_R(10, ctr, key)): four 32-bit words per call, for kernels that want
+ * several draws per counter. */
+void k_philox4x32_10(uint32_t out[4], const uint32_t ctr[4], const uint32_t key[2]);
+
+#endif

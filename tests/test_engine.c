@@ -1,0 +1,367 @@
+/* test_engine.c — the lazy engine's behaviour: values of ops, the compile
+ * cache, fusion, in-place updates, memory planning, CSE/DCE, errors, dumps,
+ * and a small training loop that compiles once. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "engine/graph.h"
+#include "engine/metrics.h"
+#include "test.h"
+
+static int add_slot(xt_store *s, const char *name, int rank, const int32_t *shape, const float *init) {
+    int id = xt_store_add(s, name, XT_SLOT_PARAM, XT_F32, rank, shape);
+    CHECK(id >= 0);
+    (void)init;
+    return id;
+}
+
+static void fill(xt_store *s, int slot, const float *v) {
+    memcpy(s->slots[slot].data, v, (size_t)s->slots[slot].numel * 4);
+}
+
+TEST(engine_forward_values_by_hand) {
+    xt_store st;
+    xt_store_init(&st);
+    int a = add_slot(&st, "a", 2, (int32_t[]){2, 3}, NULL);
+    int b = add_slot(&st, "b", 2, (int32_t[]){3, 2}, NULL);
+    int x = add_slot(&st, "x", 4, (int32_t[]){1, 1, 3, 3}, NULL);
+    int w = add_slot(&st, "w", 4, (int32_t[]){1, 1, 2, 2}, NULL);
+    int t = xt_store_add(&st, "t", XT_SLOT_BUFFER, XT_I32, 1, (int32_t[]){2});
+    xt_err e = {0};
+    CHECK(xt_store_finalize(&st, &e) == 0);
+    fill(&st, a, (float[]){1, 2, 3, 4, 5, 6});
+    fill(&st, b, (float[]){1, 0, 0, 1, -1, 2});
+    fill(&st, x, (float[]){1, 2, 3, 4, 5, 6, 7, 8, 9});
+    fill(&st, w, (float[]){1, 0, 0, -1});
+    memcpy(st.slots[t].data, (int32_t[]){1, 0}, 8);
+    xt_engine *en = xt_engine_new(&st, NULL);
+    xt_graph *g = xt_engine_graph(en);
+    xt_t mm = xt_matmul(g, xt_leaf(g, a), xt_leaf(g, b), 0, 0); /* [[1-3, 2+6], [4-6, 5+12]] */
+    xt_t cv = xt_conv2d(g, xt_leaf(g, x), xt_leaf(g, w), XT_NONE, 1, 1, 0, 0); /* x[i][j] - x[i+1][j+1] = -4 */
+    xt_t rl = xt_relu(g, xt_sub(g, mm, xt_const(g, 0.0f)));
+    xt_t sm = xt_sum_all(g, mm);
+    xt_t lsm = xt_log_softmax(g, mm);
+    xt_t am = xt_argmax(g, mm);
+    xt_t nll = xt_nll_loss(g, lsm, xt_leaf(g, t));
+    float vmm[4], vcv[4], vrl[4], vsm, vlsm[4], vnll;
+    int32_t vam[2];
+    xt_fetch(g, mm, vmm, sizeof vmm);
+    xt_fetch(g, cv, vcv, sizeof vcv);
+    xt_fetch(g, rl, vrl, sizeof vrl);
+    xt_fetch(g, sm, &vsm, sizeof vsm);
+    xt_fetch(g, lsm, vlsm, sizeof vlsm);
+    xt_fetch(g, am, vam, sizeof vam);
+    xt_fetch(g, nll, &vnll, sizeof vnll);
+    CHECK(xt_mark_step(en, &e) == 0);
+    float want[4] = {-2, 8, -2, 17};
+    for (int i = 0; i < 4; i++) {
+        CHECK_NEAR(vmm[i], want[i], 1e-5);
+        CHECK_NEAR(vcv[i], -4, 1e-5);
+        CHECK_NEAR(vrl[i], want[i] > 0 ? want[i] : 0, 1e-6);
+    }
+    CHECK_NEAR(vsm, 21, 1e-5);
+    CHECK_NEAR(vlsm[0], -2 - (8 + log1p(exp(-10))), 1e-5);
+    CHECK_EQ(vam[0], 1);
+    CHECK_EQ(vam[1], 1);
+    /* targets 1, 0: -(lsm[0][1] + lsm[1][0]) / 2 */
+    CHECK_NEAR(vnll, -(vlsm[1] + vlsm[2]) / 2, 1e-6);
+    xt_engine_free(en);
+    xt_store_free(&st);
+}
+
+/* a chain of broadcasting elementwise ops between two matmuls */
+static void chain(xt_engine *en, int x, int bias, int scale, float *out, xt_exec_stats *stats) {
+    xt_graph *g = xt_engine_graph(en);
+    xt_t h = xt_matmul(g, xt_leaf(g, x), xt_leaf(g, x), 0, 1);           /* (8, 8) */
+    h = xt_add(g, h, xt_leaf(g, bias));                                   /* + (8) */
+    h = xt_relu(g, xt_mul(g, h, xt_leaf(g, scale)));                      /* * scalar slot */
+    h = xt_sub(g, xt_exp(g, xt_neg(g, h)), xt_sqrt(g, xt_add(g, h, xt_const(g, 1.0f))));
+    xt_t y = xt_matmul(g, h, h, 0, 0);
+    xt_fetch(g, y, out, 64 * 4);
+    xt_err e = {0};
+    CHECK(xt_mark_step(en, &e) == 0);
+    xt_engine_last_stats(en, stats);
+}
+
+TEST(engine_fused_equals_unfused) {
+    xt_store st;
+    xt_store_init(&st);
+    int x = add_slot(&st, "x", 2, (int32_t[]){8, 5}, NULL);
+    int bias = add_slot(&st, "bias", 1, (int32_t[]){8}, NULL);
+    int scale = add_slot(&st, "scale", 0, NULL, NULL);
+    xt_err e = {0};
+    CHECK(xt_store_finalize(&st, &e) == 0);
+    for (int i = 0; i < 40; i++) xt_store_f32(&st, x)[i] = sinf((float)i);
+    for (int i = 0; i < 8; i++) xt_store_f32(&st, bias)[i] = 0.1f * (float)i - 0.3f;
+    *xt_store_f32(&st, scale) = 0.7f;
+    float fused[64], plain[64];
+    xt_exec_stats sf, sp;
+    xt_engine_opts o = {.fuse = 1};
+    xt_engine *en = xt_engine_new(&st, &o);
+    chain(en, x, bias, scale, fused, &sf);
+    xt_engine_free(en);
+    o.fuse = 0;
+    en = xt_engine_new(&st, &o);
+    chain(en, x, bias, scale, plain, &sp);
+    xt_engine_free(en);
+    for (int i = 0; i < 64; i++) CHECK_NEAR(fused[i], plain[i], 1e-5 * fmax(1.0, fabs(plain[i])));
+    CHECK_EQ(sf.fused_kernels, 1);     /* the 8 elementwise ops became one kernel */
+    CHECK_EQ(sp.fused_kernels, 0);
+    CHECK_EQ(sf.kernels, 3);           /* matmul, fused group, matmul */
+    CHECK(sp.kernels > sf.kernels + 5);
+    CHECK(sf.intermediate_bytes < sp.intermediate_bytes);
+    xt_store_free(&st);
+}
+
+TEST(engine_cache_hits_on_new_data_misses_on_new_shape) {
+    xt_store st;
+    xt_store_init(&st);
+    int x = add_slot(&st, "x", 2, (int32_t[]){8, 5}, NULL);
+    int bias = add_slot(&st, "bias", 1, (int32_t[]){8}, NULL);
+    int scale = add_slot(&st, "scale", 0, NULL, NULL);
+    int x2 = add_slot(&st, "x2", 2, (int32_t[]){8, 6}, NULL);
+    xt_err e = {0};
+    CHECK(xt_store_finalize(&st, &e) == 0);
+    xt_engine *en = xt_engine_new(&st, NULL);
+    float out[64], out2[64];
+    xt_exec_stats s1, s2, s3;
+    int64_t cached0 = xt_counter_get("CachedCompile"), uncached0 = xt_counter_get("UncachedCompile");
+    chain(en, x, bias, scale, out, &s1);
+    *xt_store_f32(&st, scale) = 3.0f; /* new "learning rate": data, not structure */
+    xt_store_f32(&st, x)[3] = 5.0f;
+    chain(en, x, bias, scale, out2, &s2);
+    CHECK_EQ(s1.graph_hash, s2.graph_hash);
+    CHECK_EQ(s2.cache_hit, 1);
+    CHECK_EQ(s2.distinct_graphs, 1);
+    CHECK(memcmp(out, out2, sizeof out) != 0); /* it really ran on the new data */
+    chain(en, x2, bias, scale, out, &s3);     /* (8, 6): a new shape */
+    CHECK(s3.graph_hash != s1.graph_hash);
+    CHECK_EQ(s3.cache_hit, 0);
+    CHECK_EQ(s3.distinct_graphs, 2);
+    CHECK_EQ(xt_counter_get("CachedCompile") - cached0, 1);
+    CHECK_EQ(xt_counter_get("UncachedCompile") - uncached0, 2);
+    xt_engine_free(en);
+    xt_store_free(&st);
+}
+
+TEST(engine_cse_and_dce) {
+    xt_store st;
+    xt_store_init(&st);
+    int a = add_slot(&st, "a", 1, (int32_t[]){4}, NULL);
+    xt_err e = {0};
+    CHECK(xt_store_finalize(&st, &e) == 0);
+    xt_engine *en = xt_engine_new(&st, NULL);
+    xt_graph *g = xt_engine_graph(en);
+    xt_t l1 = xt_leaf(g, a), l2 = xt_leaf(g, a);
+    CHECK_EQ(l1, l2);
+    xt_t e1 = xt_exp(g, l1), e2 = xt_exp(g, l2);
+    CHECK_EQ(e1, e2);
+    xt_t dead = xt_matmul(g, xt_reshape(g, l1, 2, (int32_t[]){2, 2}), xt_reshape(g, l1, 2, (int32_t[]){2, 2}), 0, 0);
+    (void)dead;
+    float v[4];
+    xt_fetch(g, e1, v, sizeof v);
+    CHECK(xt_mark_step(en, &e) == 0);
+    xt_exec_stats s;
+    xt_engine_last_stats(en, &s);
+    CHECK_EQ(s.kernels, 1); /* the matmul nobody reads never runs */
+    xt_engine_free(en);
+    xt_store_free(&st);
+}
+
+TEST(engine_assign_in_place_keeps_old_value_semantics) {
+    xt_store st;
+    xt_store_init(&st);
+    int w = add_slot(&st, "w", 1, (int32_t[]){5}, NULL);
+    int v = add_slot(&st, "v", 1, (int32_t[]){5}, NULL);
+    xt_err e = {0};
+    CHECK(xt_store_finalize(&st, &e) == 0);
+    fill(&st, w, (float[]){1, 2, 3, 4, 5});
+    fill(&st, v, (float[]){1, 1, 1, 1, 1});
+    float *wptr = xt_store_f32(&st, w);
+    xt_engine *en = xt_engine_new(&st, NULL);
+    xt_graph *g = xt_engine_graph(en);
+    /* momentum-style: v' = 0.5 v + w ; w' = w - 0.1 v' ; and fetch the OLD w */
+    xt_t W = xt_leaf(g, w), V = xt_leaf(g, v);
+    xt_t v2 = xt_add(g, xt_mul(g, V, xt_const(g, 0.5f)), W);
+    xt_t w2 = xt_sub(g, W, xt_mul(g, v2, xt_const(g, 0.1f)));
+    xt_assign(g, v, v2);
+    xt_assign(g, w, w2);
+    float old_w[5], sum_w2;
+    xt_fetch(g, W, old_w, sizeof old_w);
+    xt_fetch(g, xt_sum_all(g, w2), &sum_w2, 4);
+    CHECK(xt_mark_step(en, &e) == 0);
+    CHECK(xt_store_f32(&st, w) == wptr); /* the slot's buffer was updated, not replaced */
+    for (int i = 0; i < 5; i++) {
+        float vv = 0.5f + (float)(i + 1);
+        CHECK_NEAR(old_w[i], i + 1, 0);
+        CHECK_NEAR(xt_store_f32(&st, v)[i], vv, 1e-6);
+        CHECK_NEAR(xt_store_f32(&st, w)[i], (i + 1) - 0.1f * vv, 1e-6);
+    }
+    CHECK_NEAR(sum_w2, 15 - 0.1 * (2.5 + 15), 1e-5);
+    xt_engine_free(en);
+    xt_store_free(&st);
+}
+
+TEST(engine_memory_plan_reuses_arena) {
+    xt_store st;
+    xt_store_init(&st);
+    int x = add_slot(&st, "x", 2, (int32_t[]){64, 64}, NULL);
+    xt_err e = {0};
+    CHECK(xt_store_finalize(&st, &e) == 0);
+    for (int i = 0; i < 64 * 64; i++) xt_store_f32(&st, x)[i] = (float)((i * 7) % 13) / 13.0f - 0.5f;
+    xt_engine *en = xt_engine_new(&st, NULL);
+    xt_graph *g = xt_engine_graph(en);
+    xt_t h = xt_leaf(g, x);
+    for (int i = 0; i < 10; i++) h = xt_relu(g, xt_matmul(g, h, xt_leaf(g, x), 0, 0));
+    float out;
+    xt_fetch(g, xt_sum_all(g, h), &out, 4);
+    CHECK(xt_mark_step(en, &e) == 0);
+    xt_exec_stats s;
+    xt_engine_last_stats(en, &s);
+    /* 20 intermediates of 16 KiB live one or two at a time */
+    CHECK_MSG(s.arena_bytes * 4 <= s.intermediate_bytes, "arena %zu vs intermediates %zu", s.arena_bytes, s.intermediate_bytes);
+    CHECK(isfinite(out));
+    xt_engine_free(en);
+    xt_store_free(&st);
+}
+
+TEST(engine_trace_error_names_the_op) {
+    xt_store st;
+    xt_store_init(&st);
+    int a = add_slot(&st, "a", 2, (int32_t[]){3, 4}, NULL);
+    int b = add_slot(&st, "b", 2, (int32_t[]){5, 6}, NULL);
+    xt_err e = {0};
+    CHECK(xt_store_finalize(&st, &e) == 0);
+    xt_engine *en = xt_engine_new(&st, NULL);
+    xt_graph *g = xt_engine_graph(en);
+    xt_t bad = xt_matmul(g, xt_leaf(g, a), xt_leaf(g, b), 0, 0);
+    CHECK_EQ(bad, XT_NONE);
+    xt_t later = xt_relu(g, bad);
+    CHECK_EQ(later, XT_NONE);
+    CHECK(xt_mark_step(en, &e) != 0);
+    CHECK_STR_CONTAINS(e.msg, "matmul: inner sizes differ: [3, 4] x [5, 6]");
+    xt_t ok = xt_add(g, xt_leaf(g, a), xt_leaf(g, b)); /* the error was cleared by the barrier */
+    CHECK_EQ(ok, XT_NONE);
+    CHECK_STR_CONTAINS(xt_graph_error(g), "do not broadcast");
+    xt_engine_free(en);
+    xt_store_free(&st);
+}
+
+TEST(engine_save_graphs_writes_text_and_dot) {
+    xt_store st;
+    xt_store_init(&st);
+    int a = add_slot(&st, "a", 1, (int32_t[]){4}, NULL);
+    xt_err e = {0};
+    CHECK(xt_store_finalize(&st, &e) == 0);
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/graphs", test_tmpdir());
+    xt_engine_opts o = {.fuse = 1, .save_graphs_dir = dir};
+    xt_engine *en = xt_engine_new(&st, &o);
+    xt_graph *g = xt_engine_graph(en);
+    float v[4];
+    xt_fetch(g, xt_relu(g, xt_add(g, xt_leaf(g, a), xt_const(g, 1.0f))), v, sizeof v);
+    CHECK(xt_mark_step(en, &e) == 0);
+    xt_exec_stats s;
+    xt_engine_last_stats(en, &s);
+    char path[1200], out[4096];
+    snprintf(path, sizeof path, "cat %s/graph-%016llx.txt; grep -c cluster_ %s/graph-%016llx.dot", dir,
+             (unsigned long long)s.graph_hash, dir, (unsigned long long)s.graph_hash);
+    CHECK_EQ(test_run(path, out, sizeof out), 0);
+    CHECK_STR_CONTAINS(out, "= RELU [4](");
+    CHECK_STR_CONTAINS(out, "fused#0");
+    xt_engine_free(en);
+    xt_store_free(&st);
+}
+
+static int g_calls;
+static size_t g_len;
+static int fake_allreduce(void *ctx, float *buf, size_t n, xt_err *e) {
+    g_calls++;
+    g_len = n;
+    for (size_t i = 0; i < n; i++) buf[i] *= 0.5f; /* "mean over 2 replicas holding equal values" times 2 -> visible */
+    return 0;
+}
+
+TEST(engine_allreduce_packs_gradients_into_the_collective_block) {
+    xt_store st;
+    xt_store_init(&st);
+    int w1 = add_slot(&st, "w1", 1, (int32_t[]){3}, NULL);
+    int w2 = add_slot(&st, "w2", 2, (int32_t[]){2, 2}, NULL);
+    xt_err e = {0};
+    CHECK(xt_store_finalize(&st, &e) == 0);
+    fill(&st, w1, (float[]){1, 2, 3});
+    fill(&st, w2, (float[]){1, 1, 1, 1});
+    static float block[64];
+    xt_engine_opts o = {.fuse = 1, .allreduce = fake_allreduce, .collective_buf = block, .collective_floats = 64};
+    xt_engine *en = xt_engine_new(&st, &o);
+    xt_graph *g = xt_engine_graph(en);
+    xt_t W1 = xt_leaf(g, w1), W2 = xt_leaf(g, w2);
+    xt_t loss = xt_add(g, xt_sum_all(g, xt_square(g, W1)), xt_sum_all(g, xt_mul(g, W2, xt_const(g, 3.0f))));
+    xt_t wrt[2] = {W1, W2}, gr[2];
+    CHECK(xt_backward(g, loss, wrt, 2, gr) == 0);
+    xt_all_reduce(g, gr, 2);
+    float g1[3], g2[4];
+    xt_fetch(g, gr[0], g1, sizeof g1);
+    xt_fetch(g, gr[1], g2, sizeof g2);
+    CHECK(xt_mark_step(en, &e) == 0);
+    CHECK_EQ(g_calls, 1);          /* one collective for all gradients */
+    CHECK_EQ(g_len, 32);           /* two pieces, each padded to 16 floats */
+    for (int i = 0; i < 3; i++) CHECK_NEAR(g1[i], (i + 1) * 2 * 0.5f, 1e-6);
+    for (int i = 0; i < 4; i++) CHECK_NEAR(g2[i], 1.5f, 1e-6);
+    CHECK_NEAR(block[16], 1.5f, 1e-6); /* the block itself holds the reduced values */
+    xt_engine_free(en);
+    xt_store_free(&st);
+}
+
+/* 100 SGD steps of a 2-layer MLP on one fixed batch: one compile, loss falls. */
+TEST(engine_training_loop_compiles_once_and_learns) {
+    xt_store st;
+    xt_store_init(&st);
+    int x = xt_store_add(&st, "x", XT_SLOT_INPUT, XT_F32, 2, (int32_t[]){16, 6});
+    int y = xt_store_add(&st, "y", XT_SLOT_INPUT, XT_I32, 1, (int32_t[]){16});
+    int w1 = add_slot(&st, "w1", 2, (int32_t[]){12, 6}, NULL), b1 = add_slot(&st, "b1", 1, (int32_t[]){12}, NULL);
+    int w2 = add_slot(&st, "w2", 2, (int32_t[]){3, 12}, NULL), b2 = add_slot(&st, "b2", 1, (int32_t[]){3}, NULL);
+    int lr = xt_store_add(&st, "lr", XT_SLOT_STATE, XT_F32, 0, NULL);
+    xt_err e = {0};
+    CHECK(xt_store_finalize(&st, &e) == 0);
+    float xb[96];
+    int32_t yb[16];
+    for (int i = 0; i < 16; i++) {
+        yb[i] = i % 3;
+        for (int k = 0; k < 6; k++) xb[i * 6 + k] = (k == yb[i] ? 1.0f : 0.0f) + 0.1f * sinf((float)(i * 6 + k));
+    }
+    for (int i = 0; i < 72; i++) xt_store_f32(&st, w1)[i] = 0.3f * sinf((float)i * 1.3f);
+    for (int i = 0; i < 36; i++) xt_store_f32(&st, w2)[i] = 0.3f * cosf((float)i * 0.7f);
+    xt_engine *en = xt_engine_new(&st, NULL);
+    int64_t uncached0 = xt_counter_get("UncachedCompile");
+    float first = 0, last = 0;
+    int params[4] = {w1, b1, w2, b2};
+    for (int step = 0; step < 100; step++) {
+        xt_graph *g = xt_engine_graph(en);
+        xt_store_bind(&st, x, xb);
+        xt_store_bind(&st, y, yb);
+        *xt_store_f32(&st, lr) = step < 50 ? 0.5f : 0.25f; /* a schedule changes data, not the graph */
+        xt_t P[4], G[4];
+        for (int k = 0; k < 4; k++) P[k] = xt_leaf(g, params[k]);
+        xt_t h = xt_relu(g, xt_add(g, xt_matmul(g, xt_leaf(g, x), P[0], 0, 1), P[1]));
+        xt_t logits = xt_add(g, xt_matmul(g, h, P[2], 0, 1), P[3]);
+        xt_t loss = xt_nll_loss(g, xt_log_softmax(g, logits), xt_leaf(g, y));
+        CHECK(xt_backward(g, loss, P, 4, G) == 0);
+        xt_all_reduce(g, G, 4);
+        for (int k = 0; k < 4; k++) xt_assign(g, params[k], xt_sub(g, P[k], xt_mul(g, xt_leaf(g, lr), G[k])));
+        float l;
+        xt_fetch(g, loss, &l, 4);
+        CHECK(xt_mark_step(en, &e) == 0);
+        if (step == 0) first = l;
+        last = l;
+    }
+    CHECK_EQ(xt_counter_get("UncachedCompile") - uncached0, 1);
+    CHECK_MSG(last < first * 0.1f, "loss %g -> %g", first, last);
+    xt_exec_stats s;
+    xt_engine_last_stats(en, &s);
+    CHECK(s.fused_kernels >= 4); /* bias+relu, the four parameter updates */
+    xt_engine_free(en);
+    xt_store_free(&st);
+}
