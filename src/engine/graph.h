@@ -154,6 +154,9 @@ int xt_mark_step(xt_engine *en, xt_err *e);
 float xt_item(xt_engine *en, xt_t t, xt_err *e);
 /* Drop the pending graph without executing it. */
 void xt_graph_reset(xt_graph *g);
+/* Record a trace error (the first one wins) and return XT_NONE; for
+ * composite builders that detect a problem themselves. */
+xt_t xt_graph_fail(xt_graph *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The first trace error, or NULL. */
 const char *xt_graph_error(const xt_graph *g);
 

@@ -28,8 +28,6 @@ struct xt_graph {
 /* Append (or find, CSE) a node; `proto` has op/dtype/rank/shape/attrs set,
  * operands passed separately. Returns the index or XT_NONE on error. */
 xt_t xt_graph_push(xt_graph *g, const xt_node *proto, const xt_t *ins, int nin);
-/* Record a trace error (first one wins) and return XT_NONE. */
-xt_t xt_graph_fail(xt_graph *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* A zeroed node prototype (padding zeroed too: nodes are compared with memcmp). */
 xt_node xt_proto(xt_op op, int dtype, int rank, const int32_t *shape);
 xt_t xt_maxpool_argmax(xt_graph *g, xt_t pool_node, const xt_node *values);

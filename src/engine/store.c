@@ -20,7 +20,7 @@ int xt_store_find(const xt_store *s, const char *name) {
 }
 
 int xt_store_add(xt_store *s, const char *name, xt_slot_kind kind, int dtype, int rank, const int32_t *shape) {
-    if (s->finalized || rank < 0 || rank > 4 || xt_store_find(s, name) >= 0) return -1;
+    if (s->finalized || rank < 0 || rank > 4 || strlen(name) >= sizeof s->slots[0].name || xt_store_find(s, name) >= 0) return -1;
     if (s->n == s->cap) {
         int cap = s->cap ? 2 * s->cap : 32;
         xt_slot *p = realloc(s->slots, (size_t)cap * sizeof *p);
@@ -65,4 +65,14 @@ int xt_store_finalize(xt_store *s, xt_err *e) {
 void xt_store_bind(xt_store *s, int slot, void *data) {
     s->slots[slot].data = data;
     s->bytes_to_device += (uint64_t)s->slots[slot].numel * 4;
+}
+
+void xt_store_set_input_shape(xt_store *s, int slot, int rank, const int32_t *shape) {
+    xt_slot *sl = &s->slots[slot];
+    sl->rank = rank;
+    sl->numel = 1;
+    for (int i = 0; i < rank; i++) {
+        sl->shape[i] = shape[i];
+        sl->numel *= shape[i];
+    }
 }

@@ -18,7 +18,7 @@ typedef enum { XT_F32 = 0, XT_I32 = 1 } xt_dtype;
 typedef enum { XT_SLOT_PARAM, XT_SLOT_BUFFER, XT_SLOT_STATE, XT_SLOT_INPUT } xt_slot_kind;
 
 typedef struct xt_slot {
-    char name[96];          /* state_dict name: "conv1.weight", "optim.momentum.conv1.weight" */
+    char name[128];         /* state_dict name: "conv1.weight", "optim.momentum.conv1.weight" */
     xt_slot_kind kind;
     int dtype;              /* xt_dtype */
     int rank;
@@ -44,6 +44,9 @@ int xt_store_add(xt_store *s, const char *name, xt_slot_kind kind, int dtype, in
 /* Allocate the block (zeroed). */
 int xt_store_finalize(xt_store *s, xt_err *e);
 /* Point an input slot at caller memory for the next step(s). */
+/* Change an input slot's shape (e.g. a final partial batch): leaves hash
+ * their shape, so the next trace gets (or reuses) the matching executable. */
+void xt_store_set_input_shape(xt_store *s, int slot, int rank, const int32_t *shape);
 void xt_store_bind(xt_store *s, int slot, void *data);
 int xt_store_find(const xt_store *s, const char *name);
 static inline float *xt_store_f32(const xt_store *s, int slot) { return (float *)s->slots[slot].data; }

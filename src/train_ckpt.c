@@ -1,0 +1,173 @@
+/* train_ckpt.c — a run's checkpoint as safetensors.
+ *
+ * Tensors: the model's state_dict under PyTorch's names (conv1.weight,
+ * bn1.running_mean, bn1.num_batches_tracked as I64, ...), so PyTorch's
+ * load_state_dict reads it; the optimizer's state under "optim.<state>.<param>"
+ * (optim.momentum_buffer.conv1.weight, optim.exp_avg.fc1.bias). The training
+ * position lives in __metadata__ ("xlatrain.*" keys): the next epoch and
+ * batch, the global step, optimizer steps, best accuracy, the loss/accuracy
+ * history for curves.png, and the model hash that refuses a checkpoint of
+ * another model. RNG state needs no saving: every stream (sampler order,
+ * dropout masks, crops) is a pure function of (seed, epoch/step, index).
+ * Written by the master only, atomically (io/safetensors.c).
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "io/ckptdir.h"
+#include "io/safetensors.h"
+#include "train_internal.h"
+
+#define MAX_T 2048
+
+static int is_saved_state(const xt_slot *s) {
+    return s->kind == XT_SLOT_PARAM || s->kind == XT_SLOT_BUFFER ||
+           (s->kind == XT_SLOT_STATE && s->rank > 0 && !strncmp(s->name, "optim.", 6));
+}
+
+static void join(char *out, size_t cap, const double *v, int n) {
+    size_t o = 0;
+    out[0] = 0;
+    for (int i = 0; i < n && o + 32 < cap; i++) o += (size_t)snprintf(out + o, cap - o, i ? ",%.6g" : "%.6g", v[i]);
+}
+
+int xt_ckpt_save(xt_run *r, int epoch_label, int next_epoch, long long step_in_epoch, xt_err *e) {
+    static xt_st_tensor t[MAX_T];
+    static int64_t nbt[XT_SPEC_MAX_LAYERS];
+    static char names[XT_SPEC_MAX_LAYERS][96];
+    int nt = 0;
+    const xt_spec *sp = r->model.spec;
+    for (int i = 0; i < r->store.n && nt < MAX_T - 1; i++) {
+        const xt_slot *s = &r->store.slots[i];
+        if (!is_saved_state(s)) continue;
+        xt_st_tensor *x = &t[nt++];
+        memset(x, 0, sizeof *x);
+        x->name = s->name;
+        x->dtype = XT_ST_F32;
+        x->rank = s->rank;
+        for (int k = 0; k < s->rank; k++) x->shape[k] = s->shape[k];
+        x->data = s->data;
+    }
+    for (int l = 0; l < sp->nlayers && nt < MAX_T; l++) {
+        if (sp->layers[l].kind != XT_L_BATCHNORM2D) continue;
+        nbt[l] = r->model.layers[l].num_batches_tracked;
+        snprintf(names[l], sizeof names[l], "%s.num_batches_tracked", sp->layers[l].name);
+        t[nt++] = (xt_st_tensor){.name = names[l], .dtype = XT_ST_I64, .rank = 0, .data = &nbt[l]};
+    }
+    char hash[32], ep[16], st[32], gs[32], os[32], best[32], seed[32], world[16];
+    static char hl[65536], ha[65536];
+    snprintf(hash, sizeof hash, "%016" PRIx64, r->model_hash);
+    snprintf(ep, sizeof ep, "%d", next_epoch);
+    snprintf(st, sizeof st, "%lld", step_in_epoch);
+    snprintf(gs, sizeof gs, "%lld", r->global_step);
+    snprintf(os, sizeof os, "%lld", r->optim.steps);
+    snprintf(best, sizeof best, "%.4f", r->best_acc);
+    snprintf(seed, sizeof seed, "%lld", r->c->seed);
+    snprintf(world, sizeof world, "%d", r->world);
+    join(hl, sizeof hl, r->hist_loss, r->nhist);
+    join(ha, sizeof ha, r->hist_acc, r->nhist);
+    const char *optname = r->optim.kind == XT_OPT_SGD ? "sgd" : r->optim.kind == XT_OPT_ADAM ? "adam" : "adamw";
+    xt_st_meta m[] = {
+        {"format", "pt"},
+        {"xlatrain.version", "1"},
+        {"xlatrain.model_hash", hash},
+        {"xlatrain.config", r->c->name},
+        {"xlatrain.optimizer", optname},
+        {"xlatrain.next_epoch", ep},
+        {"xlatrain.step_in_epoch", st},
+        {"xlatrain.global_step", gs},
+        {"xlatrain.optimizer_steps", os},
+        {"xlatrain.best_accuracy", best},
+        {"xlatrain.seed", seed},
+        {"xlatrain.world_size", world},
+        {"xlatrain.history.loss", hl},
+        {"xlatrain.history.accuracy", ha},
+    };
+    char path[1024];
+    if (xt_st_checkpoint_path(path, sizeof path, r->outdir, epoch_label, e)) return e->code;
+    if (xt_st_write(path, t, nt, m, (int)(sizeof m / sizeof *m), e)) return e->code;
+    return xt_st_prune_checkpoints(r->outdir, r->c->keep_checkpoints, epoch_label, e);
+}
+
+int xt_ckpt_resolve(const xt_run *r, const char *arg, char *out, size_t cap, xt_err *e) {
+    if (!strcmp(arg, "latest")) return xt_st_find_latest(r->outdir, out, cap, e);
+    if ((size_t)snprintf(out, cap, "%s", arg) >= cap) return xt_fail(e, XT_EUSAGE, "--resume: path too long");
+    return 0;
+}
+
+static int meta_ll(const xt_st_file *f, const char *key, long long *v, xt_err *e) {
+    const char *s = xt_st_meta_get(f, key);
+    char *end;
+    if (!s) return xt_fail(e, XT_ERUNTIME, "%s: no '%s' in the metadata: not an xlatrain training checkpoint; use one written by xlatrain", f->path, key);
+    *v = strtoll(s, &end, 10);
+    if (*end) return xt_fail(e, XT_ERUNTIME, "%s: metadata '%s' is not a number ('%s'); the file is damaged", f->path, key, s);
+    return 0;
+}
+
+static int split(const char *s, double *out, int cap) {
+    int n = 0;
+    while (s && *s && n < cap) {
+        char *end;
+        out[n++] = strtod(s, &end);
+        s = *end == ',' ? end + 1 : NULL;
+    }
+    return n;
+}
+
+int xt_ckpt_load(xt_run *r, const char *path, xt_err *e) {
+    xt_st_file f;
+    if (xt_st_read(path, &f, e)) return e->code;
+    int rc = 0;
+    char want[32];
+    snprintf(want, sizeof want, "%016" PRIx64, r->model_hash);
+    const char *have = xt_st_meta_get(&f, "xlatrain.model_hash");
+    if (!have) {
+        rc = xt_fail(e, XT_ERUNTIME, "%s: no xlatrain.model_hash in the metadata: not a checkpoint written by xlatrain; use one from an xlatrain run", path);
+        goto out;
+    }
+    if (strcmp(have, want)) {
+        rc = xt_fail(e, XT_ERUNTIME, "%s: written for another model (model hash %s, this config's model is %s); resume with the config that wrote it", path, have, want);
+        goto out;
+    }
+    const char *opt = xt_st_meta_get(&f, "xlatrain.optimizer");
+    const char *mine = r->optim.kind == XT_OPT_SGD ? "sgd" : r->optim.kind == XT_OPT_ADAM ? "adam" : "adamw";
+    int need_optim = !r->cli->eval_only && !r->cli->predict;
+    if (need_optim && (!opt || strcmp(opt, mine))) {
+        rc = xt_fail(e, XT_ERUNTIME, "%s: optimizer state is for '%s' but the config uses '%s'; set optimizer.name: %s or start a new run", path, opt ? opt : "none", mine, opt ? opt : mine);
+        goto out;
+    }
+    for (int i = 0; i < r->store.n; i++) {
+        const xt_slot *s = &r->store.slots[i];
+        if (!is_saved_state(s) || (s->kind == XT_SLOT_STATE && !need_optim)) continue;
+        int64_t shape[4];
+        for (int k = 0; k < s->rank; k++) shape[k] = s->shape[k];
+        if (xt_st_copy(&f, s->name, XT_ST_F32, s->rank, shape, s->data, e)) { rc = e->code ? e->code : XT_ERUNTIME; goto out; }
+    }
+    const xt_spec *sp = r->model.spec;
+    for (int l = 0; l < sp->nlayers; l++) {
+        if (sp->layers[l].kind != XT_L_BATCHNORM2D) continue;
+        char name[96];
+        int64_t v = 0;
+        snprintf(name, sizeof name, "%s.num_batches_tracked", sp->layers[l].name);
+        if (xt_st_copy(&f, name, XT_ST_I64, 0, NULL, &v, e)) { rc = e->code ? e->code : XT_ERUNTIME; goto out; }
+        r->model.layers[l].num_batches_tracked = v;
+    }
+    long long ep = 0, st = 0, gs = 0, os = 0;
+    if ((rc = meta_ll(&f, "xlatrain.next_epoch", &ep, e)) || (rc = meta_ll(&f, "xlatrain.step_in_epoch", &st, e)) ||
+        (rc = meta_ll(&f, "xlatrain.global_step", &gs, e)) || (rc = meta_ll(&f, "xlatrain.optimizer_steps", &os, e)))
+        goto out;
+    r->start_epoch = (int)ep;
+    r->start_step_in_epoch = st;
+    r->global_step = gs;
+    r->optim.steps = os;
+    const char *best = xt_st_meta_get(&f, "xlatrain.best_accuracy");
+    r->best_acc = best ? strtod(best, NULL) : -1;
+    r->nhist = split(xt_st_meta_get(&f, "xlatrain.history.loss"), r->hist_loss, XT_MAX_EPOCHS);
+    int na = split(xt_st_meta_get(&f, "xlatrain.history.accuracy"), r->hist_acc, XT_MAX_EPOCHS);
+    if (na < r->nhist) r->nhist = na;
+out:
+    xt_st_close(&f);
+    return rc;
+}
