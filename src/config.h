@@ -84,7 +84,9 @@ typedef struct xt_config {
 void xt_config_defaults(xt_config *c);
 
 /* Load `path`, apply the `nset` overrides "key=value" (dotted keys for nested
- * maps), resolve the model spec and validate. Returns 0 or an XT_E* code. */
+ * maps), resolve the model spec and validate. Returns 0 or an XT_E* code.
+ * `path` may be NULL (defaults and overrides only). On failure nothing is
+ * left to free; on success call xt_config_free. */
 int xt_config_load(xt_config *c, const char *path, const char *const *sets, int nset, xt_err *e);
 
 /* Print the resolved configuration as YAML (every key, sorted as the key table). */

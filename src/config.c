@@ -1,0 +1,400 @@
+/* config.c — load the FLAGS file: walk the YAML document against the key
+ * table, apply --set overrides, load the model spec, check keys against each
+ * other; print the resolved config and hash the model. See config.h.
+ *
+ * What each key is (type, default, range, help) lives in config_keys.c; this
+ * file only knows where values come from, so every message can say
+ * "<file>:<line>:<col>" or "--set KEY=VALUE".
+ */
+#include "config.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "config_keys.h"
+#include "config_yaml.h"
+
+/* What every dataset delivers (all three are MNIST-shaped). */
+static const int dataset_input[3] = {1, 28, 28};
+#define DATASET_CLASSES 10
+
+enum { FROM_DEFAULT = 0, FROM_FILE = -1 }; /* or k > 0: the k-th --set */
+
+typedef struct {
+    int how;        /* FROM_DEFAULT, FROM_FILE or a 1-based --set index */
+    int line, col;  /* of the key in the file */
+} origin;
+
+typedef struct {
+    xt_config *c;
+    const char *file;           /* config path, NULL when there is none */
+    const char *const *sets;
+    int cur_set;                /* 1-based --set being applied; 0 while reading the file */
+    yaml_document_t *doc;       /* the document being walked */
+    origin org[XT_NKEYS_MAX];   /* per key, where its value came from */
+    int model_from;             /* 0 none yet, 1 a path in c->model_path, 2 inline in c->spec */
+    xt_err *e;
+} lctx;
+
+/* ---- messages ---------------------------------------------------------------- */
+
+static void where_node(const lctx *x, const yaml_node_t *n, char *buf, size_t cap) {
+    if (x->cur_set) snprintf(buf, cap, "--set %.200s", x->sets[x->cur_set - 1]);
+    else snprintf(buf, cap, "%s:%d:%d", x->file, n ? xt_yaml_line(n) : 1, n ? xt_yaml_col(n) : 1);
+}
+
+/* Where key ki got its value; a default is blamed on the top of the file. */
+static void where_key(const lctx *x, int ki, char *buf, size_t cap) {
+    const origin *o = &x->org[ki];
+    if (o->how > 0) snprintf(buf, cap, "--set %.200s", x->sets[o->how - 1]);
+    else if (o->how == FROM_FILE) snprintf(buf, cap, "%s:%d:%d", x->file, o->line, o->col);
+    else if (x->file) snprintf(buf, cap, "%s:1:1", x->file);
+    else snprintf(buf, cap, "configuration");
+}
+
+static int failv(lctx *x, const char *where, const char *fmt, va_list ap) {
+    char msg[800];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    return xt_fail(x->e, XT_EUSAGE, "%s: %s", where, msg);
+}
+
+__attribute__((format(printf, 3, 4))) static int fail_node(lctx *x, const yaml_node_t *n, const char *fmt, ...) {
+    char where[300];
+    va_list ap;
+    where_node(x, n, where, sizeof where);
+    va_start(ap, fmt);
+    int rc = failv(x, where, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+__attribute__((format(printf, 3, 4))) static int fail_key(lctx *x, int ki, const char *fmt, ...) {
+    char where[300];
+    va_list ap;
+    where_key(x, ki, where, sizeof where);
+    va_start(ap, fmt);
+    int rc = failv(x, where, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+/* "unknown key 'batchsize'; did you mean 'batch_size'?" — `group` is the
+ * enclosing map ("optimizer") or NULL at the top level. */
+static int unknown_key(lctx *x, const yaml_node_t *at, const char *group, const char *key) {
+    const char *cands[2 * XT_NKEYS_MAX];
+    char hint[160] = "", q[64], full[160], groups[XT_NKEYS_MAX][32];
+    int n = 0;
+    const char *h = NULL;
+    snprintf(full, sizeof full, "%s%s%s", group ? group : "", group ? "." : "", key);
+    if (group) {
+        size_t gl = strlen(group);
+        for (int i = 0; i < xt_nkeys; i++)
+            if (!strncmp(xt_keys[i].name, group, gl) && xt_keys[i].name[gl] == '.') cands[n++] = xt_keys[i].name + gl + 1;
+        if ((h = xt_suggest(key, cands, n))) snprintf(hint, sizeof hint, "; did you mean '%s.%s'?", group, h);
+        else if (xt_key_find(key) >= 0)
+            snprintf(hint, sizeof hint, "; '%s' is a top-level key: move it out of '%s'", key, group);
+    } else {
+        /* whole names and group names first, then the part after the dot
+         * ("nesterov" -> "optimizer.nesterov") */
+        for (int i = 0; i < xt_nkeys; i++) {
+            cands[n++] = xt_keys[i].name;
+            const char *dot = strchr(xt_keys[i].name, '.');
+            if (dot && (i == 0 || strncmp(xt_keys[i - 1].name, xt_keys[i].name, (size_t)(dot - xt_keys[i].name) + 1))) {
+                snprintf(groups[i], sizeof groups[i], "%.*s", (int)(dot - xt_keys[i].name), xt_keys[i].name);
+                cands[n++] = groups[i];
+            }
+        }
+        if ((h = xt_suggest(key, cands, n))) snprintf(hint, sizeof hint, "; did you mean '%s'?", h);
+        for (int i = 0; i < xt_nkeys && !h; i++) {
+            const char *dot = strchr(xt_keys[i].name, '.');
+            if (dot && xt_edit_distance(key, dot + 1) <= (strlen(key) <= 4 ? 0 : 1)) {
+                h = xt_keys[i].name;
+                snprintf(hint, sizeof hint, "; did you mean '%s'?", h);
+            }
+        }
+    }
+    if (!hint[0]) snprintf(hint, sizeof hint, "; 'xlatrain --help' lists the keys");
+    return fail_node(x, at, "unknown key %s%s", xt_quote(full, q, sizeof q), hint);
+}
+
+/* ---- applying values ------------------------------------------------------------ */
+
+static int apply_model(lctx *x, const yaml_node_t *v) {
+    xt_config *c = x->c;
+    char got[96];
+    const char *t = xt_yaml_text(v);
+    if (t && !xt_scalar_null(t, xt_yaml_plain(v))) {
+        if (strlen(t) >= sizeof c->model_path)
+            return fail_node(x, v, "model: the path is longer than %zu bytes", sizeof c->model_path - 1);
+        xt_spec_free(&c->spec);
+        snprintf(c->model_path, sizeof c->model_path, "%s", t);
+        x->model_from = 1;
+        return 0;
+    }
+    if (!v || v->type != YAML_MAPPING_NODE)
+        return fail_node(x, v, "model: expected a layer-spec path (model: models/fashion_cnn.yaml) or an inline "
+                         "mapping with input and layers, got %s", xt_yaml_describe(v, got, sizeof got));
+    xt_spec_free(&c->spec);
+    c->model_path[0] = 0;
+    x->model_from = 0;
+    int rc = xt_spec_from_yaml(&c->spec, x->cur_set ? "--set model" : x->file, x->doc, (void *)v, x->e);
+    if (!rc) x->model_from = 2;
+    return rc;
+}
+
+static int apply_value(lctx *x, int ki, const yaml_node_t *k, const yaml_node_t *v) {
+    const xt_key *key = &xt_keys[ki];
+    origin *o = &x->org[ki];
+    int how = x->cur_set ? x->cur_set : FROM_FILE;
+    if (o->how == how)
+        return fail_node(x, k, "duplicate key '%s' (first at line %d)", key->name, o->line);
+    *o = (origin){how, k ? xt_yaml_line(k) : 1, k ? xt_yaml_col(k) : 1};
+    if (key->type == XT_K_MODEL) return apply_model(x, v);
+    char why[400];
+    if (xt_key_set(key, x->c, x->doc, v, why, sizeof why)) return fail_node(x, v ? v : k, "%s: %s", key->name, why);
+    return 0;
+}
+
+/* The keys of one mapping: the whole document (group NULL) or a group's map. */
+static int apply_map(lctx *x, const char *group, const yaml_node_t *map) {
+    const yaml_node_t *groups_seen[XT_NKEYS_MAX];
+    int ngroups = 0;
+    char got[96];
+    for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
+        yaml_node_t *k = yaml_document_get_node(x->doc, p->key), *v = yaml_document_get_node(x->doc, p->value);
+        const char *key = xt_yaml_text(k);
+        char full[160];
+        if (!key || xt_scalar_null(key, xt_yaml_plain(k)))
+            return fail_node(x, k, "keys must be plain names like batch_size, got %s", xt_yaml_describe(k, got, sizeof got));
+        if (strlen(key) > 100) return unknown_key(x, k, group, key);
+        snprintf(full, sizeof full, "%s%s%s", group ? group : "", group ? "." : "", key);
+        int ki = xt_key_find(full), rc;
+        if (ki >= 0) {
+            rc = apply_value(x, ki, k, v);
+        } else if (!group && xt_key_is_group(full)) {
+            for (int i = 0; i < ngroups; i++)
+                if (!strcmp(xt_yaml_text(groups_seen[i]), full))
+                    return fail_node(x, k, "duplicate key '%s' (first at line %d)", full, xt_yaml_line(groups_seen[i]));
+            groups_seen[ngroups++] = k;
+            if (v->type != YAML_MAPPING_NODE)
+                return fail_node(x, v, "'%s' must be a mapping of its keys (for example %s: {name: ...}; or write "
+                                 "%s.name: ...), got %s", full, full, full, xt_yaml_describe(v, got, sizeof got));
+            rc = apply_map(x, full, v);
+        } else {
+            rc = unknown_key(x, k, group, key);
+        }
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+/* One --set KEY=VALUE. String keys take VALUE verbatim (paths may hold ':'
+ * or '#'); other values are read as YAML, so --set train_subset=[0,100] and
+ * --set model={input: [1,28,28], layers: [flatten]} work. */
+static int apply_set(lctx *x, int i) {
+    const char *arg = x->sets[i];
+    const char *eq = arg ? strchr(arg, '=') : NULL;
+    char key[160];
+    x->cur_set = i + 1;
+    if (!arg || !eq || eq == arg)
+        return fail_node(x, NULL, "expected KEY=VALUE, e.g. --set batch_size=64");
+    if ((size_t)(eq - arg) >= sizeof key) return unknown_key(x, NULL, NULL, "(a very long key)");
+    snprintf(key, sizeof key, "%.*s", (int)(eq - arg), arg);
+    int ki = xt_key_find(key);
+    if (ki >= 0 && xt_keys[ki].type == XT_K_STR) {
+        char why[400];
+        x->org[ki] = (origin){x->cur_set, 1, 1};
+        if (xt_key_set_text(&xt_keys[ki], x->c, eq + 1, 1, why, sizeof why)) return fail_node(x, NULL, "%s: %s", key, why);
+        return 0;
+    }
+    if (ki < 0 && !xt_key_is_group(key)) return unknown_key(x, NULL, NULL, key);
+    yaml_document_t doc;
+    char name[300];
+    snprintf(name, sizeof name, "--set %.200s", arg);
+    int rc = xt_yaml_parse(&doc, name, eq + 1, strlen(eq + 1), x->e);
+    if (rc) return rc;
+    yaml_node_t *root = yaml_document_get_root_node(&doc);
+    x->doc = &doc;
+    if (ki >= 0) rc = apply_value(x, ki, NULL, root);
+    else if (root && root->type == YAML_MAPPING_NODE) rc = apply_map(x, key, root);
+    else rc = fail_node(x, NULL, "'%s' holds nested keys; set one of them, as in --set %s.name=...", key, key);
+    x->doc = NULL;
+    yaml_document_delete(&doc);
+    return rc;
+}
+
+/* ---- after all values: the model and checks across keys ---------------------------- */
+
+static int is_file(const char *p) {
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* `model: path` is tried relative to the current directory, then relative
+ * to the config file's directory (so configs can sit next to their models). */
+static int resolve_model(lctx *x) {
+    xt_config *c = x->c;
+    int ki = xt_key_find("model");
+    if (x->model_from == 2) return 0;
+    if (x->model_from == 0)
+        return fail_key(x, ki, "no model; set model: models/fashion_cnn.yaml (a layer-spec file) or an inline mapping "
+                        "with input and layers");
+    char path[1100];
+    snprintf(path, sizeof path, "%s", c->model_path);
+    if (!is_file(path) && c->model_path[0] != '/' && x->file) {
+        const char *slash = strrchr(x->file, '/');
+        if (slash) snprintf(path, sizeof path, "%.*s/%s", (int)(slash - x->file), x->file, c->model_path);
+    }
+    if (!is_file(path)) {
+        char q[64];
+        return fail_key(x, ki, "model file %s not found (looked in the current directory%s%s)",
+                        xt_quote(c->model_path, q, sizeof q), x->file ? " and next to " : "", x->file ? x->file : "");
+    }
+    if (strlen(path) >= sizeof c->model_path) return fail_key(x, ki, "model: the resolved path is too long");
+    memcpy(c->model_path, path, strlen(path) + 1);
+    return xt_spec_load(&c->spec, c->model_path, x->e);
+}
+
+static int check_model_fits_data(lctx *x) {
+    const xt_config *c = x->c;
+    const xt_spec *s = &c->spec;
+    const char *ds = xt_keys[xt_key_find("dataset")].choices[c->dataset];
+    int ki = xt_key_find("model");
+    if (memcmp(s->input, dataset_input, sizeof dataset_input))
+        return fail_key(x, ki, "the model's input is [%d, %d, %d] but %s images are [%d, %d, %d]; set input: [%d, %d, "
+                        "%d] in %s", s->input[0], s->input[1], s->input[2], ds, dataset_input[0], dataset_input[1],
+                        dataset_input[2], dataset_input[0], dataset_input[1], dataset_input[2], s->source);
+    const xt_layer *last = &s->layers[s->nlayers - 1];
+    if (last->out_rank != 1)
+        return fail_key(x, ki, "the model ends with [%d, %d, %d] but must end with [%d] (one score per class); end it "
+                        "with flatten and linear: {out: %d} in %s", last->out_shape[0], last->out_shape[1],
+                        last->out_shape[2], DATASET_CLASSES, DATASET_CLASSES, s->source);
+    if (s->num_classes != DATASET_CLASSES)
+        return fail_key(x, ki, "the model outputs %d scores but %s has %d classes; give the last linear layer out: %d "
+                        "in %s", s->num_classes, ds, DATASET_CLASSES, DATASET_CLASSES, s->source);
+    return 0;
+}
+
+static int validate(lctx *x) {
+    xt_config *c = x->c;
+    int rc;
+    if (c->dataset != XT_DS_SYNTHETIC && !c->datadir[0]) {
+        int kd = xt_key_find("datadir"), ks = xt_key_find("dataset");
+        const char *ds = xt_keys[ks].choices[c->dataset];
+        return fail_key(x, x->org[kd].how ? kd : ks, "datadir is not set, but dataset %s reads its IDX files from "
+                        "there; set datadir (e.g. datadir: data/%s) or use dataset: synthetic", ds, ds);
+    }
+    if (c->nesterov && (c->optimizer != XT_OPT_SGD || c->momentum <= 0))
+        return fail_key(x, xt_key_find("optimizer.nesterov"), "optimizer.nesterov needs optimizer.name: sgd and "
+                        "momentum > 0 (as in PyTorch)");
+    if (c->warmup_epochs >= c->num_epochs && c->warmup_epochs > 0)
+        return fail_key(x, xt_key_find("schedule.warmup_epochs"), "schedule.warmup_epochs (%d) must be less than "
+                        "num_epochs (%d)", c->warmup_epochs, c->num_epochs);
+    if ((rc = check_model_fits_data(x))) return rc;
+    int ko = xt_key_find("output_dir"), kg = xt_key_find("save_graphs");
+    if (!x->org[ko].how) snprintf(c->output_dir, sizeof c->output_dir, "runs/%s", c->name);
+    else if (!c->output_dir[0])
+        return fail_key(x, ko, "output_dir is empty; name a directory for checkpoints and metrics");
+    const char *env = getenv("XLATRAIN_SAVE_GRAPHS");
+    if (!x->org[kg].how && env && *env) {
+        if (strlen(env) >= sizeof c->save_graphs)
+            return xt_fail(x->e, XT_EUSAGE, "XLATRAIN_SAVE_GRAPHS is longer than %zu bytes", sizeof c->save_graphs - 1);
+        snprintf(c->save_graphs, sizeof c->save_graphs, "%s", env);
+    }
+    return 0;
+}
+
+/* ---- public ------------------------------------------------------------------------ */
+
+void xt_config_defaults(xt_config *c) {
+    char why[200];
+    memset(c, 0, sizeof *c);
+    xt_keys_apply_defaults(c, why, sizeof why); /* cannot fail: a test checks every default */
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    c->num_cores = n < 1 ? 1 : n > 256 ? 256 : (int)n;
+    snprintf(c->name, sizeof c->name, "xlatrain");
+    snprintf(c->output_dir, sizeof c->output_dir, "runs/%s", c->name);
+}
+
+/* "configs/mnist.yaml" -> "mnist" */
+static void config_name(const char *path, char *out, size_t cap) {
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    const char *dot = strrchr(base, '.');
+    int len = dot && dot != base ? (int)(dot - base) : (int)strlen(base);
+    snprintf(out, cap, "%.*s", len, base);
+    if (!out[0]) snprintf(out, cap, "config");
+}
+
+int xt_config_load(xt_config *c, const char *path, const char *const *sets, int nset, xt_err *e) {
+    xt_config_defaults(c);
+    lctx *x = calloc(1, sizeof *x);
+    if (!x) return xt_fail(e, XT_EUSAGE, "out of memory");
+    *x = (lctx){.c = c, .file = path, .sets = sets, .e = e};
+    int rc = 0;
+    if (path) {
+        yaml_document_t doc;
+        char got[96];
+        snprintf(c->source, sizeof c->source, "%s", path);
+        config_name(path, c->name, sizeof c->name);
+        if ((rc = xt_yaml_load_file(&doc, path, e))) goto out;
+        yaml_node_t *root = yaml_document_get_root_node(&doc);
+        x->doc = &doc;
+        if (!root || root->type != YAML_MAPPING_NODE)
+            rc = fail_node(x, root, "a config must be a mapping of 'key: value' lines, got %s",
+                           root ? xt_yaml_describe(root, got, sizeof got) : "an empty document");
+        else
+            rc = apply_map(x, NULL, root);
+        x->doc = NULL;
+        yaml_document_delete(&doc);
+        if (rc) goto out;
+    }
+    for (int i = 0; i < nset && !rc; i++) rc = apply_set(x, i);
+    x->cur_set = 0;
+    if (!rc) rc = resolve_model(x);
+    if (!rc) rc = validate(x);
+out:
+    free(x);
+    if (rc) xt_config_free(c);
+    return rc;
+}
+
+void xt_config_print(const xt_config *c, FILE *out) {
+    const char *open = "";   /* the group whose "name:" line is printed */
+    size_t open_len = 0;
+    for (int i = 0; i < xt_nkeys; i++) {
+        const xt_key *k = &xt_keys[i];
+        const char *dot = strchr(k->name, '.'), *leaf = dot ? dot + 1 : k->name;
+        size_t gl = dot ? (size_t)(dot - k->name) : 0;
+        if (gl != open_len || strncmp(open, k->name, gl)) {
+            if (gl) fprintf(out, "%.*s:\n", (int)gl, k->name);
+            open = k->name;
+            open_len = gl;
+        }
+        fprintf(out, "%*s%s:", gl ? 2 : 0, "", leaf);
+        if (k->type == XT_K_MODEL && !c->model_path[0] && c->spec.nlayers) {
+            fputc('\n', out);
+            xt_spec_print_yaml(&c->spec, out, 2);
+            continue;
+        }
+        fputc(' ', out);
+        xt_key_print_value(k, c, out);
+        fputc('\n', out);
+    }
+}
+
+void xt_config_print_keys(FILE *out) {
+    char type[160];
+    for (int i = 0; i < xt_nkeys; i++) {
+        const xt_key *k = &xt_keys[i];
+        fprintf(out, "  %-24s %s; default %s\n      %s\n", k->name, xt_key_type_doc(k, type, sizeof type), k->def,
+                k->help);
+    }
+}
+
+void xt_config_free(xt_config *c) { xt_spec_free(&c->spec); }
+
+unsigned long long xt_config_model_hash(const xt_config *c) { return xt_spec_hash(&c->spec); }

@@ -1,0 +1,184 @@
+/* main.c — the xlatrain command line: options -> xt_cli, the FLAGS file ->
+ * xt_config, then --dry-run prints both, anything else goes to
+ * xt_train_main. This is the only place that prints an error message
+ * ("xlatrain: <msg>" on stderr) and picks the exit code.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "config.h"
+#include "train.h"
+#include "util/err.h"
+
+#define XT_VERSION "0.1.0"
+
+static const char usage_line[] =
+    "usage: xlatrain --config FILE [--set KEY=VALUE]... [--dry-run] [--download]\n"
+    "                [--resume PATH|latest] [--eval-only]\n"
+    "                [--predict IDX_FILE [--output CSV]]\n"
+    "       xlatrain --help | --version\n";
+
+static const char help_text[] =
+    "\n"
+    "Train a small CNN on MNIST-shaped images on the CPU, the way PyTorch/XLA does\n"
+    "on TPUs: a lazily traced, compiled and cached step graph, run by one forked\n"
+    "data-parallel worker per core. FILE is a YAML FLAGS file (see configs/).\n"
+    "\n"
+    "options:\n"
+    "  --config FILE          the FLAGS file (required)\n"
+    "  --set KEY=VALUE        override a key after FILE is read; dotted keys reach\n"
+    "                         nested maps (--set optimizer.name=adam); repeatable,\n"
+    "                         the last one wins\n"
+    "  --dry-run              print the resolved configuration and the model summary,\n"
+    "                         then exit without reading any data\n"
+    "  --resume PATH|latest   continue from a checkpoint (.safetensors), or from the\n"
+    "                         newest one in output_dir\n"
+    "  --eval-only            evaluate the --resume checkpoint (default: latest) on\n"
+    "                         the test set and exit\n"
+    "  --predict IDX_FILE     write the predicted class of every image in IDX_FILE as\n"
+    "                         CSV, with the --resume checkpoint (default: latest)\n"
+    "  --output CSV           where --predict writes (default:\n"
+    "                         OUTPUT_DIR/predictions.csv)\n"
+    "  --download             fetch the dataset into datadir first if it is missing\n"
+    "  --help                 this text\n"
+    "  --version              print the version\n"
+    "\n"
+    "exit status:\n"
+    "  0    success\n"
+    "  2    usage, configuration or layer-spec error\n"
+    "  3    data error: dataset files missing, truncated or corrupt\n"
+    "  4    runtime or training failure: NaN loss, a worker died, a bad checkpoint\n"
+    "  5    I/O error writing an output file\n"
+    "  6    finished, but the best test accuracy is below target_accuracy\n"
+    "  130  interrupted (SIGINT or SIGTERM)\n"
+    "\n"
+    "environment:\n"
+    "  XLATRAIN_SAVE_GRAPHS   directory for graph dumps when save_graphs is not set\n"
+    "  OPENBLAS_NUM_THREADS   OpenBLAS's thread count; workers use blas_threads\n"
+    "\n"
+    "configuration keys (type; default, then what it does):\n";
+
+__attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ...) {
+    char msg[600];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "xlatrain: %s; try 'xlatrain --help'\n", msg);
+    return XT_EUSAGE;
+}
+
+/* "--name" matches "--name" and "--name=VALUE"; returns the inline value,
+ * "" for none, NULL for no match. */
+static const char *match(const char *arg, const char *name) {
+    size_t n = strlen(name);
+    if (strncmp(arg, name, n)) return NULL;
+    if (arg[n] == 0) return "";
+    if (arg[n] == '=') return arg + n + 1;
+    return NULL;
+}
+
+enum { OPT_FLAG, OPT_VALUE };
+static const struct option_def {
+    const char *name;
+    int kind;
+} options[] = {
+    {"--config", OPT_VALUE}, {"--set", OPT_VALUE},     {"--resume", OPT_VALUE},  {"--predict", OPT_VALUE},
+    {"--output", OPT_VALUE}, {"--dry-run", OPT_FLAG},  {"--eval-only", OPT_FLAG}, {"--download", OPT_FLAG},
+    {"--help", OPT_FLAG},    {"--version", OPT_FLAG},
+};
+
+/* Parse argv into cli. Returns -1 to go on, or an exit code (0 after
+ * --help/--version, 2 after a usage error, already reported). */
+static int parse_args(int argc, char **argv, xt_cli *cli) {
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i], *val = NULL;
+        if (!strcmp(arg, "-h")) arg = "--help";
+        if (!strcmp(arg, "-V")) arg = "--version";
+        const struct option_def *o = NULL;
+        for (size_t k = 0; k < sizeof options / sizeof *options && !o; k++)
+            if ((val = match(arg, options[k].name))) o = &options[k];
+        if (!o) {
+            if (arg[0] == '-') return usage_error("unknown option '%s'", arg);
+            return usage_error("unexpected argument '%s' (the config file goes after --config)", arg);
+        }
+        if (o->kind == OPT_FLAG && *val) return usage_error("option '%s' takes no value", o->name);
+        if (o->kind == OPT_VALUE && arg[strlen(o->name)] != '=') {
+            if (i + 1 >= argc || !strncmp(argv[i + 1], "--", 2))
+                return usage_error("option '%s' needs a value", o->name);
+            val = argv[++i];
+        }
+        if (o->kind == OPT_VALUE && !*val) return usage_error("option '%s' needs a value", o->name);
+        const char **slot = NULL;
+        if (!strcmp(o->name, "--help")) {
+            fputs(usage_line, stdout);
+            fputs(help_text, stdout);
+            xt_config_print_keys(stdout);
+            fputs("\nThe manual page (man -l man/xlatrain.1) has the layer-spec format and examples.\n", stdout);
+            return 0;
+        } else if (!strcmp(o->name, "--version")) {
+            puts("xlatrain " XT_VERSION);
+            return 0;
+        } else if (!strcmp(o->name, "--config")) slot = &cli->config_path;
+        else if (!strcmp(o->name, "--resume")) slot = &cli->resume;
+        else if (!strcmp(o->name, "--predict")) slot = &cli->predict;
+        else if (!strcmp(o->name, "--output")) slot = &cli->predict_out;
+        else if (!strcmp(o->name, "--dry-run")) cli->dry_run = 1;
+        else if (!strcmp(o->name, "--eval-only")) cli->eval_only = 1;
+        else if (!strcmp(o->name, "--download")) cli->download = 1;
+        else if (!strcmp(o->name, "--set")) {
+            if (!strchr(val, '=') || val[0] == '=')
+                return usage_error("--set %s: expected KEY=VALUE, e.g. --set batch_size=64", val);
+            if (cli->nset == XT_CLI_MAX_SETS) return usage_error("more than %d --set options", XT_CLI_MAX_SETS);
+            cli->sets[cli->nset++] = val;
+        }
+        if (slot) {
+            if (*slot) return usage_error("option '%s' given twice", o->name);
+            *slot = val;
+        }
+    }
+    if (!cli->config_path) return usage_error("missing --config FILE");
+    if (cli->predict_out && !cli->predict) return usage_error("--output goes with --predict IDX_FILE");
+    if (cli->predict && cli->eval_only) return usage_error("choose one of --eval-only and --predict");
+    if ((cli->eval_only || cli->predict) && !cli->resume) cli->resume = "latest";
+    return -1;
+}
+
+static int dry_run(const xt_config *c) {
+    printf("# resolved configuration (%s)\n", c->source);
+    xt_config_print(c, stdout);
+    printf("\n# model\n");
+    xt_spec_summary(&c->spec, stdout);
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "xlatrain: cannot write to standard output\n");
+        return XT_EIO;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    xt_cli cli = {0};
+    int rc = parse_args(argc, argv, &cli);
+    if (rc >= 0) {
+        if (fflush(stdout) != 0 && rc == 0) return XT_EIO;
+        return rc;
+    }
+    xt_config cfg;
+    xt_err err = {0};
+    rc = xt_config_load(&cfg, cli.config_path, cli.sets, cli.nset, &err);
+    if (rc) {
+        fprintf(stderr, "xlatrain: %s\n", err.msg);
+        return rc;
+    }
+    if (cli.dry_run) {
+        rc = dry_run(&cfg);
+    } else {
+        rc = xt_train_main(&cfg, &cli, &err);
+        fflush(stdout);
+        if (rc && err.msg[0]) fprintf(stderr, "xlatrain: %s\n", err.msg);
+    }
+    xt_config_free(&cfg);
+    return rc;
+}
