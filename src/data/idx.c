@@ -1,0 +1,219 @@
+/* idx.c — IDX (MNIST format) reader with full validation; see idx.h.
+ *
+ * Files are streamed through zlib's gzread (which passes non-gzip content
+ * through unchanged), so a 47 MB training file is never held twice, and the
+ * buffer grows as bytes arrive rather than trusting the header's count: a
+ * damaged header claiming 4 billion images costs nothing until the bytes exist.
+ */
+#include "data/idx.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#define MAX_DIM 65536L         /* image side; MNIST's is 28 */
+#define MAX_COUNT 0x7fffffffL  /* samples; indices are int64 but batches use int */
+
+typedef struct {
+    gzFile f;
+    int cut;           /* the gzip stream stopped early (zlib: unexpected end of file) */
+    const char *zmsg;  /* zlib's text for a real error */
+} zin;
+
+/* Read up to n bytes; *got says how many arrived. Returns 0 at n bytes or at
+ * the end of the data, -1 on damaged gzip data (text in z->zmsg). A gzip
+ * stream cut short is reported by zlib as an error but is a truncation: it
+ * reads as the end of the data, with z->cut set for the message. */
+static int zread(zin *z, void *buf, size_t n, size_t *got) {
+    *got = 0;
+    while (*got < n) {
+        size_t want = n - *got > (1u << 30) ? (1u << 30) : n - *got;
+        int r = gzread(z->f, (char *)buf + *got, (unsigned)want);
+        if (r <= 0) break;
+        *got += (size_t)r;
+    }
+    int zerr = Z_OK;
+    const char *m = gzerror(z->f, &zerr);
+    if (zerr == Z_BUF_ERROR) {
+        z->cut = 1;
+    } else if (zerr != Z_OK && zerr != Z_STREAM_END) {
+        z->zmsg = zerr == Z_ERRNO ? strerror(errno) : m;
+        return -1;
+    }
+    return 0;
+}
+
+static uint32_t be32(const uint8_t *p) {
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static const char *what_name(int ndim) { return ndim == 3 ? "images" : "labels"; }
+
+/* "10,000 images of 28x28 (7,840,000 bytes)" / "10,000 labels (10,000 bytes)" */
+static void describe(char *out, size_t cap, int ndim, long n, int rows, int cols, size_t bytes) {
+    char a[32], b[32];
+    if (ndim == 3)
+        snprintf(out, cap, "%s images of %dx%d (%s bytes)", xt_commas(a, (unsigned long long)n), rows, cols,
+                 xt_commas(b, bytes));
+    else
+        snprintf(out, cap, "%s labels (%s bytes)", xt_commas(a, (unsigned long long)n), xt_commas(b, bytes));
+}
+
+static int corrupt(xt_err *e, const char *path, const char *zmsg, size_t at) {
+    char a[32];
+    size_t plen = strlen(path);
+    if (!strncmp(zmsg, path, plen) && !strncmp(zmsg + plen, ": ", 2)) zmsg += plen + 2; /* gzerror prefixes the path */
+    return xt_fail(e, XT_EDATA, "%s: corrupt gzip data (zlib: %s) after %s bytes; delete the file and fetch it again",
+                   path, zmsg, xt_commas(a, at));
+}
+
+static int read_idx(const char *path, int ndim, int want_rows, int want_cols, xt_idx *out, xt_err *e) {
+    const uint32_t want_magic = 0x800u | (uint32_t)ndim;
+    uint8_t hdr[16];
+    size_t got = 0;
+    int rc = XT_EDATA;
+    uint8_t *data = NULL;
+    memset(out, 0, sizeof *out);
+
+    zin z = {gzopen(path, "rb"), 0, ""};
+    if (!z.f) return xt_fail(e, XT_EIO, "%s: cannot open: %s", path, errno ? strerror(errno) : "out of memory");
+    gzbuffer(z.f, 1 << 18);
+
+    if (zread(&z, hdr, 4, &got) < 0) {
+        corrupt(e, path, z.zmsg, got);
+        goto out;
+    }
+    if (got < 4) {
+        xt_fail(e, XT_EDATA, "%s: %s (%zu bytes); expected an IDX %s file", path,
+                got ? "truncated header" : "empty file", got, what_name(ndim));
+        goto out;
+    }
+    uint32_t magic = be32(hdr);
+    if ((magic & 0xffffff00u) != 0x800u) {
+        const char *hint = "";
+        if (gzdirect(z.f) && strlen(path) > 3 && !strcmp(path + strlen(path) - 3, ".gz"))
+            hint = " (named .gz but not gzip-compressed)";
+        xt_fail(e, XT_EDATA, "%s: bad magic 0x%08x, expected 0x%08x (IDX unsigned-byte %s)%s; not an MNIST-format file",
+                path, magic, want_magic, what_name(ndim), hint);
+        goto out;
+    }
+    if ((int)(magic & 0xff) != ndim) {
+        int have = (int)(magic & 0xff);
+        xt_fail(e, XT_EDATA, "%s: IDX header declares %d dimension%s (magic 0x%08x), expected %d for %s%s", path,
+                have, have == 1 ? "" : "s", magic, ndim, what_name(ndim),
+                have == 1 ? "; this looks like a labels file" : have == 3 ? "; this looks like an images file" : "");
+        goto out;
+    }
+    if (zread(&z, hdr + 4, 4u * (unsigned)ndim, &got) < 0) {
+        corrupt(e, path, z.zmsg, 4 + got);
+        goto out;
+    }
+    if (got < 4u * (unsigned)ndim) {
+        xt_fail(e, XT_EDATA, "%s: truncated header: %zu of %d size bytes present", path, got, 4 * ndim);
+        goto out;
+    }
+    uint32_t dims[3] = {0, 0, 0};
+    for (int i = 0; i < ndim; i++) dims[i] = be32(hdr + 4 + 4 * i);
+    if (dims[0] == 0 || dims[0] > MAX_COUNT) {
+        xt_fail(e, XT_EDATA, "%s: header says %lu %s", path, (unsigned long)dims[0], what_name(ndim));
+        goto out;
+    }
+    if (ndim == 3) {
+        if (dims[1] == 0 || dims[2] == 0 || dims[1] > MAX_DIM || dims[2] > MAX_DIM ||
+            (want_rows && (int)dims[1] != want_rows) || (want_cols && (int)dims[2] != want_cols)) {
+            xt_fail(e, XT_EDATA, "%s: images are %lux%lu, expected %dx%d", path, (unsigned long)dims[1],
+                    (unsigned long)dims[2], want_rows ? want_rows : 28, want_cols ? want_cols : 28);
+            goto out;
+        }
+    }
+    long n = (long)dims[0];
+    int rows = ndim == 3 ? (int)dims[1] : 0, cols = ndim == 3 ? (int)dims[2] : 0;
+    size_t expect = (size_t)n * (ndim == 3 ? (size_t)rows * (size_t)cols : 1);
+
+    /* Grow as bytes arrive (see the file comment). */
+    size_t cap = expect < ((size_t)8 << 20) ? expect : ((size_t)8 << 20), have = 0;
+    for (;;) {
+        uint8_t *grown = realloc(data, cap);
+        if (!grown) {
+            xt_fail(e, XT_EDATA, "%s: out of memory for %zu bytes", path, cap);
+            goto out;
+        }
+        data = grown;
+        int zr = zread(&z, data + have, cap - have, &got);
+        have += got;
+        if (zr < 0) {
+            corrupt(e, path, z.zmsg, have);
+            goto out;
+        }
+        if (have < cap) break; /* EOF */
+        if (cap == expect) break;
+        cap = cap * 2 < expect ? cap * 2 : expect;
+    }
+    if (have < expect) {
+        char d[160], h[32];
+        describe(d, sizeof d, ndim, n, rows, cols, expect);
+        xt_fail(e, XT_EDATA, "%s: truncated: header says %s but only %s present%s; delete the file and fetch it again",
+                path, d, xt_commas(h, have), z.cut ? " (the gzip stream is cut short)" : "");
+        goto out;
+    }
+    /* Anything after the declared payload means the header and the data disagree. */
+    size_t extra = 0;
+    for (;;) {
+        uint8_t sink[1 << 14];
+        int zr = zread(&z, sink, sizeof sink, &got);
+        extra += got;
+        if (zr < 0) {
+            corrupt(e, path, z.zmsg, expect + extra);
+            goto out;
+        }
+        if (got < sizeof sink) break;
+    }
+    if (extra) {
+        char d[160], x[32];
+        describe(d, sizeof d, ndim, n, rows, cols, expect);
+        xt_fail(e, XT_EDATA, "%s: %s trailing bytes after the %s the header declares; the file is damaged or not MNIST",
+                path, xt_commas(x, extra), d);
+        goto out;
+    }
+    if (z.cut) {
+        xt_fail(e, XT_EDATA, "%s: truncated: the gzip stream is cut short after the data (its checksum trailer is "
+                "missing); delete the file and fetch it again", path);
+        goto out;
+    }
+    out->n = n;
+    out->rows = rows;
+    out->cols = cols;
+    out->data = data;
+    data = NULL;
+    rc = 0;
+out:
+    free(data);
+    gzclose(z.f);
+    return rc;
+}
+
+int xt_idx_read_images(const char *path, int rows, int cols, xt_idx *out, xt_err *e) {
+    return read_idx(path, 3, rows, cols, out, e);
+}
+
+int xt_idx_read_labels(const char *path, int num_classes, xt_idx *out, xt_err *e) {
+    int rc = read_idx(path, 1, 0, 0, out, e);
+    if (rc) return rc;
+    for (long i = 0; i < out->n; i++) {
+        if (out->data[i] >= num_classes) {
+            char a[32];
+            rc = xt_fail(e, XT_EDATA, "%s: label %d at index %s is out of range 0..%d", path, out->data[i],
+                         xt_commas(a, (unsigned long long)i), num_classes - 1);
+            xt_idx_free(out);
+            return rc;
+        }
+    }
+    return 0;
+}
+
+void xt_idx_free(xt_idx *x) {
+    free(x->data);
+    memset(x, 0, sizeof *x);
+}
