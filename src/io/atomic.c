@@ -1,0 +1,139 @@
+/* atomic.c — temp file + fsync + rename + directory fsync; see atomic.h. */
+#include "io/atomic.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+const char *xt_io_hint(int err) {
+    switch (err) {
+    case ENOSPC:
+    case EDQUOT: return "free some disk space or choose another output_dir";
+    case EFBIG: return "the file size limit (ulimit -f) was reached; raise it or choose another output_dir";
+    case EACCES:
+    case EPERM: return "make the directory writable or choose another output_dir";
+    case EROFS: return "the file system is read-only; choose another output_dir";
+    case ENOENT: return "create the directory first or fix the path";
+    case ENOTDIR: return "a component of the path is a file, not a directory; fix the path";
+    case EISDIR: return "a directory is in the way; remove it or choose another name";
+    case ENAMETOOLONG: return "use a shorter path";
+    default: return "check the path and the disk";
+    }
+}
+
+static int io_fail(xt_err *e, const char *path, int err) {
+    return xt_fail(e, XT_EIO, "cannot write %s: %s; %s", path, strerror(err), xt_io_hint(err));
+}
+
+int xt_atomic_open(xt_atomic_file *af, const char *path, xt_err *e) {
+    memset(af, 0, sizeof *af);
+    size_t n = strlen(path);
+    if (n == 0 || n >= sizeof af->path)
+        return xt_fail(e, XT_EIO, "cannot write '%.200s': the path is empty or too long; use a shorter path", path);
+    memcpy(af->path, path, n + 1);
+    snprintf(af->tmp, sizeof af->tmp, "%s.tmp.%ld", path, (long)getpid());
+    /* O_TRUNC without O_EXCL: a leftover temp with our pid can only be from a
+     * dead process that had the same pid, and is garbage. O_NOFOLLOW so a
+     * planted symlink cannot redirect the write. */
+    int fd = open(af->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0666);
+    if (fd < 0) return io_fail(e, path, errno);
+    af->fp = fdopen(fd, "wb");
+    if (!af->fp) {
+        int err = errno;
+        close(fd);
+        unlink(af->tmp);
+        return io_fail(e, path, err);
+    }
+    return 0;
+}
+
+int xt_atomic_write(xt_atomic_file *af, const void *data, size_t n) {
+    if (!af->fp) return -1;
+    errno = 0;
+    if (n && fwrite(data, 1, n, af->fp) != n) {
+        if (!af->write_errno) af->write_errno = errno ? errno : EIO;
+        return -1;
+    }
+    return 0;
+}
+
+void xt_atomic_abort(xt_atomic_file *af) {
+    if (af->fp) {
+        fclose(af->fp);
+        af->fp = NULL;
+        unlink(af->tmp);
+    }
+}
+
+/* Make the rename itself durable. Some file systems cannot fsync a directory
+ * (EINVAL); the rename is still atomic there, so that is not an error. */
+static int sync_parent_dir(const char *path) {
+    char dir[4096];
+    const char *slash = strrchr(path, '/');
+    if (!slash) {
+        strcpy(dir, ".");
+    } else if (slash == path) {
+        strcpy(dir, "/");
+    } else {
+        size_t n = (size_t)(slash - path);
+        memcpy(dir, path, n);
+        dir[n] = 0;
+    }
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return errno;
+    int err = 0;
+    if (fsync(fd) != 0 && errno != EINVAL && errno != EROFS) err = errno;
+    close(fd);
+    return err;
+}
+
+int xt_atomic_commit(xt_atomic_file *af, xt_err *e) {
+    if (!af->fp) return xt_fail(e, XT_EIO, "cannot write %s: internal error: the file was not open; please report this bug", af->path);
+    int err = af->write_errno;
+    errno = 0;
+    if (!err && fflush(af->fp) != 0) err = errno ? errno : EIO;
+    if (!err && ferror(af->fp)) err = EIO;
+    if (!err && fsync(fileno(af->fp)) != 0 && errno != EINVAL) err = errno;
+    errno = 0;
+    if (fclose(af->fp) != 0 && !err) err = errno ? errno : EIO;
+    af->fp = NULL;
+    if (!err && rename(af->tmp, af->path) != 0) err = errno;
+    if (err) {
+        unlink(af->tmp);
+        return io_fail(e, af->path, err);
+    }
+    err = sync_parent_dir(af->path);
+    if (err)
+        return xt_fail(e, XT_EIO, "cannot write %s: syncing its directory failed: %s; %s", af->path,
+                       strerror(err), xt_io_hint(err));
+    return 0;
+}
+
+int xt_write_file_atomic(const char *path, const void *data, size_t len, xt_err *e) {
+    xt_atomic_file af;
+    int rc = xt_atomic_open(&af, path, e);
+    if (rc) return rc;
+    xt_atomic_write(&af, data, len);
+    return xt_atomic_commit(&af, e);
+}
+
+int xt_append_file(const char *path, const void *data, size_t len, xt_err *e) {
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0666);
+    if (fd < 0) return io_fail(e, path, errno);
+    const char *p = data;
+    int err = 0;
+    while (len > 0) {
+        ssize_t w = write(fd, p, len);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            err = errno;
+            break;
+        }
+        p += w;
+        len -= (size_t)w;
+    }
+    if (close(fd) != 0 && !err && errno != EINTR) err = errno;
+    return err ? io_fail(e, path, err) : 0;
+}

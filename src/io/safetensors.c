@@ -1,0 +1,505 @@
+/* safetensors.c — the safetensors writer and the validating reader; see
+ * safetensors.h. The header is built with jsonw and parsed with json, the
+ * file is written through atomic.h. */
+#include "io/safetensors.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <zlib.h>
+
+#include "io/atomic.h"
+#include "io/json.h"
+#include "io/jsonw.h"
+
+/* Tensor bytes are written and read in host order; the format is little-endian. */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "safetensors.c assumes a little-endian host (tensor data is written as it is in memory)"
+#endif
+
+static const char *const k_dtype_names[XT_ST_NDTYPES] = {"F32", "F64", "I32", "I64", "U8"};
+static const size_t k_dtype_sizes[XT_ST_NDTYPES] = {4, 8, 4, 8, 1};
+
+size_t xt_st_dtype_size(xt_st_dtype t) { return (unsigned)t < XT_ST_NDTYPES ? k_dtype_sizes[t] : 0; }
+const char *xt_st_dtype_name(xt_st_dtype t) { return (unsigned)t < XT_ST_NDTYPES ? k_dtype_names[t] : "?"; }
+
+/* numel * size with overflow detection; 0 on success. */
+static int tensor_bytes(int rank, const int64_t *shape, size_t elsize, uint64_t *out) {
+    uint64_t n = elsize;
+    for (int i = 0; i < rank; i++) {
+        if (shape[i] < 0) return -1;
+        uint64_t d = (uint64_t)shape[i];
+        if (d && n > UINT64_MAX / d) return -1;
+        n *= d;
+    }
+    *out = n;
+    return 0;
+}
+
+static void shape_str(char *buf, size_t cap, int rank, const int64_t *shape) {
+    size_t o = (size_t)snprintf(buf, cap, "[");
+    for (int i = 0; i < rank && o < cap; i++)
+        o += (size_t)snprintf(buf + o, cap - o, "%s%lld", i ? ", " : "", (long long)shape[i]);
+    if (o < cap) snprintf(buf + o, cap - o, "]");
+}
+
+/* ------------------------------------------------------------------ writing */
+
+static uint32_t crc_update(uint32_t crc, const void *data, size_t n) {
+    const Bytef *p = data;
+    while (n > 0) { /* zlib's crc32 takes a 32-bit length */
+        uInt chunk = n > (1u << 30) ? (1u << 30) : (uInt)n;
+        crc = (uint32_t)crc32(crc, p, chunk);
+        p += chunk;
+        n -= chunk;
+    }
+    return crc;
+}
+
+static int check_descriptors(const char *path, const xt_st_tensor *t, int nt, const xt_st_meta *m, int nm,
+                             uint64_t *sizes, xt_err *e) {
+    for (int i = 0; i < nt; i++) {
+        const char *name = t[i].name;
+        if (!name || !*name || strcmp(name, "__metadata__") == 0)
+            return xt_fail(e, XT_ERUNTIME, "cannot write %s: tensor %d has an empty or reserved name; this is a bug, please report it",
+                           path, i);
+        if ((unsigned)t[i].dtype >= XT_ST_NDTYPES || t[i].rank < 0 || t[i].rank > XT_ST_MAX_RANK ||
+            tensor_bytes(t[i].rank, t[i].shape, k_dtype_sizes[t[i].dtype], &sizes[i]) != 0)
+            return xt_fail(e, XT_ERUNTIME, "cannot write %s: tensor '%s' has a bad dtype, rank or shape; this is a bug, please report it",
+                           path, name);
+        if (sizes[i] && !t[i].data)
+            return xt_fail(e, XT_ERUNTIME, "cannot write %s: tensor '%s' has no data; this is a bug, please report it",
+                           path, name);
+        for (int j = 0; j < i; j++) /* O(n^2), but a model has tens of tensors */
+            if (strcmp(t[j].name, name) == 0)
+                return xt_fail(e, XT_ERUNTIME, "cannot write %s: tensor name '%s' appears twice; this is a bug, please report it",
+                               path, name);
+    }
+    for (int i = 0; i < nm; i++) {
+        if (!m[i].key || !m[i].value || strcmp(m[i].key, XT_ST_CRC_KEY) == 0)
+            return xt_fail(e, XT_ERUNTIME, "cannot write %s: metadata entry %d is NULL or uses the reserved key %s; this is a bug, please report it",
+                           path, i, XT_ST_CRC_KEY);
+        for (int j = 0; j < i; j++)
+            if (strcmp(m[j].key, m[i].key) == 0)
+                return xt_fail(e, XT_ERUNTIME, "cannot write %s: metadata key '%s' appears twice; this is a bug, please report it",
+                               path, m[i].key);
+    }
+    return 0;
+}
+
+int xt_st_write(const char *path, const xt_st_tensor *t, int nt, const xt_st_meta *m, int nm, xt_err *e) {
+    int rc;
+    xt_jsonw w;
+    xt_jw_init(&w);
+    uint64_t *sizes = NULL;
+    if (nt < 0 || nm < 0 || (nt && !t) || (nm && !m))
+        return xt_fail(e, XT_ERUNTIME, "cannot write %s: bad tensor or metadata count; this is a bug, please report it", path);
+    sizes = calloc((size_t)nt + 1, sizeof *sizes);
+    if (!sizes) return xt_fail(e, XT_EIO, "cannot write %s: out of memory; free some memory and retry", path);
+    if ((rc = check_descriptors(path, t, nt, m, nm, sizes, e))) goto out;
+
+    uint32_t crc = (uint32_t)crc32(0L, Z_NULL, 0);
+    for (int i = 0; i < nt; i++) crc = crc_update(crc, t[i].data, (size_t)sizes[i]);
+    char crcbuf[16];
+    snprintf(crcbuf, sizeof crcbuf, "%08x", (unsigned)crc);
+
+    int have_format = 0;
+    xt_jw_obj(&w);
+    xt_jw_key(&w, "__metadata__");
+    xt_jw_obj(&w);
+    for (int i = 0; i < nm; i++) {
+        xt_jw_key(&w, m[i].key);
+        xt_jw_str(&w, m[i].value);
+        have_format |= strcmp(m[i].key, "format") == 0;
+    }
+    if (!have_format) {
+        xt_jw_key(&w, "format");
+        xt_jw_str(&w, "pt");
+    }
+    xt_jw_key(&w, XT_ST_CRC_KEY);
+    xt_jw_str(&w, crcbuf);
+    xt_jw_end(&w);
+    uint64_t off = 0;
+    for (int i = 0; i < nt; i++) {
+        xt_jw_key(&w, t[i].name);
+        xt_jw_obj(&w);
+        xt_jw_key(&w, "dtype");
+        xt_jw_str(&w, k_dtype_names[t[i].dtype]);
+        xt_jw_key(&w, "shape");
+        xt_jw_arr(&w);
+        for (int d = 0; d < t[i].rank; d++) xt_jw_int(&w, t[i].shape[d]);
+        xt_jw_end(&w);
+        xt_jw_key(&w, "data_offsets");
+        xt_jw_arr(&w);
+        xt_jw_uint(&w, off);
+        xt_jw_uint(&w, off + sizes[i]);
+        xt_jw_end(&w);
+        xt_jw_end(&w);
+        off += sizes[i];
+    }
+    xt_jw_end(&w);
+    /* pad with spaces (the spec's choice) so the data starts 8-byte aligned */
+    while (w.len % 8) xt_jw_raw(&w, " ", 1);
+    if ((rc = xt_jw_finish(&w, path, e))) goto out;
+
+    unsigned char lenbuf[8];
+    for (int i = 0; i < 8; i++) lenbuf[i] = (unsigned char)((uint64_t)w.len >> (8 * i));
+    xt_atomic_file af;
+    if ((rc = xt_atomic_open(&af, path, e))) goto out;
+    xt_atomic_write(&af, lenbuf, 8);
+    xt_atomic_write(&af, w.buf, w.len);
+    for (int i = 0; i < nt; i++) xt_atomic_write(&af, t[i].data, (size_t)sizes[i]);
+    rc = xt_atomic_commit(&af, e);
+out:
+    free(sizes);
+    xt_jw_free(&w);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ reading */
+
+typedef struct priv {
+    xt_json_doc doc;     /* names and metadata strings point into it */
+    void *data;          /* aligned tensor copies */
+} priv;
+
+#define BAD_FIX "use another checkpoint (the file is corrupt or not a safetensors file)"
+
+static int bad(xt_err *e, const char *name, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int bad(xt_err *e, const char *name, const char *fmt, ...) {
+    char what[700];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    return xt_fail(e, XT_ERUNTIME, "%s: %s; " BAD_FIX, name, what);
+}
+
+static const xt_json *member(const xt_json *obj, const char *key) { return xt_json_get(obj, key); }
+
+/* Exact key match (a key with an embedded NUL must not pass for "dtype"). */
+static int key_is(const xt_json *m, const char *key) {
+    return m->key_len == strlen(key) && memcmp(m->key, key, m->key_len) == 0;
+}
+
+/* A JSON integer in [0, INT64_MAX], else -1. */
+static int64_t nonneg_int(const xt_json *v) {
+    return v && v->type == XT_JSON_NUMBER && v->is_int && v->i >= 0 ? v->i : -1;
+}
+
+typedef struct span {
+    uint64_t begin, end;
+    int index;
+} span;
+
+static int span_cmp(const void *pa, const void *pb) {
+    const span *a = pa, *b = pb;
+    if (a->begin != b->begin) return a->begin < b->begin ? -1 : 1;
+    if (a->end != b->end) return a->end < b->end ? -1 : 1;
+    return (a->index > b->index) - (a->index < b->index);
+}
+
+static int parse_tensor(const char *name, const xt_json *v, uint64_t data_len, xt_st_tensor *t, span *s,
+                        xt_err *e) {
+    const char *tn = v->key;
+    if (v->type != XT_JSON_OBJECT)
+        return bad(e, name, "tensor '%s' is a JSON %s, not an object", tn, xt_json_type_name(v->type));
+    int oom;
+    const xt_json *dup = xt_json_duplicate_key(v, &oom);
+    if (oom) return xt_fail(e, XT_EIO, "%s: out of memory while reading; free some memory and retry", name);
+    if (dup) return bad(e, name, "tensor '%s' has the key '%s' twice", tn, dup->key);
+    for (const xt_json *k = v->kid; k; k = k->next)
+        if (!key_is(k, "dtype") && !key_is(k, "shape") && !key_is(k, "data_offsets"))
+            return bad(e, name, "tensor '%s' has an unknown key '%s' (expected dtype, shape, data_offsets)", tn,
+                       k->key);
+    const xt_json *dt = member(v, "dtype"), *sh = member(v, "shape"), *of = member(v, "data_offsets");
+    if (!dt || !sh || !of) return bad(e, name, "tensor '%s' lacks dtype, shape or data_offsets", tn);
+    if (dt->type != XT_JSON_STRING) return bad(e, name, "tensor '%s': dtype is not a string", tn);
+    int d;
+    for (d = 0; d < XT_ST_NDTYPES; d++)
+        if (dt->len == strlen(k_dtype_names[d]) && memcmp(dt->str, k_dtype_names[d], dt->len) == 0) break;
+    if (d == XT_ST_NDTYPES)
+        return bad(e, name, "tensor '%s' has dtype '%.40s', which xlatrain does not read (F32, F64, I32, I64, U8)", tn,
+                   dt->str);
+    if (sh->type != XT_JSON_ARRAY) return bad(e, name, "tensor '%s': shape is not an array", tn);
+    if (sh->len > XT_ST_MAX_RANK)
+        return bad(e, name, "tensor '%s' has rank %zu, more than the %d xlatrain supports", tn, sh->len, XT_ST_MAX_RANK);
+    t->name = tn;
+    t->dtype = (xt_st_dtype)d;
+    t->rank = (int)sh->len;
+    int r = 0;
+    for (const xt_json *x = sh->kid; x; x = x->next, r++) {
+        if ((t->shape[r] = nonneg_int(x)) < 0)
+            return bad(e, name, "tensor '%s': shape entry %d is not a non-negative integer", tn, r);
+    }
+    if (of->type != XT_JSON_ARRAY || of->len != 2 || nonneg_int(of->kid) < 0 || nonneg_int(of->kid->next) < 0)
+        return bad(e, name, "tensor '%s': data_offsets is not [begin, end] with non-negative integers", tn);
+    uint64_t b = (uint64_t)of->kid->i, en = (uint64_t)of->kid->next->i, want;
+    if (en < b) return bad(e, name, "tensor '%s': data_offsets [%llu, %llu] end before they begin", tn,
+                           (unsigned long long)b, (unsigned long long)en);
+    char sbuf[200];
+    shape_str(sbuf, sizeof sbuf, t->rank, t->shape);
+    if (tensor_bytes(t->rank, t->shape, k_dtype_sizes[d], &want) != 0)
+        return bad(e, name, "tensor '%s': shape %s is too large", tn, sbuf);
+    if (want != en - b)
+        return bad(e, name, "tensor '%s': dtype %s and shape %s need %llu bytes but data_offsets [%llu, %llu] hold %llu",
+                   tn, k_dtype_names[d], sbuf, (unsigned long long)want, (unsigned long long)b,
+                   (unsigned long long)en, (unsigned long long)(en - b));
+    if (en > data_len)
+        return bad(e, name, "tensor '%s' ends at data byte %llu but the file holds only %llu data bytes (truncated?)",
+                   tn, (unsigned long long)en, (unsigned long long)data_len);
+    t->nbytes = (size_t)want;
+    s->begin = b;
+    s->end = en;
+    return 0;
+}
+
+static int parse_metadata(const char *name, const xt_json *v, xt_st_file *f, xt_err *e) {
+    if (v->type != XT_JSON_OBJECT)
+        return bad(e, name, "__metadata__ is a JSON %s, not an object", xt_json_type_name(v->type));
+    int oom;
+    const xt_json *dup = xt_json_duplicate_key(v, &oom);
+    if (oom) return xt_fail(e, XT_EIO, "%s: out of memory while reading; free some memory and retry", name);
+    if (dup) return bad(e, name, "__metadata__ has the key '%.100s' twice", dup->key);
+    f->meta = calloc(v->len + 1, sizeof *f->meta);
+    if (!f->meta) return xt_fail(e, XT_EIO, "%s: out of memory while reading; free some memory and retry", name);
+    for (const xt_json *k = v->kid; k; k = k->next) {
+        if (k->type != XT_JSON_STRING)
+            return bad(e, name, "__metadata__ value for '%.100s' is a %s; safetensors metadata values are strings",
+                       k->key, xt_json_type_name(k->type));
+        if (strlen(k->key) != k->key_len || strlen(k->str) != k->len)
+            return bad(e, name, "__metadata__ entry '%.100s' contains a NUL character", k->key);
+        f->meta[f->nmeta++] = (xt_st_meta){k->key, k->str};
+    }
+    return 0;
+}
+
+static int check_crc(const char *name, const xt_st_file *f, const unsigned char *data, xt_err *e) {
+    const char *s = xt_st_meta_get(f, XT_ST_CRC_KEY);
+    if (!s) return 0; /* written by another tool: nothing to check against */
+    unsigned long want = 0;
+    int n = 0;
+    for (; s[n]; n++) {
+        char c = s[n];
+        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+        if (d < 0 || n >= 8) break;
+        want = want * 16 + (unsigned long)d;
+    }
+    if (n != 8 || s[n]) return bad(e, name, "metadata %s is '%.40s', not 8 hex digits", XT_ST_CRC_KEY, s);
+    uint32_t got = crc_update((uint32_t)crc32(0L, Z_NULL, 0), data, f->data_bytes);
+    if (got != want) {
+        char nb[32];
+        return xt_fail(e, XT_ERUNTIME,
+                       "%s: checksum mismatch: the file is corrupt (crc32 of its %s data bytes is %08x, it was %08lx when written); use another checkpoint",
+                       name, xt_commas(nb, f->data_bytes), (unsigned)got, want);
+    }
+    return 0;
+}
+
+/* Validate buf[0..size) (owned by the caller) into f. */
+static int parse(const unsigned char *buf, size_t size, const char *name, xt_st_file *f, xt_err *e) {
+    int rc = 0;
+    span *spans = NULL;
+    priv *pv = calloc(1, sizeof *pv);
+    memset(f, 0, sizeof *f);
+    snprintf(f->path, sizeof f->path, "%s", name);
+    if (!pv) return xt_fail(e, XT_EIO, "%s: out of memory while reading; free some memory and retry", name);
+    f->priv_ = pv;
+    if (size < 8) {
+        rc = bad(e, name, "only %zu bytes, too short for the 8-byte header length", size);
+        goto fail;
+    }
+    uint64_t hlen = 0;
+    for (int i = 7; i >= 0; i--) hlen = hlen << 8 | buf[i];
+    if (hlen > size - 8) {
+        rc = bad(e, name, "the header length field says %llu bytes but only %zu bytes follow it (truncated?)",
+                 (unsigned long long)hlen, size - 8);
+        goto fail;
+    }
+    if (hlen > XT_ST_MAX_HEADER) {
+        rc = bad(e, name, "the header is %llu bytes, more than the %u-byte limit", (unsigned long long)hlen,
+                 XT_ST_MAX_HEADER);
+        goto fail;
+    }
+    if (hlen < 2 || buf[8] != '{') {
+        rc = bad(e, name, "the header does not start with '{'");
+        goto fail;
+    }
+    xt_json_error je;
+    xt_json_limits lim = {.max_depth = 16, .max_nodes = 0};
+    if (xt_json_parse(&pv->doc, (const char *)buf + 8, (size_t)hlen, &lim, &je) != 0) {
+        rc = bad(e, name, "bad JSON header at byte %zu: %s", je.offset + 8, je.msg);
+        goto fail;
+    }
+    const xt_json *root = pv->doc.root;
+    if (root->type != XT_JSON_OBJECT) {
+        rc = bad(e, name, "the header is a JSON %s, not an object", xt_json_type_name(root->type));
+        goto fail;
+    }
+    int oom;
+    const xt_json *dup = xt_json_duplicate_key(root, &oom);
+    if (oom) {
+        rc = xt_fail(e, XT_EIO, "%s: out of memory while reading; free some memory and retry", name);
+        goto fail;
+    }
+    if (dup) {
+        rc = bad(e, name, "tensor name '%.200s' appears twice", dup->key);
+        goto fail;
+    }
+    uint64_t data_len = size - 8 - hlen;
+    f->data_bytes = (size_t)data_len;
+    f->tensors = calloc(root->len + 1, sizeof *f->tensors);
+    spans = calloc(root->len + 1, sizeof *spans);
+    if (!f->tensors || !spans) {
+        rc = xt_fail(e, XT_EIO, "%s: out of memory while reading; free some memory and retry", name);
+        goto fail;
+    }
+    for (const xt_json *m = root->kid; m; m = m->next) {
+        if (key_is(m, "__metadata__")) {
+            if ((rc = parse_metadata(name, m, f, e))) goto fail;
+            continue;
+        }
+        if (m->key_len == 0 || strlen(m->key) != m->key_len) {
+            rc = bad(e, name, "a tensor name is empty or contains a NUL character");
+            goto fail;
+        }
+        int i = f->ntensors;
+        if ((rc = parse_tensor(name, m, data_len, &f->tensors[i], &spans[i], e))) goto fail;
+        spans[i].index = i;
+        f->ntensors++;
+    }
+    /* the ranges must tile [0, data_len) exactly: no overlap (aliasing), no gap, no tail */
+    qsort(spans, (size_t)f->ntensors, sizeof *spans, span_cmp);
+    uint64_t at = 0;
+    for (int k = 0; k < f->ntensors; k++) {
+        const span *s = &spans[k];
+        if (s->begin < at) {
+            const span *p = &spans[k - 1];
+            rc = bad(e, name, "tensors '%.100s' [%llu, %llu) and '%.100s' [%llu, %llu) overlap",
+                     f->tensors[p->index].name, (unsigned long long)p->begin, (unsigned long long)p->end,
+                     f->tensors[s->index].name, (unsigned long long)s->begin, (unsigned long long)s->end);
+            goto fail;
+        }
+        if (s->begin > at) {
+            rc = bad(e, name, "%llu unused bytes before tensor '%.100s' (data_offsets must be contiguous)",
+                     (unsigned long long)(s->begin - at), f->tensors[s->index].name);
+            goto fail;
+        }
+        at = s->end;
+    }
+    if (at != data_len) {
+        rc = bad(e, name, "%llu bytes after the last tensor that no tensor describes",
+                 (unsigned long long)(data_len - at));
+        goto fail;
+    }
+    const unsigned char *data = buf + 8 + hlen;
+    if ((rc = check_crc(name, f, data, e))) goto fail;
+
+    /* copies at 16-byte boundaries: offsets in the file need not be aligned */
+    size_t total = 0;
+    for (int i = 0; i < f->ntensors; i++) total += (f->tensors[i].nbytes + 15) & ~(size_t)15;
+    if (!(pv->data = aligned_alloc(16, total ? total : 16))) {
+        rc = xt_fail(e, XT_EIO, "%s: out of memory for %zu bytes of tensors; free some memory and retry", name, total);
+        goto fail;
+    }
+    size_t o = 0;
+    for (int k = 0; k < f->ntensors; k++) {
+        xt_st_tensor *t = &f->tensors[spans[k].index];
+        memcpy((char *)pv->data + o, data + spans[k].begin, t->nbytes);
+        t->data = (char *)pv->data + o;
+        o += (t->nbytes + 15) & ~(size_t)15;
+    }
+    free(spans);
+    return 0;
+fail:
+    free(spans);
+    xt_st_close(f);
+    return rc;
+}
+
+int xt_st_parse(const void *buf, size_t size, const char *name, xt_st_file *f, xt_err *e) {
+    return parse(buf, size, name, f, e);
+}
+
+int xt_st_read(const char *path, xt_st_file *f, xt_err *e) {
+    memset(f, 0, sizeof *f);
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return xt_fail(e, XT_EIO, "cannot read %s: %s; check the path", path, strerror(errno));
+    unsigned char *buf = NULL;
+    int rc;
+    struct stat st;
+    if (fstat(fileno(fp), &st) != 0) {
+        rc = xt_fail(e, XT_EIO, "cannot read %s: %s; check the path", path, strerror(errno));
+        goto out;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        rc = xt_fail(e, XT_EIO, "cannot read %s: not a regular file; pass a .safetensors checkpoint file", path);
+        goto out;
+    }
+    size_t size = (size_t)st.st_size;
+    if (!(buf = malloc(size ? size : 1))) {
+        rc = xt_fail(e, XT_EIO, "cannot read %s: out of memory for %zu bytes; free some memory and retry", path, size);
+        goto out;
+    }
+    if (size && fread(buf, 1, size, fp) != size) {
+        rc = xt_fail(e, XT_EIO, "cannot read %s: %s; check the file", path,
+                     ferror(fp) ? strerror(errno) : "it shrank while being read");
+        goto out;
+    }
+    rc = parse(buf, size, path, f, e);
+out:
+    free(buf);
+    fclose(fp);
+    return rc;
+}
+
+void xt_st_close(xt_st_file *f) {
+    if (!f) return;
+    priv *pv = f->priv_;
+    if (pv) {
+        xt_json_free(&pv->doc);
+        free(pv->data);
+        free(pv);
+    }
+    free(f->tensors);
+    free(f->meta);
+    f->priv_ = NULL;
+    f->tensors = NULL;
+    f->meta = NULL;
+    f->ntensors = f->nmeta = 0;
+}
+
+const xt_st_tensor *xt_st_find(const xt_st_file *f, const char *name) {
+    for (int i = 0; i < f->ntensors; i++)
+        if (strcmp(f->tensors[i].name, name) == 0) return &f->tensors[i];
+    return NULL;
+}
+
+const char *xt_st_meta_get(const xt_st_file *f, const char *key) {
+    for (int i = 0; i < f->nmeta; i++)
+        if (strcmp(f->meta[i].key, key) == 0) return f->meta[i].value;
+    return NULL;
+}
+
+int xt_st_copy(const xt_st_file *f, const char *name, xt_st_dtype dtype, int rank, const int64_t *shape,
+               void *dst, xt_err *e) {
+    const xt_st_tensor *t = xt_st_find(f, name);
+    if (!t)
+        return xt_fail(e, XT_ERUNTIME, "%s: no tensor '%s'; the checkpoint is from a different model, use a matching one",
+                       f->path, name);
+    int same = t->dtype == dtype && t->rank == rank;
+    for (int i = 0; same && i < rank; i++) same = t->shape[i] == shape[i];
+    if (!same) {
+        char have[200], want[200];
+        shape_str(have, sizeof have, t->rank, t->shape);
+        shape_str(want, sizeof want, rank, shape);
+        return xt_fail(e, XT_ERUNTIME,
+                       "%s: tensor '%s' is %s %s, the model expects %s %s; the checkpoint is from a different model, use a matching one",
+                       f->path, name, xt_st_dtype_name(t->dtype), have, xt_st_dtype_name(dtype), want);
+    }
+    if (t->nbytes) memcpy(dst, t->data, t->nbytes);
+    return 0;
+}
