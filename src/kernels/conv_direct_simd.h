@@ -1,0 +1,214 @@
+/* conv_direct_simd.h — the inner loops of the batch-blocked direct convolution,
+ * written once and compiled once per SIMD flavour (included by conv_direct.c only).
+ *
+ * Is: three register-tiled micro-kernels over blocked tensors t[c][h][w][NB]
+ * (NB = VL images side by side, so one vector holds one pixel of NB images):
+ *   fwd tile: y[co0+c][oh][ow0+t] = sum_k wpk[k][c] * xb[off[k] + t*xstep]   (CT channels x PT pixels)
+ *   bww tile: acc[c][u] += sum_{pixels} dyb[c][pixel] * xb[off[u] + pixel]    (CT channels x TT taps)
+ *   bwd tile: dx[ci0+c][h][w] = sum over the taps that land on (h,w)           (CT channels x 1 pixel)
+ * the transposes between plain planes and the blocked layout, and the tables of
+ * (tile size, function) conv_direct.c chooses from. Tile sizes are compile-time
+ * constants (always_inline + constant arguments, loops unrolled by pragma), so
+ * the accumulators live in registers; each flavour's lists respect its register
+ * count (32 vector registers for AVX-512, 16 for AVX2 and SSE).
+ * Is not: geometry, weight packing or scratch layout (conv_direct.c).
+ *
+ * The includer defines SFX (name suffix), TGT (target attribute), VL (lanes),
+ * vec (vector type), VZERO(), VLOAD(p), VSTORE(p,v), VSET1(s), VFMA(a,b,c) = a*b+c,
+ * VHSUM(v), NTRANSPOSE(r) (transpose VL vectors in place) and X-lists NFWD_CFGS,
+ * NBWW_CFGS, NBWD_CFGS of the tile sizes to instantiate.
+ */
+
+#define NCAT_(a, b) a##b
+#define NCAT(a, b) NCAT_(a, b)
+#define NFN(name) NCAT(name, SFX)
+
+static inline __attribute__((always_inline)) TGT void NFN(nfwd_body)(const int CT, const int PT, const float *xb,
+                                                                    const int32_t *off, int K, const float *wpk,
+                                                                    size_t xstep, float *y, size_t ystride) {
+    vec acc[8][8];
+#pragma GCC unroll 8
+    for (int c = 0; c < CT; c++)
+#pragma GCC unroll 8
+        for (int t = 0; t < PT; t++) acc[c][t] = VZERO();
+    for (int k = 0; k < K; k++, wpk += CT) {
+        const float *xs = xb + off[k];
+        vec xv[8];
+#pragma GCC unroll 8
+        for (int t = 0; t < PT; t++) xv[t] = VLOAD(xs + t * xstep);
+#pragma GCC unroll 8
+        for (int c = 0; c < CT; c++) {
+            vec wv = VSET1(wpk[c]);
+#pragma GCC unroll 8
+            for (int t = 0; t < PT; t++) acc[c][t] = VFMA(wv, xv[t], acc[c][t]);
+        }
+    }
+#pragma GCC unroll 8
+    for (int c = 0; c < CT; c++)
+#pragma GCC unroll 8
+        for (int t = 0; t < PT; t++) VSTORE(y + c * ystride + t * VL, acc[c][t]);
+}
+
+/* Sums over the Ho x Wo output pixels of one block and adds the CT x TT vector
+ * accumulators into acc_out (lane sums are taken once, after the last block). */
+static inline __attribute__((always_inline)) TGT void NFN(nbww_body)(const int CT, const int TT, const float *dyb,
+                                                                    size_t dstride, const float *xb,
+                                                                    const int32_t *off, int Ho, int Wo, size_t xrow,
+                                                                    size_t xcol, float *acc_out) {
+    vec acc[8][8];
+#pragma GCC unroll 8
+    for (int c = 0; c < CT; c++)
+#pragma GCC unroll 8
+        for (int u = 0; u < TT; u++) acc[c][u] = VZERO();
+    for (int oh = 0; oh < Ho; oh++) {
+        const float *xr = xb + oh * xrow, *dr = dyb + (size_t)oh * Wo * VL;
+        for (int ow = 0; ow < Wo; ow++, xr += xcol, dr += VL) {
+            vec xv[8];
+#pragma GCC unroll 8
+            for (int u = 0; u < TT; u++) xv[u] = VLOAD(xr + off[u]);
+#pragma GCC unroll 8
+            for (int c = 0; c < CT; c++) {
+                vec dv = VLOAD(dr + c * dstride);
+#pragma GCC unroll 8
+                for (int u = 0; u < TT; u++) acc[c][u] = VFMA(dv, xv[u], acc[c][u]);
+            }
+        }
+    }
+#pragma GCC unroll 8
+    for (int c = 0; c < CT; c++)
+#pragma GCC unroll 8
+        for (int u = 0; u < TT; u++) {
+            float *o = acc_out + (size_t)(c * TT + u) * VL;
+            VSTORE(o, VLOAD(o) + acc[c][u]);
+        }
+}
+
+/* One dx pixel for CT input channels: taps (i, oh) in rows[0..nr) x (j, ow) in
+ * cols[0..nc) (only those that land on this pixel), all Co output channels.
+ * wpk is [i][j][co][CT]; dyb pixel (oh, ow) of channel co is at co*dstride + (oh*Wo+ow)*VL. */
+static inline __attribute__((always_inline)) TGT void NFN(nbwd_body)(const int CT, const float *dyb, size_t dstride,
+                                                                    int Co, int Wo, const int32_t *rows, int nr,
+                                                                    const int32_t *cols, int nc, const float *wpk,
+                                                                    int kw, float *dx, size_t xstride) {
+    vec acc[24];
+#pragma GCC unroll 24
+    for (int c = 0; c < CT; c++) acc[c] = VZERO();
+    for (int r = 0; r < nr; r++)
+        for (int q = 0; q < nc; q++) {
+            int i = rows[2 * r], oh = rows[2 * r + 1], j = cols[2 * q], ow = cols[2 * q + 1];
+            const float *d = dyb + (size_t)(oh * Wo + ow) * VL;
+            const float *wk = wpk + (size_t)(i * kw + j) * Co * CT;
+            for (int co = 0; co < Co; co++, d += dstride, wk += CT) {
+                vec dv = VLOAD(d);
+#pragma GCC unroll 24
+                for (int c = 0; c < CT; c++) acc[c] = VFMA(VSET1(wk[c]), dv, acc[c]);
+            }
+        }
+#pragma GCC unroll 24
+    for (int c = 0; c < CT; c++) VSTORE(dx + c * xstride, acc[c]);
+}
+
+/* Blocked plane dst[(h+ph)*Wd + w+pw][VL] <- VL plain H x W planes src[l]: whole
+ * VL x VL tiles through registers (NTRANSPOSE), the last partial tile by element. */
+static TGT void NFN(pack_plane)(float *dst, const float *const *src, int H, int W, int Wd, int ph, int pw) {
+    int P = H * W, p = 0, h = 0, w = 0;
+    for (; p + VL <= P; p += VL) {
+        vec r[VL];
+#pragma GCC unroll 16
+        for (int l = 0; l < VL; l++) r[l] = VLOAD(src[l] + p);
+        NTRANSPOSE(r);
+#pragma GCC unroll 16
+        for (int q = 0; q < VL; q++) {
+            VSTORE(dst + ((size_t)(h + ph) * Wd + w + pw) * VL, r[q]);
+            if (++w == W) w = 0, h++;
+        }
+    }
+    for (; p < P; p++) {
+        for (int l = 0; l < VL; l++) dst[((size_t)(h + ph) * Wd + w + pw) * VL + l] = src[l][p];
+        if (++w == W) w = 0, h++;
+    }
+}
+
+/* VL plain H x W planes dst[l] (+ bias) <- blocked plane src[h*Wd + w][VL]. */
+static TGT void NFN(unpack_plane)(float *const *dst, const float *src, int H, int W, int Wd, float bias) {
+    int P = H * W, p = 0, h = 0, w = 0;
+    vec bv = VSET1(bias);
+    for (; p + VL <= P; p += VL) {
+        vec r[VL];
+#pragma GCC unroll 16
+        for (int q = 0; q < VL; q++) {
+            r[q] = VLOAD(src + ((size_t)h * Wd + w) * VL);
+            if (++w == W) w = 0, h++;
+        }
+        NTRANSPOSE(r);
+#pragma GCC unroll 16
+        for (int l = 0; l < VL; l++) VSTORE(dst[l] + p, r[l] + bv);
+    }
+    for (; p < P; p++) {
+        for (int l = 0; l < VL; l++) dst[l][p] = src[((size_t)h * Wd + w) * VL + l] + bias;
+        if (++w == W) w = 0, h++;
+    }
+}
+
+/* sum of p[0..n), four vector accumulators (an add's latency is 3-4 cycles) */
+static TGT double NFN(sum_floats)(const float *p, size_t n) {
+    vec a = VZERO(), b = VZERO(), c = VZERO(), d = VZERO();
+    size_t i = 0;
+    for (; i + 4 * VL <= n; i += 4 * VL) {
+        a = a + VLOAD(p + i);
+        b = b + VLOAD(p + i + VL);
+        c = c + VLOAD(p + i + 2 * VL);
+        d = d + VLOAD(p + i + 3 * VL);
+    }
+    double t = (double)VHSUM((a + b) + (c + d));
+    for (; i < n; i++) t += p[i];
+    return t;
+}
+
+#define NFWD_INST(ct, pt)                                                                                     \
+    static TGT void NFN(NCAT(NCAT(nfwd_, ct), NCAT(_, pt)))(const float *xb, const int32_t *off, int K,       \
+                                                            const float *wpk, size_t xstep, float *y,         \
+                                                            size_t ystride) {                                 \
+        NFN(nfwd_body)(ct, pt, xb, off, K, wpk, xstep, y, ystride);                                           \
+    }
+#define NBWW_INST(ct, tt)                                                                                      \
+    static TGT void NFN(NCAT(NCAT(nbww_, ct), NCAT(_, tt)))(const float *dyb, size_t dstride, const float *xb,  \
+                                                            const int32_t *off, int Ho, int Wo, size_t xrow,   \
+                                                            size_t xcol, float *acc_out) {                     \
+        NFN(nbww_body)(ct, tt, dyb, dstride, xb, off, Ho, Wo, xrow, xcol, acc_out);                            \
+    }
+#define NBWD_INST(ct)                                                                                          \
+    static TGT void NFN(NCAT(nbwd_, ct))(const float *dyb, size_t dstride, int Co, int Wo, const int32_t *rows, \
+                                         int nr, const int32_t *cols, int nc, const float *wpk, int kw,         \
+                                         float *dx, size_t xstride) {                                           \
+        NFN(nbwd_body)(ct, dyb, dstride, Co, Wo, rows, nr, cols, nc, wpk, kw, dx, xstride);                     \
+    }
+NFWD_CFGS(NFWD_INST)
+NBWW_CFGS(NBWW_INST)
+NBWD_CFGS(NBWD_INST)
+#undef NFWD_INST
+#undef NBWW_INST
+#undef NBWD_INST
+
+#define NFWD_ROW(ct, pt) {ct, pt, NFN(NCAT(NCAT(nfwd_, ct), NCAT(_, pt)))},
+#define NBWW_ROW(ct, tt) {ct, tt, NFN(NCAT(NCAT(nbww_, ct), NCAT(_, tt)))},
+#define NBWD_ROW(ct) {ct, NFN(NCAT(nbwd_, ct))},
+static const nfwd_cfg NFN(nfwd_cfgs)[] = {NFWD_CFGS(NFWD_ROW)};
+static const nbww_cfg NFN(nbww_cfgs)[] = {NBWW_CFGS(NBWW_ROW)};
+static const nbwd_cfg NFN(nbwd_cfgs)[] = {NBWD_CFGS(NBWD_ROW)};
+static const nisa NFN(nisa) = {VL,
+                               NFN(pack_plane),
+                               NFN(unpack_plane),
+                               NFN(sum_floats),
+                               NFN(nfwd_cfgs),
+                               (int)(sizeof NFN(nfwd_cfgs) / sizeof NFN(nfwd_cfgs)[0]),
+                               NFN(nbww_cfgs),
+                               (int)(sizeof NFN(nbww_cfgs) / sizeof NFN(nbww_cfgs)[0]),
+                               NFN(nbwd_cfgs),
+                               (int)(sizeof NFN(nbwd_cfgs) / sizeof NFN(nbwd_cfgs)[0])};
+#undef NFWD_ROW
+#undef NBWW_ROW
+#undef NBWD_ROW
+#undef NFN
+#undef NCAT
+#undef NCAT_

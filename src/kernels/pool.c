@@ -1,0 +1,343 @@
+/* pool.c — 2-D max and average pooling, as F.max_pool2d / F.avg_pool2d (floor mode).
+ *
+ * Is: shape inference, max pool forward (with the argmax the backward needs) and
+ * backward, average pool forward/backward with count_include_pad=True, and the
+ * naive max pool forward the tests hold the fast one against.
+ * Is not: adaptive or ceil-mode pooling, or dilation.
+ *
+ * Max pool semantics follow PyTorch: padding acts as -inf; the first maximum in
+ * row-major window order wins a tie; a NaN is taken whenever met, so it propagates.
+ * The fast paths are the non-overlapping windows of these models (kernel ==
+ * stride, no padding): 2x2 runs four windows per vector step, and the backward
+ * writes each window whole (dy at the argmax, 0 elsewhere) instead of zeroing dx
+ * first and scattering, which halves the memory traffic.
+ */
+#include "kernels/kernels.h"
+#include "kernels/simd.h"
+#include "kernels/vec4.h"
+
+#include <math.h>
+#include <string.h>
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define XT_POOL_X86 1
+#endif
+
+int k_pool_shape_infer(k_pool_shape *s) {
+    if (s->N <= 0 || s->C <= 0 || s->H <= 0 || s->W <= 0 || s->kh <= 0 || s->kw <= 0 || s->sh <= 0 || s->sw <= 0 ||
+        s->ph < 0 || s->pw < 0)
+        return -1;
+    /* PyTorch: "pad should be at most half of effective kernel size" (so no window is all padding) */
+    if (2 * s->ph > s->kh || 2 * s->pw > s->kw) return -1;
+    int eh = s->H + 2 * s->ph - s->kh, ew = s->W + 2 * s->pw - s->kw;
+    if (eh < 0 || ew < 0) return -1;
+    s->Ho = eh / s->sh + 1;
+    s->Wo = ew / s->sw + 1;
+    return 0;
+}
+
+/* One output of a max pool over plane x (H x W): the window's max and its flat
+ * index. As PyTorch: start from -inf at the window's first cell; a later cell
+ * wins if strictly greater or NaN (so NaN propagates). */
+static inline void max_window(const k_pool_shape *s, const float *x, int oh, int ow, float *out, int32_t *arg) {
+    int h0 = oh * s->sh - s->ph, w0 = ow * s->sw - s->pw;
+    int hs = h0 < 0 ? 0 : h0, ws = w0 < 0 ? 0 : w0;
+    int he = h0 + s->kh > s->H ? s->H : h0 + s->kh, we = w0 + s->kw > s->W ? s->W : w0 + s->kw;
+    float best = -INFINITY;
+    int32_t bi = hs * s->W + ws;
+    for (int h = hs; h < he; h++)
+        for (int w = ws; w < we; w++) {
+            float v = x[h * s->W + w];
+            if (v > best || isnan(v)) {
+                best = v;
+                bi = h * s->W + w;
+            }
+        }
+    *out = best;
+    *arg = bi;
+}
+
+void k_maxpool2d_fwd_ref(const k_pool_shape *s, float *y, int32_t *argmax, const float *x) {
+    size_t in_plane = (size_t)s->H * s->W, out_plane = (size_t)s->Ho * s->Wo;
+    for (size_t nc = 0; nc < (size_t)s->N * s->C; nc++)
+        for (int oh = 0; oh < s->Ho; oh++)
+            for (int ow = 0; ow < s->Wo; ow++) {
+                size_t o = nc * out_plane + (size_t)oh * s->Wo + ow;
+                max_window(s, x + nc * in_plane, oh, ow, &y[o], &argmax[o]);
+            }
+}
+
+static int is_2x2(const k_pool_shape *s) {
+    return s->kh == 2 && s->kw == 2 && s->sh == 2 && s->sw == 2 && s->ph == 0 && s->pw == 0;
+}
+
+/* Candidate v (flat index idx) against the running (m, a): the ref's rule, lane-wise. */
+#define TAKE4(v, idx)                                    \
+    do {                                                 \
+        v4i t_ = ((v) > m) | ((v) != (v));               \
+        m = v4_select(t_, (v), m);                       \
+        a = v4i_select(t_, (idx), a);                    \
+    } while (0)
+
+/* 2x2 stride 2, no padding; four outputs per step: the even and odd columns of
+ * the two input rows are split out of eight consecutive floats. */
+static void maxpool_2x2(const k_pool_shape *s, float *y, int32_t *argmax, const float *x) {
+    size_t in_plane = (size_t)s->H * s->W, out_plane = (size_t)s->Ho * s->Wo;
+    int W = s->W, Wo = s->Wo, W4 = Wo & ~3;
+    for (size_t nc = 0; nc < (size_t)s->N * s->C; nc++) {
+        const float *xp = x + nc * in_plane;
+        for (int oh = 0; oh < s->Ho; oh++) {
+            const float *r0 = xp + (size_t)(2 * oh) * W, *r1 = r0 + W;
+            float *yr = y + nc * out_plane + (size_t)oh * Wo;
+            int32_t *ar = argmax + nc * out_plane + (size_t)oh * Wo;
+            int32_t base = 2 * oh * W;
+            for (int ow = 0; ow < W4; ow += 4) {
+                v4f p0 = v4_load(r0 + 2 * ow), p1 = v4_load(r0 + 2 * ow + 4);
+                v4f q0 = v4_load(r1 + 2 * ow), q1 = v4_load(r1 + 2 * ow + 4);
+                v4f m = __builtin_shufflevector(p0, p1, 0, 2, 4, 6);
+                v4f b = __builtin_shufflevector(p0, p1, 1, 3, 5, 7);
+                v4f c = __builtin_shufflevector(q0, q1, 0, 2, 4, 6);
+                v4f d = __builtin_shufflevector(q0, q1, 1, 3, 5, 7);
+                v4i a0 = v4i_splat(base + 2 * ow) + (v4i){0, 2, 4, 6}, a = a0;
+                TAKE4(b, a0 + 1);
+                TAKE4(c, a0 + W);
+                TAKE4(d, a0 + W + 1);
+                v4_store(yr + ow, m);
+                v4i_store(ar + ow, a);
+            }
+            for (int ow = W4; ow < Wo; ow++) {
+                float m = r0[2 * ow];
+                int32_t a = base + 2 * ow;
+                float cand[3] = {r0[2 * ow + 1], r1[2 * ow], r1[2 * ow + 1]};
+                int32_t ci[3] = {a + 1, a + W, a + W + 1};
+                for (int k = 0; k < 3; k++)
+                    if (cand[k] > m || isnan(cand[k])) m = cand[k], a = ci[k];
+                yr[ow] = m;
+                ar[ow] = a;
+            }
+        }
+    }
+}
+#undef TAKE4
+
+#ifdef XT_POOL_X86
+/* AVX-512 2x2: up to 16 outputs per step, a row's tail under a lane mask (the
+ * models' pooled rows are 12 and 4 wide, narrower than one vector). Even and
+ * odd input columns are split by two-source permutes; compares write k-masks. */
+#define XT_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
+
+/* the first out outputs of a step: its lane mask, and the masks of the 2*out input floats */
+XT_AVX512 static inline void step_masks(int out, __mmask16 *om, __mmask16 *lo, __mmask16 *hi) {
+    *om = (__mmask16)((1u << out) - 1);
+    int in = 2 * out;
+    *lo = (__mmask16)(in >= 16 ? 0xFFFFu : (1u << in) - 1);
+    *hi = (__mmask16)(in >= 32 ? 0xFFFFu : in > 16 ? (1u << (in - 16)) - 1 : 0);
+}
+
+XT_AVX512 static void maxpool_2x2_avx512(const k_pool_shape *s, float *y, int32_t *argmax, const float *x) {
+    size_t in_plane = (size_t)s->H * s->W, out_plane = (size_t)s->Ho * s->Wo;
+    int W = s->W, Wo = s->Wo;
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+    const __m512i one = _mm512_set1_epi32(1), down = _mm512_set1_epi32(W);
+    for (size_t nc = 0; nc < (size_t)s->N * s->C; nc++) {
+        const float *xp = x + nc * in_plane;
+        for (int oh = 0; oh < s->Ho; oh++) {
+            const float *r0 = xp + (size_t)(2 * oh) * W, *r1 = r0 + W;
+            float *yr = y + nc * out_plane + (size_t)oh * Wo;
+            int32_t *ar = argmax + nc * out_plane + (size_t)oh * Wo;
+            for (int ow = 0; ow < Wo; ow += 16) {
+                __mmask16 om, lo, hi;
+                step_masks(Wo - ow < 16 ? Wo - ow : 16, &om, &lo, &hi);
+                __m512 p0 = _mm512_maskz_loadu_ps(lo, r0 + 2 * ow), p1 = _mm512_maskz_loadu_ps(hi, r0 + 2 * ow + 16);
+                __m512 q0 = _mm512_maskz_loadu_ps(lo, r1 + 2 * ow), q1 = _mm512_maskz_loadu_ps(hi, r1 + 2 * ow + 16);
+                __m512 m = _mm512_permutex2var_ps(p0, even, p1);
+                __m512i a0 = _mm512_add_epi32(_mm512_set1_epi32(2 * oh * W + 2 * ow), even), a = a0;
+                __m512 c[3] = {_mm512_permutex2var_ps(p0, odd, p1), _mm512_permutex2var_ps(q0, even, q1),
+                               _mm512_permutex2var_ps(q0, odd, q1)};
+                __m512i ci[3] = {_mm512_add_epi32(a0, one), _mm512_add_epi32(a0, down),
+                                 _mm512_add_epi32(_mm512_add_epi32(a0, down), one)};
+                for (int k = 0; k < 3; k++) { /* strictly greater, or NaN: as the ref */
+                    __mmask16 t = _mm512_cmp_ps_mask(c[k], m, _CMP_GT_OQ) | _mm512_cmp_ps_mask(c[k], c[k], _CMP_UNORD_Q);
+                    m = _mm512_mask_mov_ps(m, t, c[k]);
+                    a = _mm512_mask_mov_epi32(a, t, ci[k]);
+                }
+                _mm512_mask_storeu_ps(yr + ow, om, m);
+                _mm512_mask_storeu_epi32(ar + ow, om, a);
+            }
+        }
+    }
+}
+
+XT_AVX512 static void maxpool_2x2_bwd_avx512(const k_pool_shape *s, float *dx, const float *dy,
+                                              const int32_t *argmax) {
+    size_t in_plane = (size_t)s->H * s->W, out_plane = (size_t)s->Ho * s->Wo;
+    int W = s->W, Wo = s->Wo;
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    /* interleave p and q (lanes 16+ of the permute index select q) */
+    const __m512i ilo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    const __m512i ihi = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+    const __m512i one = _mm512_set1_epi32(1), down = _mm512_set1_epi32(W);
+    for (size_t nc = 0; nc < (size_t)s->N * s->C; nc++) {
+        float *xp = dx + nc * in_plane;
+        for (int oh = 0; oh < s->Ho; oh++) {
+            float *r0 = xp + (size_t)(2 * oh) * W, *r1 = r0 + W;
+            const float *gr = dy + nc * out_plane + (size_t)oh * Wo;
+            const int32_t *ar = argmax + nc * out_plane + (size_t)oh * Wo;
+            for (int ow = 0; ow < Wo; ow += 16) {
+                __mmask16 om, lo, hi;
+                step_masks(Wo - ow < 16 ? Wo - ow : 16, &om, &lo, &hi);
+                __m512 g = _mm512_maskz_loadu_ps(om, gr + ow);
+                __m512i a = _mm512_maskz_loadu_epi32(om, ar + ow);
+                __m512i e = _mm512_add_epi32(_mm512_set1_epi32(2 * oh * W + 2 * ow), even);
+                __m512i f = _mm512_add_epi32(e, down);
+                __m512 p = _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(a, e), g);
+                __m512 q = _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(a, _mm512_add_epi32(e, one)), g);
+                __m512 u = _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(a, f), g);
+                __m512 v = _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(a, _mm512_add_epi32(f, one)), g);
+                _mm512_mask_storeu_ps(r0 + 2 * ow, lo, _mm512_permutex2var_ps(p, ilo, q));
+                _mm512_mask_storeu_ps(r0 + 2 * ow + 16, hi, _mm512_permutex2var_ps(p, ihi, q));
+                _mm512_mask_storeu_ps(r1 + 2 * ow, lo, _mm512_permutex2var_ps(u, ilo, v));
+                _mm512_mask_storeu_ps(r1 + 2 * ow + 16, hi, _mm512_permutex2var_ps(u, ihi, v));
+            }
+            if (W & 1) r0[W - 1] = r1[W - 1] = 0.0f; /* the column no window reaches */
+        }
+        if (s->H & 1) memset(xp + (size_t)(s->H - 1) * W, 0, sizeof(float) * (size_t)W);
+    }
+}
+#undef XT_AVX512
+#endif
+
+void k_maxpool2d_fwd(const k_pool_shape *s, float *y, int32_t *argmax, const float *x) {
+#ifdef XT_POOL_X86
+    if (is_2x2(s) && k_simd_level() == K_SIMD_AVX512) {
+        maxpool_2x2_avx512(s, y, argmax, x);
+        return;
+    }
+#endif
+    if (is_2x2(s))
+        maxpool_2x2(s, y, argmax, x);
+    else
+        k_maxpool2d_fwd_ref(s, y, argmax, x);
+}
+
+void k_maxpool2d_bwd_ref(const k_pool_shape *s, float *dx, const float *dy, const int32_t *argmax) {
+    size_t in_plane = (size_t)s->H * s->W, out_plane = (size_t)s->Ho * s->Wo;
+    memset(dx, 0, sizeof(float) * in_plane * s->N * s->C);
+    for (size_t nc = 0; nc < (size_t)s->N * s->C; nc++)
+        for (size_t o = 0; o < out_plane; o++) dx[nc * in_plane + argmax[nc * out_plane + o]] += dy[nc * out_plane + o];
+}
+
+/* 2x2 backward, written window by window (every input cell exactly once, no
+ * zeroing pass): four windows per step, dy where the argmax points, else 0. */
+static void maxpool_2x2_bwd(const k_pool_shape *s, float *dx, const float *dy, const int32_t *argmax) {
+    size_t in_plane = (size_t)s->H * s->W, out_plane = (size_t)s->Ho * s->Wo;
+    int W = s->W, Wo = s->Wo, W4 = Wo & ~3;
+    v4f zero = v4_splat(0.0f);
+    for (size_t nc = 0; nc < (size_t)s->N * s->C; nc++) {
+        float *xp = dx + nc * in_plane;
+        for (int oh = 0; oh < s->Ho; oh++) {
+            float *r0 = xp + (size_t)(2 * oh) * W, *r1 = r0 + W;
+            const float *gr = dy + nc * out_plane + (size_t)oh * Wo;
+            const int32_t *ar = argmax + nc * out_plane + (size_t)oh * Wo;
+            int32_t base = 2 * oh * W;
+            for (int ow = 0; ow < W4; ow += 4) {
+                v4f g = v4_load(gr + ow);
+                v4i a = v4i_load(ar + ow), e = v4i_splat(base + 2 * ow) + (v4i){0, 2, 4, 6};
+                v4f p = v4_select(a == e, g, zero), q = v4_select(a == e + 1, g, zero);
+                v4f u = v4_select(a == e + W, g, zero), v = v4_select(a == e + W + 1, g, zero);
+                v4_store(r0 + 2 * ow, __builtin_shufflevector(p, q, 0, 4, 1, 5));
+                v4_store(r0 + 2 * ow + 4, __builtin_shufflevector(p, q, 2, 6, 3, 7));
+                v4_store(r1 + 2 * ow, __builtin_shufflevector(u, v, 0, 4, 1, 5));
+                v4_store(r1 + 2 * ow + 4, __builtin_shufflevector(u, v, 2, 6, 3, 7));
+            }
+            for (int ow = W4; ow < Wo; ow++) {
+                int32_t a = ar[ow], e = base + 2 * ow;
+                float g = gr[ow];
+                r0[2 * ow] = a == e ? g : 0.0f;
+                r0[2 * ow + 1] = a == e + 1 ? g : 0.0f;
+                r1[2 * ow] = a == e + W ? g : 0.0f;
+                r1[2 * ow + 1] = a == e + W + 1 ? g : 0.0f;
+            }
+            if (W & 1) r0[W - 1] = r1[W - 1] = 0.0f; /* the column no window reaches */
+        }
+        if (s->H & 1) memset(xp + (size_t)(s->H - 1) * W, 0, sizeof(float) * (size_t)W);
+    }
+}
+
+/* Any other tiling (kernel == stride, no padding): each input cell is in at most
+ * one window, so it is written exactly once. */
+static void maxpool_bwd_tiled(const k_pool_shape *s, float *dx, const float *dy, const int32_t *argmax) {
+    size_t in_plane = (size_t)s->H * s->W, out_plane = (size_t)s->Ho * s->Wo;
+    int W = s->W, covered_h = s->Ho * s->kh, covered_w = s->Wo * s->kw;
+    for (size_t nc = 0; nc < (size_t)s->N * s->C; nc++) {
+        float *xp = dx + nc * in_plane;
+        const float *g = dy + nc * out_plane;
+        const int32_t *a = argmax + nc * out_plane;
+        for (int oh = 0; oh < s->Ho; oh++) {
+            for (int i = 0; i < s->kh; i++) {
+                int h = oh * s->kh + i;
+                float *row = xp + (size_t)h * W;
+                for (int ow = 0; ow < s->Wo; ow++) {
+                    int32_t am = a[oh * s->Wo + ow];
+                    float gv = g[oh * s->Wo + ow];
+                    for (int j = 0; j < s->kw; j++) {
+                        int w = ow * s->kw + j;
+                        row[w] = (h * W + w == am) ? gv : 0.0f;
+                    }
+                }
+                for (int w = covered_w; w < W; w++) row[w] = 0.0f; /* columns no window reaches */
+            }
+        }
+        if (covered_h < s->H) memset(xp + (size_t)covered_h * W, 0, sizeof(float) * (size_t)(s->H - covered_h) * W);
+    }
+}
+
+void k_maxpool2d_bwd(const k_pool_shape *s, float *dx, const float *dy, const int32_t *argmax) {
+#ifdef XT_POOL_X86
+    if (is_2x2(s) && k_simd_level() == K_SIMD_AVX512) {
+        maxpool_2x2_bwd_avx512(s, dx, dy, argmax);
+        return;
+    }
+#endif
+    if (is_2x2(s))
+        maxpool_2x2_bwd(s, dx, dy, argmax);
+    else if (s->kh == s->sh && s->kw == s->sw && s->ph == 0 && s->pw == 0)
+        maxpool_bwd_tiled(s, dx, dy, argmax);
+    else
+        k_maxpool2d_bwd_ref(s, dx, dy, argmax);
+}
+
+/* count_include_pad=True in floor mode: every window counts kh*kw cells (a
+ * floor-mode window never reaches past the padding), so the divisor is constant. */
+void k_avgpool2d_fwd(const k_pool_shape *s, float *y, const float *x) {
+    size_t in_plane = (size_t)s->H * s->W, out_plane = (size_t)s->Ho * s->Wo;
+    float inv = 1.0f / (float)(s->kh * s->kw);
+    for (size_t nc = 0; nc < (size_t)s->N * s->C; nc++) {
+        const float *xp = x + nc * in_plane;
+        for (int oh = 0; oh < s->Ho; oh++)
+            for (int ow = 0; ow < s->Wo; ow++) {
+                int h0 = oh * s->sh - s->ph, w0 = ow * s->sw - s->pw;
+                float acc = 0.0f;
+                for (int h = h0 < 0 ? 0 : h0; h < h0 + s->kh && h < s->H; h++)
+                    for (int w = w0 < 0 ? 0 : w0; w < w0 + s->kw && w < s->W; w++) acc += xp[h * s->W + w];
+                y[nc * out_plane + (size_t)oh * s->Wo + ow] = acc * inv;
+            }
+    }
+}
+
+void k_avgpool2d_bwd(const k_pool_shape *s, float *dx, const float *dy) {
+    size_t in_plane = (size_t)s->H * s->W, out_plane = (size_t)s->Ho * s->Wo;
+    float inv = 1.0f / (float)(s->kh * s->kw);
+    memset(dx, 0, sizeof(float) * in_plane * s->N * s->C);
+    for (size_t nc = 0; nc < (size_t)s->N * s->C; nc++) {
+        float *xp = dx + nc * in_plane;
+        for (int oh = 0; oh < s->Ho; oh++)
+            for (int ow = 0; ow < s->Wo; ow++) {
+                int h0 = oh * s->sh - s->ph, w0 = ow * s->sw - s->pw;
+                float g = dy[nc * out_plane + (size_t)oh * s->Wo + ow] * inv;
+                for (int h = h0 < 0 ? 0 : h0; h < h0 + s->kh && h < s->H; h++)
+                    for (int w = w0 < 0 ? 0 : w0; w < w0 + s->kw && w < s->W; w++) xp[h * s->W + w] += g;
+            }
+    }
+}

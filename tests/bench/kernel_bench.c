@@ -1,0 +1,321 @@
+/* kernel_bench.c — times the kernels on the models' shapes (batch 128, one core).
+ *
+ * Build and run from the repository root (a standalone program, not part of the
+ * test runner; without -DXT_KERNEL_BENCH this file compiles to nothing, because
+ * the Makefile links every tests/ *.c into run_tests):
+ *   cc -std=c11 -D_GNU_SOURCE -DXT_KERNEL_BENCH -O3 -march=x86-64-v2 -Isrc $(pkg-config --cflags openblas) src/kernels/ *.c tests/bench/kernel_bench.c -o /tmp/kernel_bench $(pkg-config --libs openblas) -lm && OPENBLAS_NUM_THREADS=1 /tmp/kernel_bench [filter]
+ * filter: run only rows whose name contains it ("seed conv2", "maxpool"); METHODS=avx512,k_conv2d
+ * in the environment limits the conv methods to those whose names contain one of its words.
+ * (no spaces in "src/kernels/ *.c" and "tests/ *.c": written apart only to keep this comment closed.)
+ *
+ * Is: single-core cblas_sgemm peak, then for every conv shape of the seed CNN
+ * and wide_cnn each method (im2col+GEMM per image / grouped, direct SIMD per
+ * flavour, and whatever k_conv2d_* picks) on fwd, bwd_data and bwd_weight in
+ * GFLOP/s; pooling, batch norm and log-softmax in microseconds. conv.c's header
+ * records the figures this printed and the choices they led to.
+ * Is not: a test (no pass/fail) or the end-to-end benchmark against PyTorch.
+ */
+#ifdef XT_KERNEL_BENCH
+#include "kernels/conv_impl.h"
+#include "kernels/kernels.h"
+#include "kernels/simd.h"
+
+#include <cblas.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static const char *g_filter;  /* argv[1]: only rows whose name contains it */
+static const char *g_methods; /* $METHODS: only conv methods named in it, e.g. "avx512,k_conv2d" */
+
+/* CPU time of this thread, not wall time: on a machine shared with other jobs
+ * it leaves out the time we were not running (cache disturbance remains). */
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static float *falloc(size_t n) {
+    size_t bytes = ((n ? n : 1) * sizeof(float) + 63) & ~(size_t)63;
+    float *p = aligned_alloc(64, bytes);
+    if (!p) {
+        fprintf(stderr, "kernel_bench: out of memory\n");
+        exit(1);
+    }
+    return p;
+}
+
+static void fill(float *p, size_t n, unsigned seed) {
+    for (size_t i = 0; i < n; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        p[i] = (float)((seed >> 8) & 0xffff) / 32768.0f - 1.0f;
+    }
+}
+
+static int wanted(const char *name) {
+    return !g_filter || strstr(name, g_filter);
+}
+
+/* Does `name` contain one of the comma-separated words of $METHODS (or is it unset)? */
+static int method_wanted(const char *name) {
+    if (!g_methods || !*g_methods) return 1;
+    const char *p = g_methods;
+    while (*p) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        char word[64];
+        if (len > 0 && len < sizeof word) {
+            memcpy(word, p, len);
+            word[len] = 0;
+            if (strstr(name, word)) return 1;
+        }
+        p += len + (e ? 1 : 0);
+    }
+    return 0;
+}
+
+/* Best-of-5 seconds per call of fn(ctx), each sample running ~target seconds. */
+typedef void (*bench_fn)(void *ctx);
+static double time_it(bench_fn fn, void *ctx, double target) {
+    fn(ctx); /* warm caches, page in buffers */
+    double t0 = now_s();
+    fn(ctx);
+    double one = now_s() - t0;
+    int reps = one > 0 ? (int)(target / one) : 1000;
+    if (reps < 1) reps = 1;
+    if (reps > 10000) reps = 10000;
+    double best = 1e30;
+    for (int r = 0; r < 5; r++) {
+        t0 = now_s();
+        for (int i = 0; i < reps; i++) fn(ctx);
+        double t = (now_s() - t0) / reps;
+        if (t < best) best = t;
+    }
+    return best;
+}
+
+/* ---- GEMM peak ---------------------------------------------------------------- */
+
+typedef struct {
+    int n;
+    float *a, *b, *c;
+} gemm_ctx;
+
+static void run_gemm(void *p) {
+    gemm_ctx *g = p;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, g->n, g->n, g->n, 1.0f, g->a, g->n, g->b, g->n, 0.0f,
+                g->c, g->n);
+}
+
+static void bench_gemm(void) {
+    int sizes[] = {256, 512, 1024};
+    for (int i = 0; i < 3; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "sgemm %d^3", sizes[i]);
+        if (!wanted(name)) continue;
+        gemm_ctx g = {sizes[i], falloc((size_t)sizes[i] * sizes[i]), falloc((size_t)sizes[i] * sizes[i]),
+                      falloc((size_t)sizes[i] * sizes[i])};
+        fill(g.a, (size_t)g.n * g.n, 1);
+        fill(g.b, (size_t)g.n * g.n, 2);
+        double t = time_it(run_gemm, &g, 0.2);
+        printf("%-34s %10.1f us %8.1f GFLOP/s\n", name, t * 1e6, 2.0 * g.n * g.n * g.n / t * 1e-9);
+        free(g.a), free(g.b), free(g.c);
+    }
+}
+
+/* ---- convolutions --------------------------------------------------------------- */
+
+enum { M_IM2COL1, M_IM2COL4, M_IM2COL16, M_DIRECT512, M_DIRECT2, M_DIRECTGEN, M_CHOSEN, M_COUNT };
+static const char *method_names[M_COUNT] = {"im2col g=1",    "im2col g=4",  "im2col g=16", "direct avx512",
+                                            "direct avx2",   "direct gen",  "k_conv2d"};
+
+typedef struct {
+    const k_conv_shape *s;
+    int method, pass;
+    float *x, *w, *b, *y, *dx, *dw, *db, *dy, *scratch;
+} conv_ctx;
+
+static void run_conv(void *p) {
+    conv_ctx *c = p;
+    const k_conv_shape *s = c->s;
+    int g = c->method == M_IM2COL1 ? 1 : c->method == M_IM2COL4 ? 4 : 16;
+    switch (c->method) {
+    case M_IM2COL1:
+    case M_IM2COL4:
+    case M_IM2COL16:
+        if (c->pass == K_CONV_FWD) k_conv_im2col_fwd(s, g, c->y, c->x, c->w, c->b, c->scratch);
+        if (c->pass == K_CONV_BWD_DATA) k_conv_im2col_bwd_data(s, g, c->dx, c->dy, c->w, c->scratch);
+        if (c->pass == K_CONV_BWD_WEIGHT) k_conv_im2col_bwd_weight(s, g, c->dw, c->db, c->x, c->dy, c->scratch);
+        break;
+    case M_DIRECT512:
+    case M_DIRECT2:
+    case M_DIRECTGEN:
+        if (c->pass == K_CONV_FWD) k_conv_direct_fwd(s, c->y, c->x, c->w, c->b, c->scratch);
+        if (c->pass == K_CONV_BWD_DATA) k_conv_direct_bwd_data(s, c->dx, c->dy, c->w, c->scratch);
+        if (c->pass == K_CONV_BWD_WEIGHT) k_conv_direct_bwd_weight(s, c->dw, c->db, c->x, c->dy, c->scratch);
+        break;
+    default:
+        if (c->pass == K_CONV_FWD) k_conv2d_fwd(s, c->y, c->x, c->w, c->b, c->scratch);
+        if (c->pass == K_CONV_BWD_DATA) k_conv2d_bwd_data(s, c->dx, c->dy, c->w, c->scratch);
+        if (c->pass == K_CONV_BWD_WEIGHT) k_conv2d_bwd_weight(s, c->dw, c->db, c->x, c->dy, c->scratch);
+        break;
+    }
+}
+
+static void bench_conv(const char *label, k_conv_shape s) {
+    if (k_conv_shape_infer(&s)) return;
+    size_t xs = (size_t)s.N * s.Ci * s.H * s.W, ys = (size_t)s.N * s.Co * s.Ho * s.Wo;
+    size_t ws = (size_t)s.Co * s.Ci * s.kh * s.kw;
+    double flops = 2.0 * s.N * s.Co * s.Ho * s.Wo * (double)s.Ci * s.kh * s.kw;
+    conv_ctx c = {.s = &s, .x = falloc(xs), .w = falloc(ws), .b = falloc((size_t)s.Co), .y = falloc(ys),
+                  .dx = falloc(xs), .dw = falloc(ws), .db = falloc((size_t)s.Co), .dy = falloc(ys)};
+    fill(c.x, xs, 1), fill(c.w, ws, 2), fill(c.b, (size_t)s.Co, 3), fill(c.dy, ys, 4);
+    size_t scr = k_conv2d_scratch(&s);
+    size_t m = k_conv_direct_scratch(&s);
+    if (m > scr) scr = m;
+    int groups[] = {1, 4, 16};
+    for (int g = 0; g < 3; g++)
+        if ((m = k_conv_im2col_scratch(&s, groups[g])) > scr) scr = m;
+    c.scratch = falloc(scr);
+    memset(c.scratch, 0, scr * sizeof(float));
+    static const char *pass_names[3] = {"fwd", "bwd_data", "bwd_weight"};
+    printf("\n%s: N=%d Ci=%d %dx%d -> Co=%d %dx%d (k%dx%d s%d p%d), %.1f MFLOP per pass, scratch %.0f KB\n", label,
+           s.N, s.Ci, s.H, s.W, s.Co, s.Ho, s.Wo, s.kh, s.kw, s.sh, s.ph, flops * 1e-6, scr * 4.0 / 1024);
+    for (int pass = 0; pass < 3; pass++) {
+        printf("  %s:\n   ", pass_names[pass]);
+        for (int meth = 0; meth < M_COUNT; meth++) {
+            if (!method_wanted(method_names[meth])) continue;
+            int lvl = meth == M_DIRECT512 ? K_SIMD_AVX512 : meth == M_DIRECT2 ? K_SIMD_AVX2 : K_SIMD_GENERIC;
+            if (meth >= M_DIRECT512 && meth <= M_DIRECTGEN) {
+                if (k_simd_force(lvl) != lvl) {
+                    printf(" %s: n/a |", method_names[meth]);
+                    k_simd_force(-1);
+                    continue;
+                }
+            }
+            c.method = meth;
+            c.pass = pass;
+            double t = time_it(run_conv, &c, 0.05);
+            k_simd_force(-1);
+            printf(" %s %.0f us %.1f |", method_names[meth], t * 1e6, flops / t * 1e-9);
+            fflush(stdout);
+        }
+        printf("  -> %s\n", k_conv_method_name(k_conv_choose(&s, pass)));
+    }
+    free(c.x), free(c.w), free(c.b), free(c.y), free(c.dx), free(c.dw), free(c.db), free(c.dy), free(c.scratch);
+}
+
+/* ---- pooling, batch norm, log-softmax ------------------------------------------ */
+
+typedef struct {
+    k_pool_shape s;
+    float *x, *y, *dx, *dy;
+    int32_t *arg;
+    int op;
+} pool_ctx;
+
+static void run_pool(void *p) {
+    pool_ctx *c = p;
+    if (c->op == 0) k_maxpool2d_fwd(&c->s, c->y, c->arg, c->x);
+    if (c->op == 1) k_maxpool2d_bwd(&c->s, c->dx, c->dy, c->arg);
+    if (c->op == 2) k_maxpool2d_fwd_ref(&c->s, c->y, c->arg, c->x);
+}
+
+static void bench_pool(const char *label, k_pool_shape s) {
+    if (!wanted(label) || k_pool_shape_infer(&s)) return;
+    size_t xs = (size_t)s.N * s.C * s.H * s.W, ys = (size_t)s.N * s.C * s.Ho * s.Wo;
+    pool_ctx c = {.s = s, .x = falloc(xs), .y = falloc(ys), .dx = falloc(xs), .dy = falloc(ys)};
+    c.arg = malloc(ys * sizeof(int32_t));
+    fill(c.x, xs, 5), fill(c.dy, ys, 6);
+    k_maxpool2d_fwd(&c.s, c.y, c.arg, c.x);
+    const char *ops[3] = {"fwd", "bwd", "fwd_ref"};
+    printf("%-34s", label);
+    for (c.op = 0; c.op < 3; c.op++) printf(" %s %.1f us |", ops[c.op], time_it(run_pool, &c, 0.05) * 1e6);
+    printf("  (%.1f MB in)\n", xs * 4e-6);
+    free(c.x), free(c.y), free(c.dx), free(c.dy), free(c.arg);
+}
+
+typedef struct {
+    int N, C, HW, op;
+    float *x, *y, *dx, *dy, *mean, *var, *gamma, *beta, *dg, *dbt;
+} bn_ctx;
+
+static void run_bn(void *p) {
+    bn_ctx *c = p;
+    if (c->op == 0) k_bn_stats(c->N, c->C, c->HW, c->mean, c->var, c->x);
+    if (c->op == 1) k_bn_apply(c->N, c->C, c->HW, c->y, c->x, c->mean, c->var, c->gamma, c->beta, 1e-5f);
+    if (c->op == 2)
+        k_bn_bwd(c->N, c->C, c->HW, c->dx, c->dg, c->dbt, c->dy, c->x, c->mean, c->var, c->gamma, 1e-5f);
+    if (c->op == 3) k_bn_stats_ref(c->N, c->C, c->HW, c->mean, c->var, c->x);
+}
+
+static void bench_bn(const char *label, int N, int C, int HW) {
+    if (!wanted(label)) return;
+    size_t n = (size_t)N * C * HW;
+    bn_ctx c = {N, C, HW, 0, falloc(n), falloc(n), falloc(n), falloc(n), falloc((size_t)C), falloc((size_t)C),
+                falloc((size_t)C), falloc((size_t)C), falloc((size_t)C), falloc((size_t)C)};
+    fill(c.x, n, 7), fill(c.dy, n, 8), fill(c.gamma, (size_t)C, 9), fill(c.beta, (size_t)C, 10);
+    k_bn_stats(N, C, HW, c.mean, c.var, c.x);
+    const char *ops[4] = {"stats", "apply", "bwd", "stats_ref"};
+    printf("%-34s", label);
+    for (c.op = 0; c.op < 4; c.op++) printf(" %s %.1f us |", ops[c.op], time_it(run_bn, &c, 0.05) * 1e6);
+    printf("  (%.1f MB)\n", n * 4e-6);
+    free(c.x), free(c.y), free(c.dx), free(c.dy), free(c.mean), free(c.var), free(c.gamma), free(c.beta);
+    free(c.dg), free(c.dbt);
+}
+
+typedef struct {
+    int rows, cols, op;
+    float *x, *y, *dx, *dy;
+} sm_ctx;
+
+static void run_sm(void *p) {
+    sm_ctx *c = p;
+    if (c->op == 0) k_log_softmax_fwd(c->rows, c->cols, c->y, c->x);
+    if (c->op == 1) k_log_softmax_bwd(c->rows, c->cols, c->dx, c->dy, c->y);
+}
+
+static void bench_softmax(void) {
+    if (!wanted("log_softmax")) return;
+    sm_ctx c = {128, 10, 0, falloc(1280), falloc(1280), falloc(1280), falloc(1280)};
+    fill(c.x, 1280, 11), fill(c.dy, 1280, 12);
+    printf("%-34s", "log_softmax 128x10");
+    for (c.op = 0; c.op < 2; c.op++) printf(" %s %.2f us |", c.op ? "bwd" : "fwd", time_it(run_sm, &c, 0.02) * 1e6);
+    printf("\n");
+    free(c.x), free(c.y), free(c.dx), free(c.dy);
+}
+
+int main(int argc, char **argv) {
+    g_filter = argc > 1 ? argv[1] : NULL;
+    g_methods = getenv("METHODS");
+    const char *threads = getenv("OPENBLAS_NUM_THREADS");
+    if (!threads || strcmp(threads, "1") != 0)
+        fprintf(stderr, "kernel_bench: warning: OPENBLAS_NUM_THREADS is not 1; GEMM figures are not one core's\n");
+    static const char *lvl[] = {"generic", "avx2", "avx512"};
+    printf("SIMD level: %s\n", lvl[k_simd_detect()]);
+    bench_gemm();
+    struct {
+        const char *label;
+        k_conv_shape s;
+    } convs[] = {
+        {"seed conv1", {.N = 128, .Ci = 1, .H = 28, .W = 28, .Co = 10, .kh = 5, .kw = 5, .sh = 1, .sw = 1}},
+        {"seed conv2", {.N = 128, .Ci = 10, .H = 12, .W = 12, .Co = 20, .kh = 5, .kw = 5, .sh = 1, .sw = 1}},
+        {"wide conv1", {.N = 128, .Ci = 1, .H = 28, .W = 28, .Co = 32, .kh = 3, .kw = 3, .sh = 1, .sw = 1}},
+        {"wide conv2", {.N = 128, .Ci = 32, .H = 26, .W = 26, .Co = 64, .kh = 3, .kw = 3, .sh = 1, .sw = 1}},
+    };
+    for (size_t i = 0; i < sizeof convs / sizeof convs[0]; i++)
+        if (wanted(convs[i].label)) bench_conv(convs[i].label, convs[i].s);
+    printf("\n");
+    bench_pool("maxpool seed1 128x10x24x24 k2", (k_pool_shape){128, 10, 24, 24, 2, 2, 2, 2, 0, 0, 0, 0});
+    bench_pool("maxpool seed2 128x20x8x8 k2", (k_pool_shape){128, 20, 8, 8, 2, 2, 2, 2, 0, 0, 0, 0});
+    bench_pool("maxpool wide 128x64x24x24 k2", (k_pool_shape){128, 64, 24, 24, 2, 2, 2, 2, 0, 0, 0, 0});
+    bench_bn("bn seed1 128x10x(12x12)", 128, 10, 144);
+    bench_bn("bn seed2 128x20x(4x4)", 128, 20, 16);
+    bench_softmax();
+    return 0;
+}
+#else
+typedef int xt_kernel_bench_disabled; /* see the build line above */
+#endif

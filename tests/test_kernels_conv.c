@@ -1,0 +1,308 @@
+/* test_kernels_conv.c — convolution kernels: refs against hand-computed values
+ * and finite differences, every fast method (and SIMD flavour) against the refs.
+ *
+ * Fast outputs are compared with max|fast - ref| <= 1e-4 * max|ref| (the
+ * magnitude of the output), outputs and scratch are pre-filled with NaN so
+ * that accumulating into an output or reading unwritten scratch fails, and
+ * scratch is allocated at exactly the advertised size so ASan sees overruns.
+ */
+#include "test.h"
+
+#include "kernels/conv_impl.h"
+#include "kernels/kernels.h"
+#include "kernels/simd.h"
+
+#include <string.h>
+
+static float *nan_buf(size_t n) {
+    float *p = malloc((n ? n : 1) * sizeof(float));
+    for (size_t i = 0; i < n; i++) p[i] = NAN;
+    return p;
+}
+
+static float *rand_buf(size_t n, unsigned *seed) {
+    float *p = malloc((n ? n : 1) * sizeof(float));
+    for (size_t i = 0; i < n; i++) {
+        *seed = *seed * 1664525u + 1013904223u;
+        p[i] = (float)((*seed >> 8) & 0xffff) / 32768.0f - 1.0f;
+    }
+    return p;
+}
+
+/* max|a-b| / max|ref|; NaN anywhere gives +inf */
+static double rel_err(const float *a, const float *ref, size_t n) {
+    double mx = 0.0, mag = 1e-30;
+    for (size_t i = 0; i < n; i++) {
+        if (isnan(a[i]) || isnan(ref[i])) return INFINITY;
+        double d = fabs((double)a[i] - ref[i]);
+        if (d > mx) mx = d;
+        if (fabs(ref[i]) > mag) mag = fabs(ref[i]);
+    }
+    return mx / mag;
+}
+
+static void shape_str(const k_conv_shape *s, char *buf, size_t cap) {
+    snprintf(buf, cap, "N%d Ci%d %dx%d Co%d k%dx%d s%dx%d p%dx%d", s->N, s->Ci, s->H, s->W, s->Co, s->kh, s->kw, s->sh,
+             s->sw, s->ph, s->pw);
+}
+
+/* ---- hand-computed cases --------------------------------------------------- */
+
+static const float X33[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9}; /* 1x1x3x3 */
+static const float W22[4] = {1, 2, 3, 4};                /* 1x1x2x2 */
+
+TEST(conv_ref_fwd_hand_computed) {
+    k_conv_shape s = {.N = 1, .Ci = 1, .H = 3, .W = 3, .Co = 1, .kh = 2, .kw = 2, .sh = 1, .sw = 1};
+    CHECK_EQ(k_conv_shape_infer(&s), 0);
+    CHECK_EQ(s.Ho, 2);
+    CHECK_EQ(s.Wo, 2);
+    float y[4], b = 0.5f;
+    k_conv2d_fwd_ref(&s, y, X33, W22, &b);
+    /* y00 = 1*1 + 2*2 + 4*3 + 5*4 = 37, y01 = 47, y10 = 67, y11 = 77; + bias */
+    CHECK_NEAR(y[0], 37.5, 1e-6);
+    CHECK_NEAR(y[1], 47.5, 1e-6);
+    CHECK_NEAR(y[2], 67.5, 1e-6);
+    CHECK_NEAR(y[3], 77.5, 1e-6);
+}
+
+TEST(conv_ref_fwd_hand_computed_stride_pad) {
+    /* k2, stride 2, pad 1: windows start at -1 and 1 */
+    k_conv_shape s = {.N = 1, .Ci = 1, .H = 3, .W = 3, .Co = 1, .kh = 2, .kw = 2, .sh = 2, .sw = 2, .ph = 1, .pw = 1};
+    CHECK_EQ(k_conv_shape_infer(&s), 0);
+    CHECK_EQ(s.Ho, 2);
+    float y[4];
+    k_conv2d_fwd_ref(&s, y, X33, W22, NULL);
+    CHECK_NEAR(y[0], 4, 1e-6);  /* x00*w11 */
+    CHECK_NEAR(y[1], 18, 1e-6); /* x01*w10 + x02*w11 = 2*3 + 3*4 */
+    CHECK_NEAR(y[2], 36, 1e-6); /* x10*w01 + x20*w11 = 4*2 + 7*4 */
+    CHECK_NEAR(y[3], 77, 1e-6); /* x11*w00 + x12*w01 + x21*w10 + x22*w11 */
+}
+
+TEST(conv_ref_bwd_hand_computed) {
+    k_conv_shape s = {.N = 1, .Ci = 1, .H = 3, .W = 3, .Co = 1, .kh = 2, .kw = 2, .sh = 1, .sw = 1};
+    CHECK_EQ(k_conv_shape_infer(&s), 0);
+    const float dy[4] = {1, 2, 3, 4};
+    float dx[9], dw[4], db;
+    k_conv2d_bwd_data_ref(&s, dx, dy, W22);
+    /* dx[h][w] = sum dy[oh][ow] * w[h-oh][w-ow] (the full convolution of dy with w) */
+    const float want_dx[9] = {1, 4, 4, 6, 20, 16, 9, 24, 16};
+    for (int i = 0; i < 9; i++) CHECK_NEAR(dx[i], want_dx[i], 1e-6);
+    k_conv2d_bwd_weight_ref(&s, dw, &db, X33, dy);
+    /* dw[i][j] = sum dy[oh][ow] * x[oh+i][ow+j]: the same sums as the forward */
+    const float want_dw[4] = {37, 47, 67, 77};
+    for (int i = 0; i < 4; i++) CHECK_NEAR(dw[i], want_dw[i], 1e-6);
+    CHECK_NEAR(db, 10, 1e-6);
+}
+
+TEST(conv_shape_infer_rejects_bad_shapes) {
+    k_conv_shape s = {.N = 1, .Ci = 1, .H = 3, .W = 3, .Co = 1, .kh = 5, .kw = 5, .sh = 1, .sw = 1};
+    CHECK_EQ(k_conv_shape_infer(&s), -1); /* kernel larger than the input */
+    s.ph = s.pw = 1;
+    CHECK_EQ(k_conv_shape_infer(&s), 0);  /* 3 + 2 - 5 + 1 = 1 */
+    CHECK_EQ(s.Ho, 1);
+    s.sh = 0;
+    CHECK_EQ(k_conv_shape_infer(&s), -1);
+    k_conv_shape t = {.N = 1, .Ci = 1, .H = 28, .W = 28, .Co = 10, .kh = 5, .kw = 5, .sh = 2, .sw = 2, .ph = 2, .pw = 2};
+    CHECK_EQ(k_conv_shape_infer(&t), 0);
+    CHECK_EQ(t.Ho, 14); /* (28 + 4 - 5)/2 + 1 */
+}
+
+/* ---- finite differences of the refs --------------------------------------- */
+
+/* L(x, w, b) = sum r * conv(x, w, b), in double. */
+static double conv_loss(const k_conv_shape *s, const float *x, const float *w, const float *b, const float *r) {
+    size_t ys = (size_t)s->N * s->Co * s->Ho * s->Wo;
+    float *y = malloc(ys * sizeof(float));
+    k_conv2d_fwd_ref(s, y, x, w, b);
+    double L = 0.0;
+    for (size_t i = 0; i < ys; i++) L += (double)r[i] * y[i];
+    free(y);
+    return L;
+}
+
+TEST(conv_ref_gradients_match_finite_differences) {
+    k_conv_shape s = {.N = 2, .Ci = 2, .H = 5, .W = 6, .Co = 3, .kh = 3, .kw = 2, .sh = 2, .sw = 1, .ph = 1, .pw = 1};
+    CHECK_EQ(k_conv_shape_infer(&s), 0);
+    unsigned seed = 7;
+    size_t xs = (size_t)s.N * s.Ci * s.H * s.W, ws = (size_t)s.Co * s.Ci * s.kh * s.kw;
+    size_t ys = (size_t)s.N * s.Co * s.Ho * s.Wo;
+    float *x = rand_buf(xs, &seed), *w = rand_buf(ws, &seed), *b = rand_buf((size_t)s.Co, &seed);
+    float *r = rand_buf(ys, &seed), *dx = nan_buf(xs), *dw = nan_buf(ws), *db = nan_buf((size_t)s.Co);
+    k_conv2d_bwd_data_ref(&s, dx, r, w);
+    k_conv2d_bwd_weight_ref(&s, dw, db, x, r);
+    /* L is linear in each argument, so a large step is exact up to float rounding of y */
+    const float h = 0.5f;
+    for (size_t i = 0; i < xs; i++) {
+        float keep = x[i];
+        x[i] = keep + h;
+        double lp = conv_loss(&s, x, w, b, r);
+        x[i] = keep - h;
+        double lm = conv_loss(&s, x, w, b, r);
+        x[i] = keep;
+        CHECK_NEAR(dx[i], (lp - lm) / (2.0 * h), 1e-5);
+    }
+    for (size_t i = 0; i < ws; i++) {
+        float keep = w[i];
+        w[i] = keep + h;
+        double lp = conv_loss(&s, x, w, b, r);
+        w[i] = keep - h;
+        double lm = conv_loss(&s, x, w, b, r);
+        w[i] = keep;
+        CHECK_NEAR(dw[i], (lp - lm) / (2.0 * h), 1e-5);
+    }
+    for (int i = 0; i < s.Co; i++) {
+        float keep = b[i];
+        b[i] = keep + h;
+        double lp = conv_loss(&s, x, w, b, r);
+        b[i] = keep - h;
+        double lm = conv_loss(&s, x, w, b, r);
+        b[i] = keep;
+        CHECK_NEAR(db[i], (lp - lm) / (2.0 * h), 1e-5);
+    }
+    free(x), free(w), free(b), free(r), free(dx), free(dw), free(db);
+}
+
+/* ---- fast methods against the refs ---------------------------------------- */
+
+enum { RUN_DISPATCH, RUN_IM2COL1, RUN_IM2COL3, RUN_DIRECT, RUN_COUNT };
+
+/* Runs `pass` of method `m` with exactly the scratch it advertises (NaN-filled). */
+static void run_method(int m, int pass, const k_conv_shape *s, float *out, float *db, const float *x,
+                       const float *w, const float *b, const float *dy) {
+    size_t n = m == RUN_DISPATCH ? k_conv2d_scratch(s)
+               : m == RUN_DIRECT ? k_conv_direct_scratch(s)
+                                 : k_conv_im2col_scratch(s, m == RUN_IM2COL1 ? 1 : 3);
+    float *scr = nan_buf(n);
+    int g = m == RUN_IM2COL1 ? 1 : 3;
+    if (pass == K_CONV_FWD) {
+        if (m == RUN_DISPATCH) k_conv2d_fwd(s, out, x, w, b, scr);
+        else if (m == RUN_DIRECT) k_conv_direct_fwd(s, out, x, w, b, scr);
+        else k_conv_im2col_fwd(s, g, out, x, w, b, scr);
+    } else if (pass == K_CONV_BWD_DATA) {
+        if (m == RUN_DISPATCH) k_conv2d_bwd_data(s, out, dy, w, scr);
+        else if (m == RUN_DIRECT) k_conv_direct_bwd_data(s, out, dy, w, scr);
+        else k_conv_im2col_bwd_data(s, g, out, dy, w, scr);
+    } else {
+        if (m == RUN_DISPATCH) k_conv2d_bwd_weight(s, out, db, x, dy, scr);
+        else if (m == RUN_DIRECT) k_conv_direct_bwd_weight(s, out, db, x, dy, scr);
+        else k_conv_im2col_bwd_weight(s, g, out, db, x, dy, scr);
+    }
+    free(scr);
+}
+
+/* Every method x SIMD flavour x pass on one shape; returns the number of failures. */
+static int check_shape(k_conv_shape s, unsigned seed) {
+    char name[128];
+    if (k_conv_shape_infer(&s)) {
+        test_fail_at(__FILE__, __LINE__, "bad test shape");
+        return 1;
+    }
+    shape_str(&s, name, sizeof name);
+    size_t xs = (size_t)s.N * s.Ci * s.H * s.W, ws = (size_t)s.Co * s.Ci * s.kh * s.kw;
+    size_t ys = (size_t)s.N * s.Co * s.Ho * s.Wo;
+    float *x = rand_buf(xs, &seed), *w = rand_buf(ws, &seed), *b = rand_buf((size_t)s.Co, &seed);
+    float *dy = rand_buf(ys, &seed);
+    float *ry = nan_buf(ys), *rdx = nan_buf(xs), *rdw = nan_buf(ws), *rdb = nan_buf((size_t)s.Co);
+    k_conv2d_fwd_ref(&s, ry, x, w, b);
+    k_conv2d_bwd_data_ref(&s, rdx, dy, w);
+    k_conv2d_bwd_weight_ref(&s, rdw, rdb, x, dy);
+    const float *refs[3] = {ry, rdx, rdw};
+    size_t sizes[3] = {ys, xs, ws};
+    static const char *pass_name[3] = {"fwd", "bwd_data", "bwd_weight"};
+    static const char *meth_name[RUN_COUNT] = {"k_conv2d", "im2col g1", "im2col g3", "direct"};
+    int fails = 0;
+    for (int lvl = 0; lvl <= k_simd_detect(); lvl++) {
+        k_simd_force(lvl);
+        for (int m = 0; m < RUN_COUNT; m++) {
+            if (lvl > 0 && (m == RUN_IM2COL1 || m == RUN_IM2COL3)) continue; /* no SIMD dispatch inside */
+            for (int pass = 0; pass < 3; pass++) {
+                float *out = nan_buf(sizes[pass]), *db = nan_buf((size_t)s.Co);
+                run_method(m, pass, &s, out, db, x, w, pass == K_CONV_FWD ? b : NULL, dy);
+                double e = rel_err(out, refs[pass], sizes[pass]);
+                if (!(e <= 1e-4)) {
+                    test_fail_at(__FILE__, __LINE__, "%s %s simd%d on %s: rel err %.3g", meth_name[m], pass_name[pass],
+                                 lvl, name, e);
+                    fails++;
+                }
+                if (pass == K_CONV_BWD_WEIGHT && !(rel_err(db, rdb, (size_t)s.Co) <= 1e-4)) {
+                    test_fail_at(__FILE__, __LINE__, "%s db simd%d on %s", meth_name[m], lvl, name);
+                    fails++;
+                }
+                free(out), free(db);
+            }
+        }
+    }
+    k_simd_force(-1);
+    free(x), free(w), free(b), free(dy), free(ry), free(rdx), free(rdw), free(rdb);
+    return fails;
+}
+
+#define SHAPE(n, ci, h, w, co, kh_, kw_, sh_, sw_, ph_, pw_)                                                    \
+    (k_conv_shape) {                                                                                          \
+        .N = n, .Ci = ci, .H = h, .W = w, .Co = co, .kh = kh_, .kw = kw_, .sh = sh_, .sw = sw_, .ph = ph_, .pw = pw_ \
+    }
+
+TEST(conv_fast_matches_ref_seed_cnn_shapes) {
+    check_shape(SHAPE(7, 1, 28, 28, 10, 5, 5, 1, 1, 0, 0), 1);  /* conv1 */
+    check_shape(SHAPE(7, 10, 12, 12, 20, 5, 5, 1, 1, 0, 0), 2); /* conv2 */
+    check_shape(SHAPE(1, 1, 28, 28, 10, 5, 5, 1, 1, 0, 0), 3);
+    check_shape(SHAPE(1, 10, 12, 12, 20, 5, 5, 1, 1, 0, 0), 4);
+}
+
+TEST(conv_fast_matches_ref_wide_cnn_shapes) {
+    check_shape(SHAPE(7, 1, 28, 28, 32, 3, 3, 1, 1, 0, 0), 5);  /* conv1 */
+    check_shape(SHAPE(2, 32, 26, 26, 64, 3, 3, 1, 1, 0, 0), 6); /* conv2 */
+}
+
+TEST(conv_fast_matches_ref_batches_across_groups) {
+    /* 33 images: several direct bwd_weight groups and a ragged last one */
+    check_shape(SHAPE(33, 1, 28, 28, 10, 5, 5, 1, 1, 0, 0), 7);
+    check_shape(SHAPE(33, 10, 12, 12, 20, 5, 5, 1, 1, 0, 0), 8);
+}
+
+TEST(conv_fast_matches_ref_odd_shapes) {
+    check_shape(SHAPE(7, 3, 11, 13, 5, 3, 3, 1, 1, 1, 1), 9);
+    check_shape(SHAPE(1, 1, 9, 7, 1, 1, 1, 1, 1, 0, 0), 10);   /* 1x1, one channel */
+    check_shape(SHAPE(7, 10, 6, 5, 7, 1, 1, 1, 1, 0, 0), 11);  /* pointwise */
+    check_shape(SHAPE(3, 3, 7, 7, 4, 7, 7, 1, 1, 0, 0), 12);   /* output 1x1 */
+    check_shape(SHAPE(3, 2, 6, 1, 2, 3, 1, 1, 1, 1, 0), 13);   /* width 1 */
+    check_shape(SHAPE(7, 32, 7, 7, 3, 3, 3, 1, 1, 2, 2), 14);  /* padding 2 with k3 */
+    check_shape(SHAPE(2, 10, 12, 12, 20, 5, 5, 1, 1, 2, 2), 15); /* "same" k5 */
+    check_shape(SHAPE(2, 1, 4, 4, 2, 2, 2, 1, 1, 2, 2), 16);   /* padding >= kernel: bwd_data not direct */
+    check_shape(SHAPE(2, 3, 9, 11, 17, 4, 2, 1, 1, 0, 1), 17); /* non-square kernel, 17 channels */
+    check_shape(SHAPE(1, 1, 30, 35, 33, 5, 5, 1, 1, 0, 0), 18);
+}
+
+TEST(conv_fast_matches_ref_strided) {
+    check_shape(SHAPE(7, 1, 28, 28, 10, 5, 5, 2, 2, 2, 2), 19);
+    check_shape(SHAPE(7, 3, 10, 9, 4, 3, 2, 2, 2, 1, 1), 20);
+    check_shape(SHAPE(2, 10, 12, 13, 6, 3, 3, 2, 1, 0, 1), 21); /* stride only in h */
+    check_shape(SHAPE(1, 32, 9, 9, 8, 1, 1, 2, 2, 0, 0), 22);   /* strided 1x1 */
+}
+
+TEST(conv_scratch_covers_every_pass) {
+    /* the dispatcher's scratch must be enough for either method, at any SIMD level */
+    k_conv_shape shapes[] = {SHAPE(128, 1, 28, 28, 10, 5, 5, 1, 1, 0, 0), SHAPE(128, 10, 12, 12, 20, 5, 5, 1, 1, 0, 0),
+                             SHAPE(128, 32, 26, 26, 64, 3, 3, 1, 1, 0, 0), SHAPE(5, 3, 9, 9, 4, 3, 3, 2, 2, 1, 1)};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        CHECK_EQ(k_conv_shape_infer(&shapes[i]), 0);
+        size_t need = k_conv2d_scratch(&shapes[i]);
+        CHECK(k_conv_direct_scratch(&shapes[i]) <= need);
+        CHECK(k_conv_im2col_scratch(&shapes[i], 1) <= need);
+    }
+}
+
+TEST(conv_choice_for_the_models) {
+    /* the measured choices recorded in conv.c */
+    if (k_simd_detect() < K_SIMD_AVX2) test_skip("choices are for AVX2/AVX-512 machines");
+    k_conv_shape c1 = SHAPE(128, 1, 28, 28, 10, 5, 5, 1, 1, 0, 0), c2 = SHAPE(128, 10, 12, 12, 20, 5, 5, 1, 1, 0, 0);
+    k_conv_shape w1 = SHAPE(128, 1, 28, 28, 32, 3, 3, 1, 1, 0, 0), w2 = SHAPE(128, 32, 26, 26, 64, 3, 3, 1, 1, 0, 0);
+    CHECK_EQ(k_conv_shape_infer(&c1) + k_conv_shape_infer(&c2) + k_conv_shape_infer(&w1) + k_conv_shape_infer(&w2), 0);
+    CHECK_EQ(k_conv_choose(&c1, K_CONV_FWD), K_CONV_DIRECT);
+    CHECK_EQ(k_conv_choose(&c1, K_CONV_BWD_DATA), K_CONV_IM2COL);
+    CHECK_EQ(k_conv_choose(&c1, K_CONV_BWD_WEIGHT), K_CONV_DIRECT);
+    for (int pass = 0; pass < 3; pass++) CHECK_EQ(k_conv_choose(&c2, pass), K_CONV_DIRECT);
+    CHECK_EQ(k_conv_choose(&w1, K_CONV_FWD), K_CONV_DIRECT);
+    CHECK_EQ(k_conv_choose(&w1, K_CONV_BWD_WEIGHT), K_CONV_IM2COL);
+    for (int pass = 0; pass < 3; pass++) CHECK_EQ(k_conv_choose(&w2, pass), K_CONV_DIRECT);
+}

@@ -1,0 +1,469 @@
+/* test_kernels_misc.c — GEMM, pooling, batch norm, log-softmax and the RNG.
+ *
+ * Fast kernels against their refs (relative to the output's magnitude), refs
+ * against hand-computed values, BN's backward against finite differences of a
+ * double-precision forward, and Philox against Random123's published vectors.
+ */
+#include "test.h"
+
+#include "kernels/kernels.h"
+#include "kernels/simd.h"
+
+#include <stdint.h>
+#include <string.h>
+
+static float *rand_buf(size_t n, unsigned *seed) {
+    float *p = malloc((n ? n : 1) * sizeof(float));
+    for (size_t i = 0; i < n; i++) {
+        *seed = *seed * 1664525u + 1013904223u;
+        p[i] = (float)((*seed >> 8) & 0xffff) / 32768.0f - 1.0f;
+    }
+    return p;
+}
+
+static float *nan_buf(size_t n) {
+    float *p = malloc((n ? n : 1) * sizeof(float));
+    for (size_t i = 0; i < n; i++) p[i] = NAN;
+    return p;
+}
+
+static double rel_err(const float *a, const float *ref, size_t n) {
+    double mx = 0.0, mag = 1e-30;
+    for (size_t i = 0; i < n; i++) {
+        if (isnan(a[i]) || isnan(ref[i])) return INFINITY;
+        double d = fabs((double)a[i] - ref[i]);
+        if (d > mx) mx = d;
+        if (fabs(ref[i]) > mag) mag = fabs(ref[i]);
+    }
+    return mx / mag;
+}
+
+/* ---- GEMM ---------------------------------------------------------------------- */
+
+TEST(gemm_ref_hand_computed) {
+    const float A[6] = {1, 2, 3, 4, 5, 6};    /* 2x3 */
+    const float B[6] = {7, 8, 9, 10, 11, 12}; /* 3x2 */
+    float C[4] = {1, 1, 1, 1};
+    k_gemm_ref(0, 0, 2, 2, 3, 1.0f, A, 3, B, 2, 0.0f, C, 2);
+    CHECK_NEAR(C[0], 58, 0);
+    CHECK_NEAR(C[1], 64, 0);
+    CHECK_NEAR(C[2], 139, 0);
+    CHECK_NEAR(C[3], 154, 0);
+    /* A^T (3x2 stored as 2x3) times A: 3x3, element (0,0) = 1 + 16 = 17; alpha 2, beta 1 onto 1 */
+    float D[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
+    k_gemm_ref(1, 0, 3, 3, 2, 2.0f, A, 3, A, 3, 1.0f, D, 3);
+    CHECK_NEAR(D[0], 35, 0);
+    CHECK_NEAR(D[4], 2 * (4 + 25) + 1, 0);
+    CHECK_NEAR(D[2], 2 * (3 + 24) + 1, 0);
+}
+
+TEST(gemm_matches_ref_all_transposes) {
+    unsigned seed = 3;
+    int dims[][3] = {{1, 1, 1}, {7, 5, 3}, {20, 64, 250}, {10, 576, 25}, {33, 17, 65}, {128, 50, 320}};
+    for (size_t d = 0; d < sizeof dims / sizeof dims[0]; d++) {
+        int M = dims[d][0], N = dims[d][1], K = dims[d][2];
+        for (int ta = 0; ta < 2; ta++)
+            for (int tb = 0; tb < 2; tb++) {
+                /* leading dimensions larger than the rows, to catch lda mix-ups */
+                int lda = (ta ? M : K) + 3, ldb = (tb ? K : N) + 2, ldc = N + 1;
+                float *A = rand_buf((size_t)(ta ? K : M) * lda, &seed), *B = rand_buf((size_t)(tb ? N : K) * ldb, &seed);
+                float *C = rand_buf((size_t)M * ldc, &seed), *R = malloc(sizeof(float) * (size_t)M * ldc);
+                memcpy(R, C, sizeof(float) * (size_t)M * ldc);
+                k_gemm(ta, tb, M, N, K, 0.5f, A, lda, B, ldb, 0.25f, C, ldc);
+                k_gemm_ref(ta, tb, M, N, K, 0.5f, A, lda, B, ldb, 0.25f, R, ldc);
+                CHECK_MSG(rel_err(C, R, (size_t)M * ldc) <= 1e-5, "gemm %dx%dx%d ta%d tb%d", M, N, K, ta, tb);
+                /* beta 0 ignores C, even NaN */
+                for (size_t i = 0; i < (size_t)M * ldc; i++) C[i] = R[i] = NAN;
+                k_gemm(ta, tb, M, N, K, 1.0f, A, lda, B, ldb, 0.0f, C, ldc);
+                k_gemm_ref(ta, tb, M, N, K, 1.0f, A, lda, B, ldb, 0.0f, R, ldc);
+                for (int i = 0; i < M; i++)
+                    for (int j = 0; j < N; j++) {
+                        CHECK(!isnan(C[i * ldc + j]));
+                        CHECK_NEAR(C[i * ldc + j], R[i * ldc + j], 1e-4 * (1 + fabs(R[i * ldc + j])));
+                    }
+                free(A), free(B), free(C), free(R);
+            }
+    }
+}
+
+/* ---- pooling --------------------------------------------------------------------- */
+
+TEST(maxpool_hand_computed_and_tie_breaking) {
+    /* 1x1x4x4; ties in three windows (5 at 1 and 4, 7 at 6 and 7, -3 at 10 and 14): the first wins */
+    const float x[16] = {1, 5, 2, 0, 5, 3, 7, 7, -1, -2, -3, -4, -5, -6, -3, -4};
+    k_pool_shape s = {.N = 1, .C = 1, .H = 4, .W = 4, .kh = 2, .kw = 2, .sh = 2, .sw = 2};
+    CHECK_EQ(k_pool_shape_infer(&s), 0);
+    CHECK_EQ(s.Ho, 2);
+    float y[4], yr[4];
+    int32_t a[4], ar[4];
+    k_maxpool2d_fwd(&s, y, a, x);
+    k_maxpool2d_fwd_ref(&s, yr, ar, x);
+    const float want_y[4] = {5, 7, -1, -3};
+    const int32_t want_a[4] = {1, 6, 8, 10};
+    for (int i = 0; i < 4; i++) {
+        CHECK_NEAR(y[i], want_y[i], 0);
+        CHECK_EQ(a[i], want_a[i]);
+        CHECK_NEAR(yr[i], want_y[i], 0);
+        CHECK_EQ(ar[i], want_a[i]);
+    }
+    /* all-equal plane: every window points at its first cell */
+    float z[16] = {0};
+    k_maxpool2d_fwd(&s, y, a, z);
+    CHECK_EQ(a[0], 0);
+    CHECK_EQ(a[1], 2);
+    CHECK_EQ(a[2], 8);
+    CHECK_EQ(a[3], 10);
+}
+
+TEST(maxpool_padding_is_minus_infinity) {
+    /* all-negative input, k3 s1 p1: the padding must never win */
+    float x[9];
+    for (int i = 0; i < 9; i++) x[i] = -10.0f - i;
+    k_pool_shape s = {.N = 1, .C = 1, .H = 3, .W = 3, .kh = 3, .kw = 3, .sh = 1, .sw = 1, .ph = 1, .pw = 1};
+    CHECK_EQ(k_pool_shape_infer(&s), 0);
+    CHECK_EQ(s.Ho, 3);
+    float y[9];
+    int32_t a[9];
+    k_maxpool2d_fwd(&s, y, a, x);
+    CHECK_NEAR(y[0], -10, 0);
+    CHECK_EQ(a[0], 0);
+    CHECK_NEAR(y[8], -14, 0); /* window rows 1-2, cols 1-2: max is x[4] = -14 */
+    CHECK_EQ(a[8], 4);
+}
+
+TEST(maxpool_nan_propagates) {
+    float x[16] = {0};
+    x[5] = NAN;
+    x[2] = 1.0f;
+    x[7] = 9.0f;
+    k_pool_shape s = {.N = 1, .C = 1, .H = 4, .W = 4, .kh = 2, .kw = 2, .sh = 2, .sw = 2};
+    CHECK_EQ(k_pool_shape_infer(&s), 0);
+    float y[4], yr[4];
+    int32_t a[4], ar[4];
+    k_maxpool2d_fwd(&s, y, a, x);
+    k_maxpool2d_fwd_ref(&s, yr, ar, x);
+    CHECK(isnan(y[0]) && isnan(yr[0]));
+    CHECK_EQ(a[0], 5);
+    CHECK_EQ(ar[0], 5);
+    CHECK_NEAR(y[1], 9, 0);
+}
+
+static void check_pool(k_pool_shape s, unsigned seed, int quantize) {
+    CHECK_EQ(k_pool_shape_infer(&s), 0);
+    size_t xs = (size_t)s.N * s.C * s.H * s.W, ys = (size_t)s.N * s.C * s.Ho * s.Wo;
+    float *x = rand_buf(xs, &seed), *dy = rand_buf(ys, &seed);
+    if (quantize) /* few distinct values: lots of ties */
+        for (size_t i = 0; i < xs; i++) x[i] = floorf(x[i] * 2.0f);
+    float *y = nan_buf(ys), *yr = nan_buf(ys), *dx = nan_buf(xs), *dxr = nan_buf(xs);
+    int32_t *a = malloc(ys * sizeof(int32_t)), *ar = malloc(ys * sizeof(int32_t));
+    k_maxpool2d_fwd(&s, y, a, x);
+    k_maxpool2d_fwd_ref(&s, yr, ar, x);
+    CHECK(memcmp(y, yr, ys * sizeof(float)) == 0);
+    CHECK(memcmp(a, ar, ys * sizeof(int32_t)) == 0);
+    k_maxpool2d_bwd(&s, dx, dy, a);
+    k_maxpool2d_bwd_ref(&s, dxr, dy, ar);
+    CHECK(memcmp(dx, dxr, xs * sizeof(float)) == 0);
+    free(x), free(dy), free(y), free(yr), free(dx), free(dxr), free(a), free(ar);
+}
+
+TEST(maxpool_fast_matches_ref) {
+    check_pool((k_pool_shape){.N = 7, .C = 10, .H = 24, .W = 24, .kh = 2, .kw = 2, .sh = 2, .sw = 2}, 1, 0);
+    check_pool((k_pool_shape){.N = 7, .C = 20, .H = 8, .W = 8, .kh = 2, .kw = 2, .sh = 2, .sw = 2}, 2, 1);
+    check_pool((k_pool_shape){.N = 2, .C = 64, .H = 24, .W = 24, .kh = 2, .kw = 2, .sh = 2, .sw = 2}, 3, 1);
+    check_pool((k_pool_shape){.N = 3, .C = 2, .H = 11, .W = 13, .kh = 2, .kw = 2, .sh = 2, .sw = 2}, 4, 1); /* odd */
+    check_pool((k_pool_shape){.N = 1, .C = 3, .H = 9, .W = 10, .kh = 3, .kw = 3, .sh = 3, .sw = 3}, 5, 1);
+    check_pool((k_pool_shape){.N = 2, .C = 3, .H = 9, .W = 10, .kh = 3, .kw = 3, .sh = 2, .sw = 2, .ph = 1, .pw = 1}, 6, 1);
+    check_pool((k_pool_shape){.N = 1, .C = 1, .H = 5, .W = 7, .kh = 3, .kw = 2, .sh = 1, .sw = 2, .ph = 1}, 7, 1);
+    check_pool((k_pool_shape){.N = 2, .C = 2, .H = 1, .W = 9, .kh = 1, .kw = 2, .sh = 1, .sw = 2}, 8, 1);
+}
+
+TEST(maxpool_bwd_overwrites_and_overlapping_windows_add) {
+    /* k3 s1: the centre cell is the max of all four windows and collects all four grads */
+    float x[16] = {0}, dx[16], dy[4] = {1, 2, 3, 4};
+    x[5] = 5;
+    k_pool_shape s = {.N = 1, .C = 1, .H = 4, .W = 4, .kh = 3, .kw = 3, .sh = 1, .sw = 1};
+    CHECK_EQ(k_pool_shape_infer(&s), 0);
+    float y[4];
+    int32_t a[4];
+    k_maxpool2d_fwd(&s, y, a, x);
+    for (int i = 0; i < 16; i++) dx[i] = NAN;
+    k_maxpool2d_bwd(&s, dx, dy, a);
+    CHECK_NEAR(dx[5], 1 + 2 + 3 + 4, 0);
+    CHECK_NEAR(dx[0], 0, 0);
+    CHECK_NEAR(dx[15], 0, 0);
+}
+
+TEST(avgpool_hand_computed_count_include_pad) {
+    const float x[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+    k_pool_shape s = {.N = 1, .C = 1, .H = 3, .W = 3, .kh = 2, .kw = 2, .sh = 2, .sw = 2, .ph = 1, .pw = 1};
+    CHECK_EQ(k_pool_shape_infer(&s), 0);
+    CHECK_EQ(s.Ho, 2);
+    float y[4];
+    k_avgpool2d_fwd(&s, y, x);
+    /* every window divides by 4, padding included */
+    CHECK_NEAR(y[0], 1.0 / 4, 1e-7);
+    CHECK_NEAR(y[1], (2 + 3) / 4.0, 1e-7);
+    CHECK_NEAR(y[2], (4 + 7) / 4.0, 1e-7);
+    CHECK_NEAR(y[3], (5 + 6 + 8 + 9) / 4.0, 1e-7);
+    float dy[4] = {4, 8, 12, 16}, dx[9];
+    for (int i = 0; i < 9; i++) dx[i] = NAN;
+    k_avgpool2d_bwd(&s, dx, dy);
+    const float want[9] = {1, 2, 2, 3, 4, 4, 3, 4, 4};
+    for (int i = 0; i < 9; i++) CHECK_NEAR(dx[i], want[i], 1e-7);
+}
+
+TEST(avgpool_bwd_is_adjoint_of_fwd) {
+    /* <avg(x), dy> == <x, avg_bwd(dy)> for overlapping, padded windows */
+    k_pool_shape s = {.N = 2, .C = 3, .H = 7, .W = 6, .kh = 3, .kw = 2, .sh = 2, .sw = 1, .ph = 1, .pw = 1};
+    CHECK_EQ(k_pool_shape_infer(&s), 0);
+    unsigned seed = 9;
+    size_t xs = (size_t)s.N * s.C * s.H * s.W, ys = (size_t)s.N * s.C * s.Ho * s.Wo;
+    float *x = rand_buf(xs, &seed), *dy = rand_buf(ys, &seed), *y = nan_buf(ys), *dx = nan_buf(xs);
+    k_avgpool2d_fwd(&s, y, x);
+    k_avgpool2d_bwd(&s, dx, dy);
+    double l = 0, r = 0;
+    for (size_t i = 0; i < ys; i++) l += (double)y[i] * dy[i];
+    for (size_t i = 0; i < xs; i++) r += (double)x[i] * dx[i];
+    CHECK_NEAR(l, r, 1e-5 * (1 + fabs(l)));
+    free(x), free(dy), free(y), free(dx);
+}
+
+TEST(pool_shape_infer) {
+    k_pool_shape s = {.N = 1, .C = 1, .H = 5, .W = 5, .kh = 2, .kw = 2, .sh = 2, .sw = 2};
+    CHECK_EQ(k_pool_shape_infer(&s), 0);
+    CHECK_EQ(s.Ho, 2); /* floor mode */
+    s.ph = 2;          /* more than half the kernel: PyTorch refuses */
+    CHECK_EQ(k_pool_shape_infer(&s), -1);
+    k_pool_shape t = {.N = 1, .C = 1, .H = 1, .W = 1, .kh = 2, .kw = 2, .sh = 2, .sw = 2};
+    CHECK_EQ(k_pool_shape_infer(&t), -1);
+}
+
+/* ---- batch norm ---------------------------------------------------------------- */
+
+TEST(bn_stats_known_array) {
+    /* N=2, C=2, HW=2: channel 0 holds {1,2,5,6}, channel 1 holds {3,3,3,3} */
+    const float x[8] = {1, 2, 3, 3, 5, 6, 3, 3};
+    float m[2], v[2], mr[2], vr[2];
+    k_bn_stats(2, 2, 2, m, v, x);
+    k_bn_stats_ref(2, 2, 2, mr, vr, x);
+    CHECK_NEAR(m[0], 3.5, 1e-7);
+    CHECK_NEAR(v[0], (6.25 + 2.25 + 2.25 + 6.25) / 4, 1e-6); /* biased: / n */
+    CHECK_NEAR(m[1], 3, 0);
+    CHECK_NEAR(v[1], 0, 0);
+    CHECK_NEAR(mr[0], 3.5, 1e-7);
+    CHECK_NEAR(vr[0], 4.25, 1e-6);
+}
+
+TEST(bn_stats_large_offset_is_stable) {
+    /* 1e4 + small noise: a one-pass E[x^2]-E[x]^2 in float would lose the variance */
+    int N = 64, C = 3, HW = 49;
+    size_t n = (size_t)N * C * HW;
+    unsigned seed = 5;
+    float *x = rand_buf(n, &seed);
+    for (size_t i = 0; i < n; i++) x[i] = 1e4f + x[i];
+    float m[3], v[3], mr[3], vr[3];
+    k_bn_stats(N, C, HW, m, v, x);
+    k_bn_stats_ref(N, C, HW, mr, vr, x);
+    for (int c = 0; c < C; c++) {
+        CHECK_NEAR(m[c], mr[c], 1e-3);
+        CHECK_NEAR(v[c], vr[c], 1e-4 * vr[c]);
+        CHECK(vr[c] > 0.2 && vr[c] < 0.45); /* uniform(-1,1): 1/3 */
+    }
+    free(x);
+}
+
+TEST(bn_fast_matches_ref) {
+    int shapes[][3] = {{128, 10, 144}, {7, 20, 16}, {3, 3, 1}, {5, 4, 13}, {2, 64, 576}};
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+        int N = shapes[k][0], C = shapes[k][1], HW = shapes[k][2];
+        size_t n = (size_t)N * C * HW;
+        unsigned seed = 11 + (unsigned)k;
+        float *x = rand_buf(n, &seed), *dy = rand_buf(n, &seed), *g = rand_buf((size_t)C, &seed);
+        float *bt = rand_buf((size_t)C, &seed);
+        for (size_t i = 0; i < n; i++) x[i] = x[i] * 3.0f + 0.5f;
+        float *m = nan_buf((size_t)C), *v = nan_buf((size_t)C), *mr = nan_buf((size_t)C), *vr = nan_buf((size_t)C);
+        k_bn_stats(N, C, HW, m, v, x);
+        k_bn_stats_ref(N, C, HW, mr, vr, x);
+        CHECK(rel_err(m, mr, (size_t)C) <= 1e-5);
+        CHECK(rel_err(v, vr, (size_t)C) <= 1e-5);
+        float *y = nan_buf(n), *dx = nan_buf(n), *dxr = nan_buf(n);
+        float *dg = nan_buf((size_t)C), *db = nan_buf((size_t)C), *dgr = nan_buf((size_t)C), *dbr = nan_buf((size_t)C);
+        k_bn_apply(N, C, HW, y, x, m, v, g, bt, 1e-5f);
+        for (int c = 0; c < C; c++) { /* y against the formula */
+            double inv = 1.0 / sqrt((double)v[c] + 1e-5);
+            size_t o = (size_t)c * HW;
+            CHECK_NEAR(y[o], (x[o] - m[c]) * inv * g[c] + bt[c], 1e-4);
+        }
+        k_bn_bwd(N, C, HW, dx, dg, db, dy, x, m, v, g, 1e-5f);
+        k_bn_bwd_ref(N, C, HW, dxr, dgr, dbr, dy, x, m, v, g, 1e-5f);
+        CHECK_MSG(rel_err(dx, dxr, n) <= 1e-4, "bn dx %dx%dx%d: %g", N, C, HW, rel_err(dx, dxr, n));
+        CHECK(rel_err(dg, dgr, (size_t)C) <= 1e-4);
+        CHECK(rel_err(db, dbr, (size_t)C) <= 1e-4);
+        free(x), free(dy), free(g), free(bt), free(m), free(v), free(mr), free(vr), free(y), free(dx), free(dxr);
+        free(dg), free(db), free(dgr), free(dbr);
+    }
+}
+
+/* L = sum r * BN(x; gamma, beta) with batch statistics, all in double. */
+static double bn_loss(int N, int C, int HW, const double *x, const double *g, const double *b, const float *r,
+                      double eps) {
+    double L = 0.0, cnt = (double)N * HW;
+    for (int c = 0; c < C; c++) {
+        double m = 0.0, v = 0.0;
+        for (int n = 0; n < N; n++)
+            for (int i = 0; i < HW; i++) m += x[((size_t)n * C + c) * HW + i];
+        m /= cnt;
+        for (int n = 0; n < N; n++)
+            for (int i = 0; i < HW; i++) v += pow(x[((size_t)n * C + c) * HW + i] - m, 2);
+        v /= cnt;
+        for (int n = 0; n < N; n++)
+            for (int i = 0; i < HW; i++) {
+                size_t o = ((size_t)n * C + c) * HW + i;
+                L += r[o] * ((x[o] - m) / sqrt(v + eps) * g[c] + b[c]);
+            }
+    }
+    return L;
+}
+
+TEST(bn_ref_bwd_matches_finite_differences) {
+    int N = 3, C = 2, HW = 5;
+    size_t n = (size_t)N * C * HW;
+    unsigned seed = 21;
+    float *xf = rand_buf(n, &seed), *r = rand_buf(n, &seed), *gf = rand_buf((size_t)C, &seed);
+    double x[30], g[2], b[2] = {0.3, -0.2};
+    for (size_t i = 0; i < n; i++) x[i] = xf[i];
+    for (int c = 0; c < C; c++) g[c] = gf[c] + 1.5f;
+    float gfl[2] = {(float)g[0], (float)g[1]}, m[2], v[2], dx[30], dg[2], db[2];
+    const double eps = 1e-5, h = 1e-5;
+    k_bn_stats_ref(N, C, HW, m, v, xf);
+    k_bn_bwd_ref(N, C, HW, dx, dg, db, r, xf, m, v, gfl, (float)eps);
+    for (size_t i = 0; i < n; i++) {
+        double keep = x[i];
+        x[i] = keep + h;
+        double lp = bn_loss(N, C, HW, x, g, b, r, eps);
+        x[i] = keep - h;
+        double lm = bn_loss(N, C, HW, x, g, b, r, eps);
+        x[i] = keep;
+        CHECK_NEAR(dx[i], (lp - lm) / (2 * h), 1e-4);
+    }
+    for (int c = 0; c < C; c++) {
+        double keep = g[c];
+        g[c] = keep + h;
+        double lp = bn_loss(N, C, HW, x, g, b, r, eps);
+        g[c] = keep - h;
+        double lm = bn_loss(N, C, HW, x, g, b, r, eps);
+        g[c] = keep;
+        CHECK_NEAR(dg[c], (lp - lm) / (2 * h), 1e-4);
+        keep = b[c];
+        b[c] = keep + h;
+        lp = bn_loss(N, C, HW, x, g, b, r, eps);
+        b[c] = keep - h;
+        lm = bn_loss(N, C, HW, x, g, b, r, eps);
+        b[c] = keep;
+        CHECK_NEAR(db[c], (lp - lm) / (2 * h), 1e-4);
+    }
+    free(xf), free(r), free(gf);
+}
+
+/* ---- log-softmax ------------------------------------------------------------------ */
+
+TEST(log_softmax_rows_sum_exp_to_one) {
+    unsigned seed = 31;
+    int rows = 128, cols = 10;
+    float *x = rand_buf((size_t)rows * cols, &seed), *y = nan_buf((size_t)rows * cols);
+    for (int i = 0; i < cols; i++) x[i] = 1000.0f + (float)i; /* would overflow exp without the shift */
+    for (int i = 0; i < cols; i++) x[cols + i] = -1000.0f - (float)i;
+    for (int i = 2 * cols; i < rows * cols; i++) x[i] *= 20.0f;
+    k_log_softmax_fwd(rows, cols, y, x);
+    for (int r = 0; r < rows; r++) {
+        double s = 0.0;
+        for (int c = 0; c < cols; c++) {
+            CHECK(y[r * cols + c] <= 0.0f);
+            s += exp((double)y[r * cols + c]);
+        }
+        CHECK_NEAR(s, 1.0, 1e-5);
+    }
+    /* hand value: log_softmax([0, ln 3]) = [ln 1/4, ln 3/4] */
+    float a[2] = {0.0f, logf(3.0f)}, b[2];
+    k_log_softmax_fwd(1, 2, b, a);
+    CHECK_NEAR(b[0], log(0.25), 1e-6);
+    CHECK_NEAR(b[1], log(0.75), 1e-6);
+    free(x), free(y);
+}
+
+TEST(log_softmax_bwd_matches_finite_differences) {
+    int rows = 3, cols = 5;
+    unsigned seed = 41;
+    float *x = rand_buf(15, &seed), *r = rand_buf(15, &seed), y[15], dx[15], yp[15], ym[15];
+    k_log_softmax_fwd(rows, cols, y, x);
+    k_log_softmax_bwd(rows, cols, dx, r, y);
+    const float h = 1e-2f;
+    for (int i = 0; i < 15; i++) {
+        float keep = x[i];
+        x[i] = keep + h;
+        k_log_softmax_fwd(rows, cols, yp, x);
+        x[i] = keep - h;
+        k_log_softmax_fwd(rows, cols, ym, x);
+        x[i] = keep;
+        double lp = 0, lm = 0;
+        for (int k = 0; k < 15; k++) lp += (double)r[k] * yp[k], lm += (double)r[k] * ym[k];
+        CHECK_NEAR(dx[i], (lp - lm) / (2 * h), 1e-3);
+    }
+    free(x), free(r);
+}
+
+/* ---- RNG ---------------------------------------------------------------------------- */
+
+TEST(philox_known_answers) {
+    /* Random123's kat_vectors for philox4x32 with 10 rounds */
+    struct {
+        uint32_t ctr[4], key[2], out[4];
+    } kat[] = {
+        {{0, 0, 0, 0}, {0, 0}, {0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}},
+        {{0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff},
+         {0xffffffff, 0xffffffff},
+         {0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}},
+        {{0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344},
+         {0xa4093822, 0x299f31d0},
+         {0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}},
+    };
+    for (size_t k = 0; k < sizeof kat / sizeof kat[0]; k++) {
+        uint32_t out[4];
+        k_philox4x32_10(out, kat[k].ctr, kat[k].key);
+        for (int i = 0; i < 4; i++) CHECK_MSG(out[i] == kat[k].out[i], "kat %zu word %d: %08x", k, i, out[i]);
+    }
+}
+
+TEST(rng_uniform_deterministic_range_mean) {
+    double sum = 0.0, sq = 0.0;
+    int n = 200000, same_counter = 0, same_seed = 0;
+    for (int i = 0; i < n; i++) {
+        float u = k_rng_uniform(42, 7, (uint64_t)i);
+        CHECK(u >= 0.0f && u < 1.0f);
+        CHECK(u == k_rng_uniform(42, 7, (uint64_t)i)); /* a pure function */
+        if (u == k_rng_uniform(42, 8, (uint64_t)i)) same_counter++;
+        if (u == k_rng_uniform(43, 7, (uint64_t)i)) same_seed++;
+        sum += u;
+        sq += (double)u * u;
+        /* 24 random bits: u * 2^24 is a whole number */
+        CHECK(u * 16777216.0f == floorf(u * 16777216.0f));
+    }
+    double mean = sum / n, var = sq / n - mean * mean;
+    CHECK_NEAR(mean, 0.5, 0.005);       /* sd of the mean: 0.29/sqrt(2e5) = 6.5e-4 */
+    CHECK_NEAR(var, 1.0 / 12.0, 0.002);
+    /* different counters (steps) or seeds: independent streams, a match is a 2^-24 event */
+    CHECK(same_counter < 5);
+    CHECK(same_seed < 5);
+    /* high index bits and high counter bits matter too */
+    CHECK(k_rng_uniform(1, 0, 1) != k_rng_uniform(1, 0, 1ull << 32 | 1));
+    CHECK(k_rng_uniform(1, 1, 5) != k_rng_uniform(1, 1ull << 32 | 1, 5));
+}
+
+TEST(simd_force_clamps_to_cpu) {
+    int best = k_simd_detect();
+    CHECK(best >= K_SIMD_GENERIC && best <= K_SIMD_AVX512);
+    CHECK_EQ(k_simd_force(K_SIMD_GENERIC), K_SIMD_GENERIC);
+    CHECK_EQ(k_simd_level(), K_SIMD_GENERIC);
+    CHECK_EQ(k_simd_force(K_SIMD_AVX512 + 5), best);
+    CHECK_EQ(k_simd_force(-1), best);
+}
