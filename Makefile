@@ -32,7 +32,8 @@ BASE_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) -Isrc $(shell pkg-config --cflags $
 LIBS        = $(shell pkg-config --libs $(PKGS)) -lpthread -lm -lrt
 
 SRC       := $(shell find src -name '*.c' ! -path src/main.c | sort)
-TEST_SRC  := $(shell find tests -name '*.c' | sort)
+TEST_SRC  := $(shell find tests -name '*.c' ! -path 'tests/bench/*' | sort)
+BENCH_SRC := $(wildcard tests/bench/*.c)
 HDRS      := $(shell find src tests -name '*.h' -o -name '*.def')
 
 REL_DIR   := build/release
@@ -40,7 +41,7 @@ ASAN_DIR  := build/asan
 REL_FLAGS  = -O3 -g $(ARCH_FLAGS) -DNDEBUG -fno-math-errno
 ASAN_FLAGS = -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
-.PHONY: all test asan bench demo data install deps clean _build _test _asan _bench
+.PHONY: all test asan bench demo data install deps clean _build _test _asan _bench_bins
 all: deps
 	@$(MAKE) --no-print-directory _build
 
@@ -69,6 +70,13 @@ $(REL_DIR)/xlatrain: $(SRC:%.c=$(REL_DIR)/%.o) $(REL_DIR)/src/main.o
 $(REL_DIR)/run_tests: $(SRC:%.c=$(REL_DIR)/%.o) $(TEST_SRC:%.c=$(REL_DIR)/%.o)
 	$(CC) $(REL_FLAGS) $^ -o $@ $(LIBS)
 
+# standalone benchmark programs: tests/bench/NAME.c -> build/release/bench/NAME
+$(REL_DIR)/bench/%: tests/bench/%.c $(SRC:%.c=$(REL_DIR)/%.o) $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_CFLAGS) $(REL_FLAGS) -DXT_ALLREDUCE_BENCH_MAIN -DXT_KERNEL_BENCH -DXT_LOADER_BENCH -Itests $< $(SRC:%.c=$(REL_DIR)/%.o) -o $@ $(LIBS)
+
+_bench_bins: $(BENCH_SRC:tests/bench/%.c=$(REL_DIR)/bench/%)
+
 # ---- sanitizer build --------------------------------------------------------
 $(ASAN_DIR)/%.o: %.c $(HDRS)
 	@mkdir -p $(dir $@)
@@ -96,7 +104,7 @@ _asan: $(ASAN_DIR)/xlatrain $(ASAN_DIR)/run_tests
 
 # ---- benchmarks, demo, data -------------------------------------------------
 bench: deps
-	@$(MAKE) --no-print-directory _build
+	@$(MAKE) --no-print-directory _build _bench_bins
 	@sh tests/bench/run.sh
 
 demo: deps

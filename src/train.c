@@ -74,7 +74,7 @@ static int open_data(xt_run *r, xt_err *e) {
     return xt_dataset_open(&r->test, &o, XT_SPLIT_TEST, e);
 }
 
-static int setup_model(xt_run *r, xt_err *e) {
+int xt_run_setup_model(xt_run *r, xt_err *e) {
     const xt_config *c = r->c;
     const xt_spec *sp = &c->spec;
     xt_store_init(&r->store);
@@ -179,7 +179,7 @@ int xt_train_main(const xt_config *c, const xt_cli *cli, xt_err *e) {
     r.hist_acc = calloc(XT_MAX_EPOCHS, sizeof *r.hist_acc);
     if (!r.hist_loss || !r.hist_acc) { rc = xt_fail(e, XT_ERUNTIME, "out of memory"); goto out; }
     if ((rc = mkdir_p(r.outdir, e))) goto out;
-    if ((rc = setup_model(&r, e))) goto out;
+    if ((rc = xt_run_setup_model(&r, e))) goto out;
     if ((cli->eval_only || cli->predict) && !cli->resume) {
         rc = xt_fail(e, XT_EUSAGE, "%s needs trained weights: add --resume PATH (or --resume latest for the newest checkpoint in %s)",
                      cli->predict ? "--predict" : "--eval-only", r.outdir);

@@ -43,7 +43,19 @@ typedef struct xt_run {
     xt_err err;                     /* a single-process run's failure */
 } xt_run;
 
+/* train.c: declare the model, inputs and optimizer slots in r->store and
+ * initialise the weights from the seed (r->c set). */
+int xt_run_setup_model(xt_run *r, xt_err *e);
+
 /* train_loop.c: the per-replica loop (also run in-process when world == 1). */
+struct xt_batch;
+/* Point the input slots at batch b (shape follows b->n). */
+void xt_run_bind_batch(xt_run *r, const struct xt_batch *b);
+/* Trace the model to log-probabilities (log_softmax added if the spec ends in logits). */
+xt_t xt_run_trace_logp(xt_run *r, xt_graph *g, int mode);
+/* One training step of batch b at learning rate lr: forward, backward,
+ * all-reduce and update as one graph, run at its barrier. */
+int xt_run_train_step(xt_run *r, xt_engine *en, const struct xt_batch *b, double lr, float *loss, xt_err *e);
 int xt_worker_main(int ordinal, void *arg);
 /* train.c: the master's end-of-run outputs (grid, results.json, summary
  * line) and the target_accuracy verdict; pred/truth/index are the last test

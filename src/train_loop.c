@@ -35,8 +35,9 @@ static int stop_requested(const worker *w) {
     return w->r->dist ? xt_dist_should_stop(w->r->dist) : xt_stop_requested();
 }
 
-static void bind_batch(xt_run *r, const xt_batch *b) {
-    int32_t xs[4] = {b->n, 1, r->train.rows ? r->train.rows : r->test.rows, r->train.cols ? r->train.cols : r->test.cols};
+void xt_run_bind_batch(xt_run *r, const xt_batch *b) {
+    const int *in = r->c->spec.input; /* (C, H, W); checked against the data at start */
+    int32_t xs[4] = {b->n, in[0], in[1], in[2]};
     xt_store_set_input_shape(&r->store, r->slot_x, 4, xs);
     xt_store_set_input_shape(&r->store, r->slot_y, 1, (int32_t[]){b->n});
     xt_store_bind(&r->store, r->slot_x, b->x);
@@ -45,7 +46,7 @@ static void bind_batch(xt_run *r, const xt_batch *b) {
 
 /* The model's log-probabilities: a spec that ends in logits gets
  * log_softmax here, so the loss is always cross-entropy. */
-static xt_t trace_logp(xt_run *r, xt_graph *g, int mode) {
+xt_t xt_run_trace_logp(xt_run *r, xt_graph *g, int mode) {
     xt_t out = xt_model_forward(&r->model, g, xt_leaf(g, r->slot_x), mode, xt_leaf(g, r->slot_step), (uint64_t)r->c->seed);
     const xt_spec *sp = r->model.spec;
     if (sp->nlayers == 0 || sp->layers[sp->nlayers - 1].kind != XT_L_LOG_SOFTMAX) out = xt_log_softmax(g, out);
@@ -53,20 +54,19 @@ static xt_t trace_logp(xt_run *r, xt_graph *g, int mode) {
 }
 
 /* One training step: its whole graph, executed at the barrier. */
-static int train_step(worker *w, const xt_batch *b, double lr, float *loss, xt_err *e) {
-    xt_run *r = w->r;
-    xt_graph *g = xt_engine_graph(w->en);
-    bind_batch(r, b);
+int xt_run_train_step(xt_run *r, xt_engine *en, const xt_batch *b, double lr, float *loss, xt_err *e) {
+    xt_graph *g = xt_engine_graph(en);
+    xt_run_bind_batch(r, b);
     *(int32_t *)r->store.slots[r->slot_step].data = (int32_t)r->global_step;
     xt_optim_set_scalars(&r->optim, &r->store, lr);
     xt_t P[XT_MODEL_MAX_PARAMS], G[XT_MODEL_MAX_PARAMS];
     for (int i = 0; i < r->model.nparams; i++) P[i] = xt_leaf(g, r->model.params[i]);
-    xt_t l = xt_nll_loss(g, trace_logp(r, g, XT_TRAIN), xt_leaf(g, r->slot_y));
+    xt_t l = xt_nll_loss(g, xt_run_trace_logp(r, g, XT_TRAIN), xt_leaf(g, r->slot_y));
     xt_backward(g, l, P, r->model.nparams, G);
     xt_all_reduce(g, G, r->model.nparams);
     xt_optim_trace(&r->optim, g, G);
     xt_fetch(g, l, loss, sizeof *loss);
-    int rc = xt_mark_step(w->en, e);
+    int rc = xt_mark_step(en, e);
     if (rc) return rc;
     xt_model_after_train_step(&r->model);
     return 0;
@@ -84,8 +84,8 @@ static int evaluate(worker *w, long long *correct, long long *total, xt_err *e) 
     const xt_batch *b;
     while ((b = xt_loader_next(&w->test_loader))) {
         xt_graph *g = xt_engine_graph(w->en);
-        bind_batch(r, b);
-        xt_fetch(g, xt_argmax(g, trace_logp(r, g, XT_EVAL)), pred, (size_t)b->n * 4);
+        xt_run_bind_batch(r, b);
+        xt_fetch(g, xt_argmax(g, xt_run_trace_logp(r, g, XT_EVAL)), pred, (size_t)b->n * 4);
         int rc = xt_mark_step(w->en, e);
         if (rc) {
             xt_loader_release(&w->test_loader, b);
@@ -123,6 +123,8 @@ static int open_loaders(worker *w, xt_err *e) {
     }
     if (xt_sampler_init(&w->test_sampler, r->test.n, r->world, w->rank, 0, (uint64_t)c->seed, 0, e)) return e->code;
     o.batch_size = c->test_batch_size < 4096 ? c->test_batch_size : 4096;
+    o.prefetch_size = 2; /* evaluation is a short burst: 3 large batches in flight are plenty */
+    o.max_held = 1;
     o.drop_last = 0;
     o.random_crop_padding = 0;
     if (xt_loader_open(&w->test_loader, &r->test, &w->test_sampler, &o, e)) return e->code;
@@ -196,7 +198,7 @@ int xt_worker_main(int rank, void *arg) {
             }
             lr = xt_schedule_lr(c, r->world, epoch, step, nb);
             float loss = NAN;
-            rc = train_step(&w, b, lr, &loss, &e);
+            rc = xt_run_train_step(r, w.en, b, lr, &loss, &e);
             int n = b->n;
             xt_loader_release(&w.loader, b);
             if (rc) goto out;

@@ -118,7 +118,8 @@ int xt_mark_step(xt_engine *en, xt_err *e) {
     xt_plan *p = NULL;
     if ((rc = find_or_compile(en, &p, e))) goto done;
     xt_exec_ctx ctx = {.store = en->store, .collective = en->opts.collective_buf,
-                       .allreduce = en->opts.allreduce, .allreduce_ctx = en->opts.allreduce_ctx};
+                       .allreduce = en->opts.allreduce, .allreduce_ctx = en->opts.allreduce_ctx,
+                       .profile = en->opts.profile};
     uint64_t t0 = xt_now_ns();
     rc = xt_execute(p, &ctx, g->fetches, e);
     xt_metric_add("ExecuteTime", XT_UNIT_TIME_NS, (double)(xt_now_ns() - t0));

@@ -29,27 +29,46 @@ static int run_allreduce(const xt_plan *p, const xt_exec_ctx *c, const xt_node *
     return 0;
 }
 
-int xt_execute(xt_plan *p, const xt_exec_ctx *c, xt_fetch_rec *fetches, xt_err *e) {
+/* Kernel classes for the profile (the benchmark's time split). */
+static const char *kernel_class(const xt_kernel *kr, int op) {
+    if (kr->group >= 0) return "Kernel.elementwise";
+    switch (op) {
+    case XT_OP_CONV2D: case XT_OP_CONV2D_BWD_DATA: case XT_OP_CONV2D_BWD_WEIGHT: return "Kernel.conv";
+    case XT_OP_MATMUL: return "Kernel.gemm";
+    case XT_OP_MAXPOOL2D: case XT_OP_MAXPOOL2D_BWD: case XT_OP_AVGPOOL2D: case XT_OP_AVGPOOL2D_BWD: return "Kernel.pool";
+    case XT_OP_BN_STATS: case XT_OP_BN_STATS_BWD: return "Kernel.norm";
+    case XT_OP_ALLREDUCE: return "Kernel.allreduce";
+    case XT_OP_SUM_TO: return "Kernel.reduce";
+    default: return "Kernel.other";
+    }
+}
+
+/* Run kernel k: resolve its operands and call it. */
+static int run_kernel(xt_plan *p, const xt_exec_ctx *c, const xt_kernel *kr, void *scratch, xt_err *e) {
     void *ins[64], *outs[64];
+    if (kr->group >= 0) {
+        const xt_ew_group *g = &p->groups[kr->group];
+        for (int i = 0; i < g->ninputs && i < 64; i++) ins[i] = resolve(p, c, g->inputs[i]);
+        for (int i = 0; i < g->noutputs && i < 64; i++) outs[i] = resolve(p, c, g->outputs[i]);
+        xt_ew_run(p, g, ins, outs);
+        return 0;
+    }
+    const xt_node *n = &p->nodes[kr->node];
+    for (int i = 0; i < n->nin && i < 64; i++) ins[i] = resolve(p, c, p->operands[n->in_off + i]);
+    void *out = resolve(p, c, kr->node);
+    if (n->op == XT_OP_ALLREDUCE) return run_allreduce(p, c, n, ins, out, e);
+    xt_kernel_table[n->op](p, n, ins, out, scratch);
+    return 0;
+}
+
+int xt_execute(xt_plan *p, const xt_exec_ctx *c, xt_fetch_rec *fetches, xt_err *e) {
     char *scratch = (char *)p->arena + ((p->arena_bytes + 63) & ~(size_t)63);
     for (int k = 0; k < p->nkernels; k++) {
         const xt_kernel *kr = &p->kernels[k];
-        if (kr->group >= 0) {
-            const xt_ew_group *g = &p->groups[kr->group];
-            for (int i = 0; i < g->ninputs && i < 64; i++) ins[i] = resolve(p, c, g->inputs[i]);
-            for (int i = 0; i < g->noutputs && i < 64; i++) outs[i] = resolve(p, c, g->outputs[i]);
-            xt_ew_run(p, g, ins, outs);
-            continue;
-        }
-        const xt_node *n = &p->nodes[kr->node];
-        for (int i = 0; i < n->nin && i < 64; i++) ins[i] = resolve(p, c, p->operands[n->in_off + i]);
-        void *out = resolve(p, c, kr->node);
-        if (n->op == XT_OP_ALLREDUCE) {
-            int rc = run_allreduce(p, c, n, ins, out, e);
-            if (rc) return rc;
-            continue;
-        }
-        xt_kernel_table[n->op](p, n, ins, out, scratch);
+        uint64_t t0 = c->profile ? xt_now_ns() : 0;
+        int rc = run_kernel(p, c, kr, scratch, e);
+        if (rc) return rc;
+        if (c->profile) xt_metric_add(kernel_class(kr, p->nodes[kr->node].op), XT_UNIT_TIME_NS, (double)(xt_now_ns() - t0));
     }
     /* fetches read values before late assigns overwrite any slot they view */
     for (int i = 0; i < p->nfetch; i++) {

@@ -136,6 +136,7 @@ typedef struct xt_engine_opts {
     const char *save_graphs_dir;   /* NULL/"" = off (else text + .dot dumps per new graph) */
     int fuse;                      /* 1 = elementwise fusion (default); 0 for tests */
     int recompile_warn;            /* warn after this many distinct graphs (default 6) */
+    int profile;                   /* time kernels by class into metrics (Kernel.conv, ...) */
     /* The collective: called by ALLREDUCE with the packed gradient block
      * (which lives in collective_buf when given). NULL = single process. */
     int (*allreduce)(void *ctx, float *buf, size_t n, xt_err *e);

@@ -92,7 +92,7 @@ typedef struct xt_exec_ctx {
     float *collective;
     int (*allreduce)(void *ctx, float *buf, size_t n, xt_err *e);
     void *allreduce_ctx;
-    const float *consts;     /* not used: constants live in node fattr */
+    int profile;             /* time each kernel into metrics Kernel.<class> */
 } xt_exec_ctx;
 int xt_execute(xt_plan *p, const xt_exec_ctx *c, xt_fetch_rec *fetches, xt_err *e);
 

@@ -1,0 +1,101 @@
+#!/bin/sh
+# make bench — xlatrain and the PyTorch reference measured side by side in one
+# run (the machines are shared and noisy: compare ratios, not absolutes).
+# Medians of REPS repetitions. PyTorch needs Debian's python3-torch and
+# /usr/bin/python3; without it xlatrain's figures are printed alone.
+set -u
+B=build/release/bench
+REF=../shared/bench/torch_ref.py
+REPS=${REPS:-3}
+STEPS_SEED=${STEPS_SEED:-300}
+STEPS_WIDE=${STEPS_WIDE:-30}
+export OPENBLAS_NUM_THREADS=1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+have_torch=0
+if [ -f "$REF" ] && /usr/bin/python3 -c 'import torch' >/dev/null 2>&1; then have_torch=1; fi
+
+# field NAME LINE -> value of NAME=... in a RESULT line
+field() { echo "$2" | tr ' ' '\n' | sed -n "s/^$1=//p" | head -n 1; }
+median() { sort -g | awk '{a[NR]=$1} END {if (NR) print a[int((NR+1)/2)]; else print "nan"}'; }
+
+run_x() { # model procs steps -> RESULT lines in $tmp/x.<model>.<procs>
+    out="$tmp/x.$(basename "$1" .yaml).$2"
+    : > "$out"
+    i=0
+    while [ $i -lt "$REPS" ]; do
+        $B/train_bench "$1" --procs "$2" --steps "$3" --infer-steps 10 >> "$out" 2>>"$tmp/err" || echo "train_bench $1 --procs $2 failed: $(tail -n 1 "$tmp/err")" >&2
+        i=$((i + 1))
+    done
+}
+run_t() { # model procs -> RESULT lines in $tmp/t.<model>.<procs>
+    out="$tmp/t.$1.$2"
+    : > "$out"
+    [ $have_torch = 1 ] || return 0
+    i=0
+    while [ $i -lt "$REPS" ]; do
+        /usr/bin/python3 "$REF" --bench --model "$1" --threads 1 --procs "$2" --bench-seconds 6 --infer-seconds 3 2>/dev/null | grep '^RESULT' >> "$out"
+        i=$((i + 1))
+    done
+}
+med() { # file key
+    while read -r l; do field "$2" "$l"; done < "$1" | median
+}
+tmed() { # file key-regex (torch_ref's RESULT keys)
+    while read -r l; do echo "$l" | tr ' ' '\n' | grep -E "^($2)=" | head -n 1 | cut -d= -f2; done < "$1" | median
+}
+
+echo "xlatrain benchmark — $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, $REPS repetitions (medians)"
+echo
+echo "== sgemm peak (one core) and kernels"
+[ -x $B/kernel_bench ] && $B/kernel_bench 2>&1 | tail -n 25
+echo
+echo "== loader (batch 128)"
+[ -x $B/loader_bench ] && $B/loader_bench 2>&1 | tail -n 8
+echo
+echo "== all-reduce"
+[ -x $B/allreduce_bench ] && $B/allreduce_bench 2>&1 | tail -n 8
+echo
+
+for m in seed_cnn:models/fashion_cnn.yaml:$STEPS_SEED wide_cnn:models/wide_cnn.yaml:$STEPS_WIDE; do
+    name=${m%%:*}; rest=${m#*:}; spec=${rest%%:*}; steps=${rest#*:}
+    for p in 1 2; do
+        run_x "$spec" $p "$steps"
+        run_t "$name" $p
+    done
+done
+
+printf '\n== training and inference, side by side (batch 128 per worker; inference batch 1000)\n'
+printf '%-9s %-5s %12s %12s %7s %12s %12s %7s %8s %8s\n' model procs xla_train torch_train ratio xla_infer torch_infer ratio xla_rss torch_rss
+for name in seed_cnn wide_cnn; do
+    spec=fashion_cnn; [ $name = wide_cnn ] && spec=wide_cnn
+    for p in 1 2; do
+        x="$tmp/x.$spec.$p"; t="$tmp/t.$name.$p"
+        xt=$(med "$x" train_sps); xi=$(med "$x" infer_sps); xr=$(med "$x" rss_mb)
+        tt=nan; ti=nan; tr=nan
+        if [ -s "$t" ]; then
+            tt=$(tmed "$t" 'samples_per_s'); ti=$(tmed "$t" 'infer_samples_per_s'); tr=$(tmed "$t" 'peak_rss_mb|rss_max_mb|rss_mb')
+        fi
+        r1=$(awk -v a="$xt" -v b="$tt" 'BEGIN{ if (b+0>0) printf "%.2fx", a/b; else print "-" }')
+        r2=$(awk -v a="$xi" -v b="$ti" 'BEGIN{ if (b+0>0) printf "%.2fx", a/b; else print "-" }')
+        printf '%-9s %-5s %12s %12s %7s %12s %12s %7s %8s %8s\n' $name $p "$xt" "$tt" "$r1" "$xi" "$ti" "$r2" "$xr" "$tr"
+    done
+done
+[ $have_torch = 1 ] || echo "(PyTorch reference not run: install Debian's python3-torch to compare)"
+
+printf '\n== the seed CNN step, 1 worker: where the time goes (ms per step, medians)\n'
+x="$tmp/x.fashion_cnn.1"
+for k in step_ms trace_ms lookup_ms exec_ms conv_ms gemm_ms pool_ms norm_ms ew_ms reduce_ms allreduce_ms other_ms; do
+    printf '  %-14s %8s\n' "$k" "$(med "$x" $k)"
+done
+st=$(med "$x" step_ms); tr=$(med "$x" trace_ms); lk=$(med "$x" lookup_ms)
+awk -v s="$st" -v t="$tr" -v l="$lk" 'BEGIN{ printf "  trace+hash+lookup = %.2f%% of the step (goal < 1%%)\n", 100*(t+l)/s }'
+l=$(head -n 1 "$x")
+echo "  IR nodes $(field ir_nodes "$l") -> kernels $(field kernels "$l") ($(field fused "$l") fused elementwise groups)"
+echo "  arena $(field arena_kb "$l") KiB for $(field intermediates_kb "$l") KiB of intermediates"
+x2="$tmp/x.fashion_cnn.2"
+awk -v a="$(med "$x2" train_sps)" -v b="$(med "$x" train_sps)" -v ar="$(med "$x2" allreduce_ms)" -v s2="$(med "$x2" step_ms)" \
+    'BEGIN{ if (b>0) printf "  scaling 1 -> 2 workers: %.2fx (goal >= 1.85x); all-reduce %.2f%% of the 2-worker step (goal < 2%%)\n", a/b, 100*ar/s2 }'
+awk -v a="$(med "$x" train_sps)" 'BEGIN{ printf "  seed CNN at 2.883 MFLOP/sample: %.1f GFLOP/s on one core\n", a*2.883e-3 }'
+awk -v a="$(med "$tmp/x.wide_cnn.1" train_sps)" 'BEGIN{ printf "  wide_cnn at 71.95 MFLOP/sample: %.1f GFLOP/s on one core\n", a*71.95e-3 }'

@@ -1,0 +1,216 @@
+/* train_bench.c — training and inference throughput of a model through the
+ * real trainer's step (xt_run_train_step: trace, hash, cache lookup,
+ * execute, all-reduce, fused SGD update), on fixed synthetic N(0,1) batches
+ * as PyTorch's reference benchmark (../shared/bench/torch_ref.py) does.
+ *
+ *   train_bench MODEL.yaml [--procs N] [--batch 128] [--steps 300]
+ *               [--infer-batch 1000] [--infer-steps 20]
+ *
+ * Prints one line "RESULT key=value ..." (tests/bench/run.sh tabulates it):
+ * train_sps (all processes), infer_sps (all processes), rss_mb (max per
+ * process), the step split (trace_ms, lookup_ms, exec_ms per step, and per
+ * kernel class), ir_nodes, kernels, fused, arena_kb, intermediates_kb.
+ * Built by `make bench` (build/release/bench/train_bench).
+ */
+#include <cblas.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "data/loader.h"
+#include "dist/allreduce.h"
+#include "dist/spawn.h"
+#include "engine/metrics.h"
+#include "train_internal.h"
+
+typedef struct bench {
+    xt_run *r;
+    int batch, steps, infer_batch, infer_steps;
+} bench;
+
+enum { V_TRAIN_S, V_TRACE, V_LOOKUP, V_EXEC, V_CONV, V_GEMM, V_POOL, V_NORM, V_EW, V_RED, V_AR, V_OTHER, V_INFER_SPS, V_RSS, V_N };
+static const char *kClasses[] = {"Kernel.conv", "Kernel.gemm", "Kernel.pool", "Kernel.norm", "Kernel.elementwise", "Kernel.reduce", "Kernel.allreduce", "Kernel.other"};
+
+static uint64_t lcg(uint64_t *s) { return *s = *s * 6364136223846793005ULL + 1442695040888963407ULL; }
+static float gauss(uint64_t *s) {
+    double u = ((lcg(s) >> 11) + 1.0) / 9007199254740993.0, v = (lcg(s) >> 11) / 9007199254740992.0;
+    return (float)(sqrt(-2 * log(u)) * cos(2 * M_PI * v));
+}
+
+typedef struct { int rank; xt_dist *dist; } ctxpack;
+
+static int allreduce_cb(void *ctx, float *buf, size_t n, xt_err *e) {
+    ctxpack *cp = ctx;
+    return xt_allreduce(cp->dist, cp->rank, buf, n, e);
+}
+
+static int worker(int rank, void *arg) {
+    bench *b = arg;
+    xt_run *r = b->r;
+    xt_err e = {0};
+    openblas_set_num_threads(1);
+    ctxpack cp = {rank, r->dist};
+    xt_engine_opts eo = {.fuse = 1, .profile = 0};
+    if (r->dist) {
+        eo.allreduce = allreduce_cb;
+        eo.allreduce_ctx = &cp;
+        eo.collective_buf = xt_dist_grad_row(r->dist, rank);
+        eo.collective_floats = xt_dist_grad_cap(r->dist);
+    }
+    xt_engine *en = xt_engine_new(&r->store, &eo);
+    const int *in = r->c->spec.input;
+    int64_t px = (int64_t)in[0] * in[1] * in[2];
+    int nb = b->infer_batch > b->batch ? b->infer_batch : b->batch;
+    float *x = malloc((size_t)nb * px * sizeof *x);
+    int32_t *y = malloc((size_t)nb * sizeof *y);
+    uint64_t s = 1234 + (uint64_t)rank;
+    for (int64_t i = 0; i < nb * px; i++) x[i] = gauss(&s);
+    for (int i = 0; i < nb; i++) y[i] = (int32_t)(lcg(&s) >> 33) % r->c->spec.num_classes;
+    xt_batch batch = {.n = b->batch, .x = x, .y = y};
+    float loss;
+    double v[V_N] = {0};
+    int rc = 0;
+    for (int i = 0; i < 5 && !rc; i++) rc = xt_run_train_step(r, en, &batch, 0.01, &loss, &e); /* warm-up + compile */
+    xt_exec_stats st;
+    xt_engine_last_stats(en, &st);
+    xt_metrics_reset();
+    /* untimed profile pass for the kernel split, then the timed pass without it */
+    xt_engine_free(en);
+    eo.profile = 1;
+    en = xt_engine_new(&r->store, &eo);
+    for (int i = 0; i < 6 && !rc; i++) {
+        if (i == 1) xt_metrics_reset(); /* drop the compile */
+        rc = xt_run_train_step(r, en, &batch, 0.01, &loss, &e);
+    }
+    for (int k = 0; k < 8; k++) {
+        int64_t cnt;
+        double tot = xt_metric_total(kClasses[k], &cnt);
+        v[V_CONV + k] = tot / 5 / 1e6;
+    }
+    xt_engine_free(en);
+    eo.profile = 0;
+    en = xt_engine_new(&r->store, &eo);
+    for (int i = 0; i < 3 && !rc; i++) rc = xt_run_train_step(r, en, &batch, 0.01, &loss, &e);
+    xt_metrics_reset();
+    if (r->dist && !rc) rc = xt_dist_barrier(r->dist, rank, &e);
+    uint64_t t0 = xt_now_ns(), trace = 0;
+    for (int i = 0; i < b->steps && !rc; i++) {
+        uint64_t a = xt_now_ns();
+        rc = xt_run_train_step(r, en, &batch, 0.01, &loss, &e);
+        (void)a;
+    }
+    double secs = (double)(xt_now_ns() - t0) / 1e9;
+    int64_t cnt;
+    double exec = xt_metric_total("ExecuteTime", &cnt), lookup = xt_metric_total("TraceHashLookupTime", NULL);
+    trace = 0;
+    v[V_TRAIN_S] = secs;
+    v[V_EXEC] = exec / (cnt ? cnt : 1) / 1e6;
+    v[V_LOOKUP] = lookup / (cnt ? cnt : 1) / 1e6;
+    /* trace time = step time - execute - lookup (the rest of the barrier is negligible) */
+    v[V_TRACE] = secs * 1e3 / b->steps - v[V_EXEC] - v[V_LOOKUP];
+    (void)trace;
+    /* inference */
+    if (!rc && b->infer_steps > 0) {
+        xt_batch ib = {.n = b->infer_batch, .x = x, .y = y};
+        float *pred = malloc((size_t)b->infer_batch * 4);
+        uint64_t i0 = 0;
+        for (int i = 0; i < b->infer_steps + 2 && !rc; i++) {
+            if (i == 2) {
+                if (r->dist) rc = xt_dist_barrier(r->dist, rank, &e);
+                i0 = xt_now_ns();
+            }
+            xt_graph *g = xt_engine_graph(en);
+            xt_run_bind_batch(r, &ib);
+            xt_fetch(g, xt_argmax(g, xt_run_trace_logp(r, g, XT_EVAL)), pred, (size_t)b->infer_batch * 4);
+            rc = xt_mark_step(en, &e);
+        }
+        v[V_INFER_SPS] = (double)b->infer_steps * b->infer_batch / ((double)(xt_now_ns() - i0) / 1e9);
+        free(pred);
+    }
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    v[V_RSS] = (double)ru.ru_maxrss / 1024.0;
+    double sum[V_N];
+    memcpy(sum, v, sizeof sum);
+    if (r->dist && !rc) {
+        double rss = v[V_RSS];
+        rc = xt_mesh_reduce_sum(r->dist, rank, sum, V_N, &e);
+        double mx[1] = {rss};
+        (void)mx;
+    }
+    if (rank == 0 && !rc) {
+        int n = r->world;
+        double step_s = sum[V_TRAIN_S] / n;
+        printf("RESULT model=%s procs=%d batch=%d steps=%d train_sps=%.1f infer_sps=%.1f rss_mb=%.1f step_ms=%.3f trace_ms=%.3f lookup_ms=%.4f exec_ms=%.3f"
+               " conv_ms=%.3f gemm_ms=%.3f pool_ms=%.3f norm_ms=%.3f ew_ms=%.3f reduce_ms=%.3f allreduce_ms=%.3f other_ms=%.3f"
+               " ir_nodes=%d kernels=%d fused=%d arena_kb=%.1f intermediates_kb=%.1f loss=%.4f\n",
+               r->c->spec.source, n, b->batch, b->steps, (double)b->batch * b->steps * n / step_s, sum[V_INFER_SPS],
+               sum[V_RSS] / n, step_s * 1e3 / b->steps, sum[V_TRACE] / n, sum[V_LOOKUP] / n, sum[V_EXEC] / n,
+               sum[V_CONV] / n, sum[V_GEMM] / n, sum[V_POOL] / n, sum[V_NORM] / n, sum[V_EW] / n, sum[V_RED] / n,
+               sum[V_AR] / n, sum[V_OTHER] / n, st.ir_nodes, st.kernels, st.fused_kernels, st.arena_bytes / 1024.0,
+               st.intermediate_bytes / 1024.0, loss);
+        fflush(stdout);
+    }
+    if (rc) fprintf(stderr, "train_bench: xla:%d: %s\n", rank, e.msg);
+    xt_engine_free(en);
+    free(x);
+    free(y);
+    return rc;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        fprintf(stderr, "usage: train_bench MODEL.yaml [--procs N] [--batch B] [--steps K] [--infer-batch B] [--infer-steps K]\n");
+        return 2;
+    }
+    static xt_config c;
+    xt_config_defaults(&c);
+    bench b = {.batch = 128, .steps = 300, .infer_batch = 1000, .infer_steps = 20};
+    int procs = 1;
+    for (int i = 2; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--procs")) procs = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--batch")) b.batch = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--steps")) b.steps = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--infer-batch")) b.infer_batch = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--infer-steps")) b.infer_steps = atoi(argv[i + 1]);
+    }
+    xt_err e = {0};
+    if (xt_spec_load(&c.spec, argv[1], &e)) {
+        fprintf(stderr, "train_bench: %s\n", e.msg);
+        return 2;
+    }
+    c.batch_size = b.batch;
+    c.learning_rate = 0.01;
+    c.momentum = 0.5;
+    static xt_cli cli;
+    static xt_run r;
+    r.c = &c;
+    r.cli = &cli;
+    r.world = procs;
+    if (xt_run_setup_model(&r, &e)) {
+        fprintf(stderr, "train_bench: %s\n", e.msg);
+        return 4;
+    }
+    b.r = &r;
+    int rc;
+    if (procs > 1) {
+        size_t n = 0;
+        for (int i = 0; i < r.model.nparams; i++) n += ((size_t)r.store.slots[r.model.params[i]].numel + 15) & ~(size_t)15;
+        if (xt_dist_create(&r.dist, procs, n, &e)) {
+            fprintf(stderr, "train_bench: %s\n", e.msg);
+            return 4;
+        }
+        xt_spawn_opts so = {.timeout_s = 120};
+        rc = xt_spawn(r.dist, procs, worker, &b, &so, &e);
+        if (rc) fprintf(stderr, "train_bench: %s\n", e.msg);
+        xt_dist_destroy(r.dist);
+    } else {
+        rc = worker(0, &b);
+    }
+    xt_model_free(&r.model);
+    xt_store_free(&r.store);
+    xt_spec_free(&c.spec);
+    return rc;
+}
