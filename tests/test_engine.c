@@ -365,3 +365,36 @@ TEST(engine_training_loop_compiles_once_and_learns) {
     xt_engine_free(en);
     xt_store_free(&st);
 }
+
+/* Many distinct graphs in one run: a warning naming what changed. */
+TEST(engine_recompile_warning_names_the_change) {
+    xt_store st;
+    xt_store_init(&st);
+    int x = xt_store_add(&st, "x", XT_SLOT_INPUT, XT_F32, 2, (int32_t[]){1, 4});
+    xt_err e = {0};
+    CHECK(xt_store_finalize(&st, &e) == 0);
+    static float data[64 * 4];
+    char path[600];
+    snprintf(path, sizeof path, "%s/stderr", test_tmpdir());
+    fflush(stderr);
+    FILE *saved = stderr;
+    stderr = fopen(path, "w");
+    xt_engine *en = xt_engine_new(&st, NULL);
+    for (int n = 1; n <= 8; n++) { /* a new batch size every step: a new graph every step */
+        xt_store_set_input_shape(&st, x, 2, (int32_t[]){n, 4});
+        xt_store_bind(&st, x, data);
+        xt_graph *g = xt_engine_graph(en);
+        float s;
+        xt_fetch(g, xt_sum_all(g, xt_relu(g, xt_leaf(g, x))), &s, 4);
+        CHECK(xt_mark_step(en, &e) == 0);
+    }
+    fclose(stderr);
+    stderr = saved;
+    xt_engine_free(en);
+    xt_store_free(&st);
+    char cmd[700], out[2048];
+    snprintf(cmd, sizeof cmd, "cat %s", path);
+    test_run(cmd, out, sizeof out);
+    CHECK_STR_CONTAINS(out, "distinct graphs compiled");
+    CHECK_STR_CONTAINS(out, "has shape [6, 4] instead of [5, 4]");
+}

@@ -179,3 +179,14 @@ TEST(train_two_workers_data_parallel) {
     CHECK_STR_CONTAINS(g_out, "global accuracy=");
     CHECK_STR_CONTAINS(g_out, "\"num_cores\":2");
 }
+
+TEST(train_metrics_debug_prints_the_torch_xla_report) {
+    const char *d = test_tmpdir();
+    int rc = xl(g_out, sizeof g_out, SMALL " --set num_epochs=1 --set target_accuracy=0 --set metrics_debug=true --set output_dir=%s/r", d);
+    CHECK_MSG(rc == 0, "%s", g_out);
+    CHECK_STR_CONTAINS(g_out, "Metric: CompileTime\n  TotalSamples: ");
+    CHECK_STR_CONTAINS(g_out, "Metric: ExecuteTime");
+    CHECK_STR_CONTAINS(g_out, "Percentiles: 1%=");
+    CHECK_STR_CONTAINS(g_out, "Counter: CachedCompile\n  Value: ");
+    CHECK_STR_CONTAINS(g_out, "Counter: UncachedCompile");
+}

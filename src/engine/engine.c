@@ -54,7 +54,7 @@ static void warn_recompile(xt_engine *en, const xt_graph *g) {
         const xt_plan *p = en->cache[i];
         int k = 0;
         while (k < p->nnodes && k < g->n && p->nodes[k].hash == g->nodes[k].hash) k++;
-        if (k > best_common) { best_common = k; best = p; at = k; }
+        if (k >= best_common) { best_common = k; best = p; at = k; } /* ties: the latest */
     }
     char what[256] = "the graph's outputs";
     if (best && at < g->n && at < best->nnodes) {
