@@ -280,6 +280,45 @@ TEST(conv_fast_matches_ref_strided) {
     check_shape(SHAPE(1, 32, 9, 9, 8, 1, 1, 2, 2, 0, 0), 22);   /* strided 1x1 */
 }
 
+TEST(conv_direct_every_tile_matches_ref) {
+    /* the cost model picks few of the instantiated tiles; force each one in turn */
+    k_conv_shape shapes[] = {SHAPE(3, 10, 12, 12, 20, 5, 5, 1, 1, 0, 0), SHAPE(5, 3, 9, 11, 13, 3, 2, 2, 1, 1, 0)};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        k_conv_shape s = shapes[i];
+        CHECK_EQ(k_conv_shape_infer(&s), 0);
+        char name[128];
+        shape_str(&s, name, sizeof name);
+        unsigned seed = 100 + (unsigned)i;
+        size_t xs = (size_t)s.N * s.Ci * s.H * s.W, ws = (size_t)s.Co * s.Ci * s.kh * s.kw;
+        size_t ys = (size_t)s.N * s.Co * s.Ho * s.Wo;
+        float *x = rand_buf(xs, &seed), *w = rand_buf(ws, &seed), *b = rand_buf((size_t)s.Co, &seed);
+        float *dy = rand_buf(ys, &seed);
+        float *ref[3] = {nan_buf(ys), nan_buf(xs), nan_buf(ws)}, *rdb = nan_buf((size_t)s.Co);
+        size_t sizes[3] = {ys, xs, ws};
+        k_conv2d_fwd_ref(&s, ref[0], x, w, b);
+        k_conv2d_bwd_data_ref(&s, ref[1], dy, w);
+        k_conv2d_bwd_weight_ref(&s, ref[2], rdb, x, dy);
+        for (int lvl = 0; lvl <= k_simd_detect(); lvl++) {
+            k_simd_force(lvl);
+            for (int pass = 0; pass < 3; pass++) {
+                int tiles = 0;
+                for (int t = 0; k_conv_direct_force_tile(pass, t); t++, tiles++) {
+                    float *out = nan_buf(sizes[pass]), *db = nan_buf((size_t)s.Co);
+                    run_method(RUN_DIRECT, pass, &s, out, db, x, w, pass == K_CONV_FWD ? b : NULL, dy);
+                    double e = rel_err(out, ref[pass], sizes[pass]);
+                    CHECK_MSG(e <= 1e-4, "direct pass %d tile #%d simd%d on %s: rel err %.3g", pass, t, lvl, name, e);
+                    if (pass == K_CONV_BWD_WEIGHT) CHECK(rel_err(db, rdb, (size_t)s.Co) <= 1e-4);
+                    free(out), free(db);
+                }
+                CHECK(tiles >= 6);
+                k_conv_direct_force_tile(pass, -1);
+            }
+        }
+        k_simd_force(-1);
+        free(x), free(w), free(b), free(dy), free(ref[0]), free(ref[1]), free(ref[2]), free(rdb);
+    }
+}
+
 TEST(conv_scratch_covers_every_pass) {
     /* the dispatcher's scratch must be enough for either method, at any SIMD level */
     k_conv_shape shapes[] = {SHAPE(128, 1, 28, 28, 10, 5, 5, 1, 1, 0, 0), SHAPE(128, 10, 12, 12, 20, 5, 5, 1, 1, 0, 0),
@@ -303,6 +342,7 @@ TEST(conv_choice_for_the_models) {
     CHECK_EQ(k_conv_choose(&c1, K_CONV_BWD_WEIGHT), K_CONV_DIRECT);
     for (int pass = 0; pass < 3; pass++) CHECK_EQ(k_conv_choose(&c2, pass), K_CONV_DIRECT);
     CHECK_EQ(k_conv_choose(&w1, K_CONV_FWD), K_CONV_DIRECT);
-    CHECK_EQ(k_conv_choose(&w1, K_CONV_BWD_WEIGHT), K_CONV_IM2COL);
+    CHECK_EQ(k_conv_choose(&w1, K_CONV_BWD_DATA), K_CONV_IM2COL);
+    CHECK_EQ(k_conv_choose(&w1, K_CONV_BWD_WEIGHT), K_CONV_DIRECT);
     for (int pass = 0; pass < 3; pass++) CHECK_EQ(k_conv_choose(&w2, pass), K_CONV_DIRECT);
 }

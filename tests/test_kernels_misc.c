@@ -96,23 +96,27 @@ TEST(maxpool_hand_computed_and_tie_breaking) {
     CHECK_EQ(s.Ho, 2);
     float y[4], yr[4];
     int32_t a[4], ar[4];
-    k_maxpool2d_fwd(&s, y, a, x);
-    k_maxpool2d_fwd_ref(&s, yr, ar, x);
     const float want_y[4] = {5, 7, -1, -3};
     const int32_t want_a[4] = {1, 6, 8, 10};
-    for (int i = 0; i < 4; i++) {
-        CHECK_NEAR(y[i], want_y[i], 0);
-        CHECK_EQ(a[i], want_a[i]);
-        CHECK_NEAR(yr[i], want_y[i], 0);
-        CHECK_EQ(ar[i], want_a[i]);
+    for (int lvl = 0; lvl <= k_simd_detect(); lvl++) {
+        k_simd_force(lvl);
+        k_maxpool2d_fwd(&s, y, a, x);
+        k_maxpool2d_fwd_ref(&s, yr, ar, x);
+        for (int i = 0; i < 4; i++) {
+            CHECK_NEAR(y[i], want_y[i], 0);
+            CHECK_EQ(a[i], want_a[i]);
+            CHECK_NEAR(yr[i], want_y[i], 0);
+            CHECK_EQ(ar[i], want_a[i]);
+        }
+        /* all-equal plane: every window points at its first cell */
+        float z[16] = {0};
+        k_maxpool2d_fwd(&s, y, a, z);
+        CHECK_EQ(a[0], 0);
+        CHECK_EQ(a[1], 2);
+        CHECK_EQ(a[2], 8);
+        CHECK_EQ(a[3], 10);
     }
-    /* all-equal plane: every window points at its first cell */
-    float z[16] = {0};
-    k_maxpool2d_fwd(&s, y, a, z);
-    CHECK_EQ(a[0], 0);
-    CHECK_EQ(a[1], 2);
-    CHECK_EQ(a[2], 8);
-    CHECK_EQ(a[3], 10);
+    k_simd_force(-1);
 }
 
 TEST(maxpool_padding_is_minus_infinity) {
@@ -140,15 +144,29 @@ TEST(maxpool_nan_propagates) {
     CHECK_EQ(k_pool_shape_infer(&s), 0);
     float y[4], yr[4];
     int32_t a[4], ar[4];
-    k_maxpool2d_fwd(&s, y, a, x);
-    k_maxpool2d_fwd_ref(&s, yr, ar, x);
-    CHECK(isnan(y[0]) && isnan(yr[0]));
-    CHECK_EQ(a[0], 5);
-    CHECK_EQ(ar[0], 5);
-    CHECK_NEAR(y[1], 9, 0);
+    for (int lvl = 0; lvl <= k_simd_detect(); lvl++) {
+        k_simd_force(lvl);
+        k_maxpool2d_fwd(&s, y, a, x);
+        k_maxpool2d_fwd_ref(&s, yr, ar, x);
+        CHECK(isnan(y[0]) && isnan(yr[0]));
+        CHECK_EQ(a[0], 5);
+        CHECK_EQ(ar[0], 5);
+        CHECK_NEAR(y[1], 9, 0);
+    }
+    k_simd_force(-1);
 }
 
+/* the fast pool paths differ per SIMD flavour: check each */
+static void check_pool_at(k_pool_shape s, unsigned seed, int quantize);
 static void check_pool(k_pool_shape s, unsigned seed, int quantize) {
+    for (int lvl = 0; lvl <= k_simd_detect(); lvl++) {
+        k_simd_force(lvl);
+        check_pool_at(s, seed, quantize);
+    }
+    k_simd_force(-1);
+}
+
+static void check_pool_at(k_pool_shape s, unsigned seed, int quantize) {
     CHECK_EQ(k_pool_shape_infer(&s), 0);
     size_t xs = (size_t)s.N * s.C * s.H * s.W, ys = (size_t)s.N * s.C * s.Ho * s.Wo;
     float *x = rand_buf(xs, &seed), *dy = rand_buf(ys, &seed);
@@ -171,6 +189,8 @@ TEST(maxpool_fast_matches_ref) {
     check_pool((k_pool_shape){.N = 7, .C = 20, .H = 8, .W = 8, .kh = 2, .kw = 2, .sh = 2, .sw = 2}, 2, 1);
     check_pool((k_pool_shape){.N = 2, .C = 64, .H = 24, .W = 24, .kh = 2, .kw = 2, .sh = 2, .sw = 2}, 3, 1);
     check_pool((k_pool_shape){.N = 3, .C = 2, .H = 11, .W = 13, .kh = 2, .kw = 2, .sh = 2, .sw = 2}, 4, 1); /* odd */
+    check_pool((k_pool_shape){.N = 1, .C = 2, .H = 6, .W = 64, .kh = 2, .kw = 2, .sh = 2, .sw = 2}, 41, 1); /* 2 vectors */
+    check_pool((k_pool_shape){.N = 1, .C = 2, .H = 7, .W = 41, .kh = 2, .kw = 2, .sh = 2, .sw = 2}, 42, 0); /* 16 + 4 */
     check_pool((k_pool_shape){.N = 1, .C = 3, .H = 9, .W = 10, .kh = 3, .kw = 3, .sh = 3, .sw = 3}, 5, 1);
     check_pool((k_pool_shape){.N = 2, .C = 3, .H = 9, .W = 10, .kh = 3, .kw = 3, .sh = 2, .sw = 2, .ph = 1, .pw = 1}, 6, 1);
     check_pool((k_pool_shape){.N = 1, .C = 1, .H = 5, .W = 7, .kh = 3, .kw = 2, .sh = 1, .sw = 2, .ph = 1}, 7, 1);
@@ -262,22 +282,28 @@ TEST(bn_stats_large_offset_is_stable) {
     float *x = rand_buf(n, &seed);
     for (size_t i = 0; i < n; i++) x[i] = 1e4f + x[i];
     float m[3], v[3], mr[3], vr[3];
-    k_bn_stats(N, C, HW, m, v, x);
     k_bn_stats_ref(N, C, HW, mr, vr, x);
-    for (int c = 0; c < C; c++) {
-        CHECK_NEAR(m[c], mr[c], 1e-3);
-        CHECK_NEAR(v[c], vr[c], 1e-4 * vr[c]);
-        CHECK(vr[c] > 0.2 && vr[c] < 0.45); /* uniform(-1,1): 1/3 */
+    for (int lvl = 0; lvl <= k_simd_detect(); lvl++) {
+        k_simd_force(lvl);
+        k_bn_stats(N, C, HW, m, v, x);
+        for (int c = 0; c < C; c++) {
+            CHECK_NEAR(m[c], mr[c], 1e-3);
+            CHECK_NEAR(v[c], vr[c], 1e-4 * vr[c]);
+            CHECK(vr[c] > 0.2 && vr[c] < 0.45); /* uniform(-1,1): 1/3 */
+        }
     }
+    k_simd_force(-1);
     free(x);
 }
 
 TEST(bn_fast_matches_ref) {
-    int shapes[][3] = {{128, 10, 144}, {7, 20, 16}, {3, 3, 1}, {5, 4, 13}, {2, 64, 576}};
-    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
-        int N = shapes[k][0], C = shapes[k][1], HW = shapes[k][2];
+    int shapes[][3] = {{128, 10, 144}, {7, 20, 16}, {3, 3, 1}, {5, 4, 13}, {2, 64, 576}, {17, 3, 83}};
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0] * (size_t)(k_simd_detect() + 1); k++) {
+        k_simd_force((int)(k / (sizeof shapes / sizeof shapes[0]))); /* every shape at every SIMD level */
+        size_t sh = k % (sizeof shapes / sizeof shapes[0]);
+        int N = shapes[sh][0], C = shapes[sh][1], HW = shapes[sh][2];
         size_t n = (size_t)N * C * HW;
-        unsigned seed = 11 + (unsigned)k;
+        unsigned seed = 11 + (unsigned)sh;
         float *x = rand_buf(n, &seed), *dy = rand_buf(n, &seed), *g = rand_buf((size_t)C, &seed);
         float *bt = rand_buf((size_t)C, &seed);
         for (size_t i = 0; i < n; i++) x[i] = x[i] * 3.0f + 0.5f;
@@ -302,6 +328,7 @@ TEST(bn_fast_matches_ref) {
         free(x), free(dy), free(g), free(bt), free(m), free(v), free(mr), free(vr), free(y), free(dx), free(dxr);
         free(dg), free(db), free(dgr), free(dbr);
     }
+    k_simd_force(-1);
 }
 
 /* L = sum r * BN(x; gamma, beta) with batch statistics, all in double. */

@@ -40,5 +40,9 @@ void k_conv_direct_fwd(const k_conv_shape *s, float *y, const float *x, const fl
 void k_conv_direct_bwd_data(const k_conv_shape *s, float *dx, const float *dy, const float *w, float *scratch);
 void k_conv_direct_bwd_weight(const k_conv_shape *s, float *dw, float *db, const float *x, const float *dy,
                               float *scratch);
+/* Tests only: make `pass` use entry `index` of the current SIMD flavour's tile
+ * list instead of the cost model's pick (index -1: back to the model). Returns 0
+ * when the list has no such entry. */
+int k_conv_direct_force_tile(int pass, int index);
 
 #endif

@@ -11,61 +11,79 @@
  *   dx   = gamma*invstd/n * (n*dy - sum dy - xhat * sum(dy*xhat)),
  *   dgamma = sum dy*xhat,  dbeta = sum dy
  * gamma / beta may be NULL (affine=False: 1 and 0); dgamma / dbeta may be NULL.
- * The fast versions sum each plane in float vector lanes (vec4.h) and fold the
- * planes together in double, so even N*HW = 10^5 terms keep float accuracy.
+ * The fast versions run the loops of norm_simd.h (4-float vectors everywhere,
+ * 16-float on AVX-512), summing in float vector lanes folded into double, so
+ * even N*HW = 10^5 terms keep float accuracy.
  */
 #include "kernels/kernels.h"
+#include "kernels/simd.h"
 #include "kernels/vec4.h"
 
 #include <math.h>
 
-/* Sums in four 4-lane accumulators: a vector add has 3-4 cycles of latency, so
- * fewer chains would wait on it (measured: 2 chains ran at half this speed). */
-#define ACC4 v4f a0 = v4_splat(0.0f), a1 = a0, a2 = a0, a3 = a0
+typedef struct {
+    double (*sum)(const float *p, int N, size_t stride, size_t HW);
+    double (*sqdev)(const float *p, int N, size_t stride, size_t HW, float m);
+    void (*dsums)(const float *dy, const float *x, int N, size_t stride, size_t HW, float m, double *sdy,
+                  double *sdyx);
+    void (*affine)(float *y, const float *x, int N, size_t stride, size_t HW, float scale, float shift);
+    void (*dx)(float *dx, const float *dy, const float *x, int N, size_t stride, size_t HW, float k1, float k2,
+               float m, float k3);
+} bn_isa;
 
-/* sum of p[0..n) */
-static double vsum(const float *p, size_t n) {
-    ACC4;
-    size_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        a0 += v4_load(p + i);
-        a1 += v4_load(p + i + 4);
-        a2 += v4_load(p + i + 8);
-        a3 += v4_load(p + i + 12);
-    }
-    for (; i + 4 <= n; i += 4) a0 += v4_load(p + i);
-    double t = v4_hsum((a0 + a1) + (a2 + a3));
-    for (; i < n; i++) t += p[i];
-    return t;
-}
+#define FOLD_PLANES 8
 
-/* sum of (p - m)^2 */
-static double vsqdev(const float *p, size_t n, float m) {
-    ACC4;
-    v4f mv = v4_splat(m), d0, d1, d2, d3;
-    size_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        d0 = v4_load(p + i) - mv, d1 = v4_load(p + i + 4) - mv;
-        d2 = v4_load(p + i + 8) - mv, d3 = v4_load(p + i + 12) - mv;
-        a0 += d0 * d0, a1 += d1 * d1, a2 += d2 * d2, a3 += d3 * d3;
-    }
-    for (; i + 4 <= n; i += 4) {
-        d0 = v4_load(p + i) - mv;
-        a0 += d0 * d0;
-    }
-    double t = v4_hsum((a0 + a1) + (a2 + a3));
-    for (; i < n; i++) t += (double)(p[i] - m) * (p[i] - m);
-    return t;
+#define SFX _gen
+#define TGT
+#define VW 4
+#define vec v4f
+#define VLOAD(p) v4_load(p)
+#define VSTORE(p, v) v4_store(p, v)
+#define VSPLAT(s) v4_splat(s)
+#include "kernels/norm_simd.h"
+#undef SFX
+#undef TGT
+#undef VW
+#undef vec
+#undef VLOAD
+#undef VSTORE
+#undef VSPLAT
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define XT_NORM_AVX512 1
+typedef float v16f __attribute__((vector_size(64)));
+typedef float v16f_u __attribute__((vector_size(64), aligned(4), may_alias));
+#define SFX _avx512
+#define TGT __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
+#define VW 16
+#define vec v16f
+#define VLOAD(p) (*(const v16f_u *)(p))
+#define VSTORE(p, v) (*(v16f_u *)(p) = (v))
+#define VSPLAT(s) ((v16f){0} + (s))
+#include "kernels/norm_simd.h"
+#undef SFX
+#undef TGT
+#undef VW
+#undef vec
+#undef VLOAD
+#undef VSTORE
+#undef VSPLAT
+#endif
+
+static const bn_isa *bn_now(void) {
+#ifdef XT_NORM_AVX512
+    if (k_simd_level() == K_SIMD_AVX512) return &bn_isa_avx512;
+#endif
+    return &bn_isa_gen;
 }
 
 void k_bn_stats(int N, int C, int HW, float *mean, float *var, const float *x) {
+    const bn_isa *isa = bn_now();
     double cnt = (double)N * HW;
     for (int c = 0; c < C; c++) {
-        double s = 0.0;
-        for (int n = 0; n < N; n++) s += vsum(x + ((size_t)n * C + c) * HW, (size_t)HW);
-        float m = (float)(s / cnt);
-        double q = 0.0;
-        for (int n = 0; n < N; n++) q += vsqdev(x + ((size_t)n * C + c) * HW, (size_t)HW, m);
+        const float *xc = x + (size_t)c * HW;
+        float m = (float)(isa->sum(xc, N, (size_t)C * HW, (size_t)HW) / cnt);
+        double q = isa->sqdev(xc, N, (size_t)C * HW, (size_t)HW, m);
         mean[c] = m;
         var[c] = (float)(q / cnt);
     }
@@ -91,52 +109,13 @@ void k_bn_stats_ref(int N, int C, int HW, float *mean, float *var, const float *
 /* y = x*scale + shift with scale = gamma*invstd, shift = beta - mean*scale. */
 void k_bn_apply(int N, int C, int HW, float *y, const float *x, const float *mean, const float *var,
                 const float *gamma, const float *beta, float eps) {
+    const bn_isa *isa = bn_now();
     for (int c = 0; c < C; c++) {
         float invstd = (float)(1.0 / sqrt((double)var[c] + eps));
         float scale = (gamma ? gamma[c] : 1.0f) * invstd;
         float shift = (beta ? beta[c] : 0.0f) - mean[c] * scale;
-        v4f sv = v4_splat(scale), tv = v4_splat(shift);
-        for (int n = 0; n < N; n++) {
-            const float *xp = x + ((size_t)n * C + c) * HW;
-            float *yp = y + ((size_t)n * C + c) * HW;
-            int i = 0;
-            for (; i + 4 <= HW; i += 4) v4_store(yp + i, v4_load(xp + i) * sv + tv);
-            for (; i < HW; i++) yp[i] = xp[i] * scale + shift;
-        }
+        isa->affine(y + (size_t)c * HW, x + (size_t)c * HW, N, (size_t)C * HW, (size_t)HW, scale, shift);
     }
-}
-
-/* adds sum dy and sum dy*(x - m) to *sdy, *sdyx (two chains each) */
-static void vdsums(const float *dy, const float *x, size_t n, float m, double *sdy, double *sdyx) {
-    ACC4;
-    v4f mv = v4_splat(m);
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        v4f g0 = v4_load(dy + i), g1 = v4_load(dy + i + 4);
-        a0 += g0, a1 += g1;
-        a2 += g0 * (v4_load(x + i) - mv);
-        a3 += g1 * (v4_load(x + i + 4) - mv);
-    }
-    for (; i + 4 <= n; i += 4) {
-        v4f g = v4_load(dy + i);
-        a0 += g;
-        a2 += g * (v4_load(x + i) - mv);
-    }
-    double ta = v4_hsum(a0 + a1), tb = v4_hsum(a2 + a3);
-    for (; i < n; i++) {
-        ta += dy[i];
-        tb += (double)dy[i] * (x[i] - m);
-    }
-    *sdy += ta;
-    *sdyx += tb;
-}
-
-/* y = k1*dy + k2*(x - m) + k3 over n floats */
-static void vbn_dx(float *y, const float *dy, const float *x, size_t n, float k1, float k2, float m, float k3) {
-    v4f v1 = v4_splat(k1), v2 = v4_splat(k2), vm = v4_splat(m), v3 = v4_splat(k3);
-    size_t i = 0;
-    for (; i + 4 <= n; i += 4) v4_store(y + i, v1 * v4_load(dy + i) + v2 * (v4_load(x + i) - vm) + v3);
-    for (; i < n; i++) y[i] = k1 * dy[i] + k2 * (x[i] - m) + k3;
 }
 
 /* dx = k1*dy + k2*(x-mean) + k3 per channel: the formula above with xhat =
@@ -144,14 +123,13 @@ static void vbn_dx(float *y, const float *dy, const float *x, size_t n, float k1
  * k3 would cancel catastrophically when |mean| >> std. */
 void k_bn_bwd(int N, int C, int HW, float *dx, float *dgamma, float *dbeta, const float *dy, const float *x,
               const float *mean, const float *var, const float *gamma, float eps) {
+    const bn_isa *isa = bn_now();
     double cnt = (double)N * HW;
     for (int c = 0; c < C; c++) {
         double invstd = 1.0 / sqrt((double)var[c] + eps), sdy = 0.0, sdyx = 0.0;
         float m = mean[c];
-        for (int n = 0; n < N; n++) {
-            size_t o = ((size_t)n * C + c) * HW;
-            vdsums(dy + o, x + o, (size_t)HW, m, &sdy, &sdyx);
-        }
+        size_t o = (size_t)c * HW, stride = (size_t)C * HW;
+        isa->dsums(dy + o, x + o, N, stride, (size_t)HW, m, &sdy, &sdyx);
         double sdyxhat = sdyx * invstd, g = gamma ? gamma[c] : 1.0;
         if (dgamma) dgamma[c] = (float)sdyxhat;
         if (dbeta) dbeta[c] = (float)sdy;
@@ -159,10 +137,7 @@ void k_bn_bwd(int N, int C, int HW, float *dx, float *dgamma, float *dbeta, cons
         float k1 = (float)(g * invstd);
         float k2 = (float)(-g * invstd * invstd * sdyxhat / cnt);
         float k3 = (float)(-g * invstd * sdy / cnt);
-        for (int n = 0; n < N; n++) {
-            size_t o = ((size_t)n * C + c) * HW;
-            vbn_dx(dx + o, dy + o, x + o, (size_t)HW, k1, k2, m, k3);
-        }
+        isa->dx(dx + o, dy + o, x + o, N, stride, (size_t)HW, k1, k2, m, k3);
     }
 }
 
