@@ -315,11 +315,17 @@ TEST(bn_fast_matches_ref) {
         float *y = nan_buf(n), *dx = nan_buf(n), *dxr = nan_buf(n);
         float *dg = nan_buf((size_t)C), *db = nan_buf((size_t)C), *dgr = nan_buf((size_t)C), *dbr = nan_buf((size_t)C);
         k_bn_apply(N, C, HW, y, x, m, v, g, bt, 1e-5f);
-        for (int c = 0; c < C; c++) { /* y against the formula */
-            double inv = 1.0 / sqrt((double)v[c] + 1e-5);
-            size_t o = (size_t)c * HW;
-            CHECK_NEAR(y[o], (x[o] - m[c]) * inv * g[c] + bt[c], 1e-4);
-        }
+        double worst = 0.0; /* y against the formula, every element */
+        for (int nn = 0; nn < N; nn++)
+            for (int c = 0; c < C; c++) {
+                double inv = 1.0 / sqrt((double)v[c] + 1e-5);
+                for (int i = 0; i < HW; i++) {
+                    size_t o = ((size_t)nn * C + c) * HW + i;
+                    double e = fabs(y[o] - ((x[o] - (double)m[c]) * inv * g[c] + bt[c]));
+                    if (!(e <= worst)) worst = e;
+                }
+            }
+        CHECK_MSG(worst <= 1e-5, "bn apply %dx%dx%d: max err %g", N, C, HW, worst);
         k_bn_bwd(N, C, HW, dx, dg, db, dy, x, m, v, g, 1e-5f);
         k_bn_bwd_ref(N, C, HW, dxr, dgr, dbr, dy, x, m, v, g, 1e-5f);
         CHECK_MSG(rel_err(dx, dxr, n) <= 1e-4, "bn dx %dx%dx%d: %g", N, C, HW, rel_err(dx, dxr, n));
@@ -484,6 +490,55 @@ TEST(rng_uniform_deterministic_range_mean) {
     /* high index bits and high counter bits matter too */
     CHECK(k_rng_uniform(1, 0, 1) != k_rng_uniform(1, 0, 1ull << 32 | 1));
     CHECK(k_rng_uniform(1, 1, 5) != k_rng_uniform(1, 1ull << 32 | 1, 5));
+}
+
+TEST(rng_fill_matches_single_draws) {
+    /* every start alignment and length around the 4-per-block and 64-per-step
+     * boundaries, and block numbers that cross 2^32 inside one AVX-512 step */
+    uint64_t starts[] = {0, 1, 2, 3, 5, 64, 1000, (1ull << 34) - 37, (1ull << 34) - 64, (1ull << 40) + 3};
+    size_t lens[] = {0, 1, 3, 4, 7, 63, 64, 65, 130, 300};
+    float out[400];
+    for (int lvl = 0; lvl <= k_simd_detect(); lvl++) {
+        k_simd_force(lvl);
+        for (size_t a = 0; a < sizeof starts / sizeof starts[0]; a++)
+            for (size_t b = 0; b < sizeof lens / sizeof lens[0]; b++) {
+                for (size_t j = 0; j < 400; j++) out[j] = -1.0f;
+                k_rng_uniform_fill(0x123456789abcdefull, 77, starts[a], lens[b], out);
+                int bad = 0;
+                for (size_t j = 0; j < lens[b]; j++) bad += out[j] != k_rng_uniform(0x123456789abcdefull, 77, starts[a] + j);
+                for (size_t j = lens[b]; j < 400; j++) bad += out[j] != -1.0f; /* nothing past n */
+                CHECK_MSG(bad == 0, "simd%d start %llu len %zu: %d mismatches", lvl, (unsigned long long)starts[a],
+                          lens[b], bad);
+            }
+    }
+    k_simd_force(-1);
+}
+
+TEST(dropout_matches_formula) {
+    size_t n = 1000;
+    unsigned seed = 51;
+    float *x = rand_buf(n, &seed), *y = nan_buf(n), *z = malloc(n * sizeof(float));
+    x[10] = NAN; /* dropped or scaled, never mixed with the mask */
+    for (int lvl = 0; lvl <= k_simd_detect(); lvl++) {
+        k_simd_force(lvl);
+        k_dropout(n, y, x, 0.3f, 99, 5);
+        size_t dropped = 0;
+        int bad = 0;
+        for (size_t i = 0; i < n; i++) {
+            float want = k_rng_uniform(99, 5, i) < 0.3f ? 0.0f : x[i] * (1.0f / (1.0f - 0.3f));
+            bad += !(y[i] == want || (isnan(y[i]) && isnan(want)));
+            dropped += y[i] == 0.0f;
+        }
+        CHECK_EQ(bad, 0);
+        CHECK(dropped > 240 && dropped < 360); /* ~300 of 1000 */
+        memcpy(z, x, n * sizeof(float));       /* in place: y == x */
+        k_dropout(n, z, z, 0.3f, 99, 5);
+        CHECK(memcmp(z, y, n * sizeof(float)) == 0 || isnan(y[10]));
+        for (size_t i = 0; i < n; i++)
+            if (i != 10) CHECK(z[i] == y[i]);
+    }
+    k_simd_force(-1);
+    free(x), free(y), free(z);
 }
 
 TEST(simd_force_clamps_to_cpu) {

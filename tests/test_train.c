@@ -190,3 +190,16 @@ TEST(train_metrics_debug_prints_the_torch_xla_report) {
     CHECK_STR_CONTAINS(g_out, "Counter: CachedCompile\n  Value: ");
     CHECK_STR_CONTAINS(g_out, "Counter: UncachedCompile");
 }
+
+TEST(train_resume_with_a_different_num_cores) {
+    const char *d = test_tmpdir();
+    int rc = xl(g_out, sizeof g_out, SMALL " --set num_cores=1 --set num_epochs=1 --set target_accuracy=0 --set output_dir=%s/r", d);
+    CHECK_MSG(rc == 0, "%s", g_out);
+    rc = xl(g_out, sizeof g_out, SMALL " --set num_cores=2 --set num_epochs=2 --set target_accuracy=0 --set output_dir=%s/r --resume latest", d);
+    CHECK_MSG(rc == 0, "%s", g_out);
+    CHECK_STR_CONTAINS(g_out, "resuming from");
+    CHECK_STR_CONTAINS(g_out, "[xla:1](4) Loss=");
+    CHECK_STR_CONTAINS(g_out, "Finished training epoch 2");
+    CHECK(strstr(g_out, "Finished training epoch 1") == NULL);
+    CHECK_STR_CONTAINS(g_out, "\"epochs\":2");
+}

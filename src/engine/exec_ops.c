@@ -11,11 +11,11 @@
 
 #define IN(k) (&p->nodes[p->operands[n->in_off + (k)]])
 
-static void k_copy(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch) {
+static void op_copy(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch) {
     memmove(out, in[0], (size_t)xt_numel(n) * 4);
 }
 
-static void k_view_grad(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch) {
+static void op_view_grad(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch) {
     const xt_node *dy = IN(0);
     memset(out, 0, (size_t)xt_numel(n) * 4);
     memcpy((float *)out + n->iattr[0], in[0], (size_t)xt_numel(dy) * 4);
@@ -35,7 +35,7 @@ static double sum_run(const float *x, int64_t n) {
 }
 
 /* Sum over the dims where the output (right-aligned) has size 1. */
-static void k_sum_to(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch) {
+static void op_sum_to(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch) {
     const xt_node *x = IN(0);
     int32_t X[4] = {1, 1, 1, 1}, Y[4] = {1, 1, 1, 1};
     for (int d = 0; d < x->rank; d++) X[4 - x->rank + d] = x->shape[d];
@@ -68,7 +68,7 @@ static void k_sum_to(const xt_plan *p, const xt_node *n, void *const *in, void *
     }
 }
 
-static void k_matmul(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch) {
+static void op_matmul(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch) {
     const xt_node *A = IN(0), *B = IN(1);
     int tA = n->iattr[0], tB = n->iattr[1];
     int M = n->shape[0], N = n->shape[1], K = tA ? A->shape[0] : A->shape[1];
@@ -83,15 +83,15 @@ static k_conv_shape conv_shape(const int32_t *xs, const int32_t *ws, const int32
     return s;
 }
 
-static void k_conv(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch) {
+static void op_conv(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch) {
     k_conv_shape s = conv_shape(IN(0)->shape, IN(1)->shape, n->iattr);
     k_conv2d_fwd(&s, out, in[0], in[1], n->nin > 2 ? in[2] : NULL, scratch);
 }
-static void k_conv_bwd_data(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch) {
+static void op_conv_bwd_data(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch) {
     k_conv_shape s = conv_shape(n->shape, IN(1)->shape, n->iattr); /* (dy, w) -> dx shaped like x */
     k_conv2d_bwd_data(&s, out, in[0], in[1], scratch);
 }
-static void k_conv_bwd_weight(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch) {
+static void op_conv_bwd_weight(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch) {
     k_conv_shape s = conv_shape(IN(0)->shape, n->shape, n->iattr); /* (x, dy) -> dw shaped like w */
     k_conv2d_bwd_weight(&s, out, NULL, in[0], in[1], scratch);
 }
@@ -101,25 +101,25 @@ static k_pool_shape pool_shape(const int32_t *xs, const int32_t *a) {
     k_pool_shape_infer(&s);
     return s;
 }
-static void k_maxpool(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch) {
+static void op_maxpool(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch) {
     k_pool_shape s = pool_shape(IN(0)->shape, n->iattr);
     float *y = out;
     k_maxpool2d_fwd(&s, y, (int32_t *)(y + (int64_t)s.N * s.C * s.Ho * s.Wo), in[0]);
 }
-static void k_maxpool_bwd(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch) {
+static void op_maxpool_bwd(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch) {
     k_pool_shape s = pool_shape(n->shape, n->iattr); /* (dy, argmax) -> dx shaped like x */
     k_maxpool2d_bwd(&s, out, in[0], in[1]);
 }
-static void k_avgpool(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch) {
+static void op_avgpool(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch) {
     k_pool_shape s = pool_shape(IN(0)->shape, n->iattr);
     k_avgpool2d_fwd(&s, out, in[0]);
 }
-static void k_avgpool_bwd(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch) {
+static void op_avgpool_bwd(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch) {
     k_pool_shape s = pool_shape(n->shape, n->iattr);
     k_avgpool2d_bwd(&s, out, in[0]);
 }
 
-static void k_bnstats(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch) {
+static void op_bnstats(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch) {
     const xt_node *x = IN(0);
     int C = x->shape[1];
     k_bn_stats(x->shape[0], C, x->shape[2] * x->shape[3], out, (float *)out + C, in[0]);
@@ -127,7 +127,7 @@ static void k_bnstats(const xt_plan *p, const xt_node *n, void *const *in, void 
 
 /* d/dx of (mean, biased var) over (N, H, W) per channel:
  * dx = dmean/M + dvar * 2 (x - mean) / M, M = N*H*W. */
-static void k_bnstats_bwd(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch) {
+static void op_bnstats_bwd(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch) {
     int N = n->shape[0], C = n->shape[1], HW = n->shape[2] * n->shape[3];
     const float *ds = in[0], *x = in[1], *st = in[2];
     float *dx = out;
@@ -141,16 +141,16 @@ static void k_bnstats_bwd(const xt_plan *p, const xt_node *n, void *const *in, v
         }
 }
 
-static void k_logsm(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch) {
+static void op_logsm(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch) {
     k_log_softmax_fwd(n->shape[0], n->shape[1], out, in[0]);
 }
-static void k_logsm_bwd(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch) {
+static void op_logsm_bwd(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch) {
     k_log_softmax_bwd(n->shape[0], n->shape[1], out, in[0], in[1]);
 }
 
 /* mean over the batch of -logp[i, t_i]; an out-of-range label gives NaN,
  * which the trainer reports as a failed step */
-static void k_nll(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch) {
+static void op_nll(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch) {
     const xt_node *L = IN(0);
     int N = L->shape[0], C = L->shape[1];
     const float *lp = in[0];
@@ -159,7 +159,7 @@ static void k_nll(const xt_plan *p, const xt_node *n, void *const *in, void *out
     for (int i = 0; i < N; i++) acc += (t[i] >= 0 && t[i] < C) ? -lp[(int64_t)i * C + t[i]] : NAN;
     *(float *)out = (float)(acc / N);
 }
-static void k_nll_bwd(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch) {
+static void op_nll_bwd(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch) {
     int N = n->shape[0], C = n->shape[1];
     float g = -*(const float *)in[0] / (float)N;
     const int32_t *t = in[1];
@@ -169,7 +169,7 @@ static void k_nll_bwd(const xt_plan *p, const xt_node *n, void *const *in, void 
         if (t[i] >= 0 && t[i] < C) d[(int64_t)i * C + t[i]] = g;
 }
 
-static void k_argmax(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch) {
+static void op_argmax(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch) {
     const xt_node *x = IN(0);
     int N = x->shape[0], C = x->shape[1];
     const float *v = in[0];
@@ -184,38 +184,37 @@ static void k_argmax(const xt_plan *p, const xt_node *n, void *const *in, void *
 
 /* The mask is a pure function of (seed, step, stream, index), so backward
  * recomputes it instead of storing it. */
-static void dropout(const xt_node *n, float *y, const float *x, const void *step) {
-    float pdrop = n->fattr[0], scale = 1.0f / (1.0f - pdrop);
+static void dropout_apply(const xt_node *n, float *y, const float *x, const void *step) {
+    float pdrop = n->fattr[0];
     uint64_t seed = (uint64_t)(uint32_t)n->iattr[1] | (uint64_t)(uint32_t)n->iattr[2] << 32;
     uint64_t counter = (uint64_t)(uint32_t)*(const int32_t *)step << 16 | (uint64_t)(uint16_t)n->iattr[0];
-    int64_t cnt = xt_numel(n);
-    for (int64_t i = 0; i < cnt; i++) y[i] = k_rng_uniform(seed, counter, (uint64_t)i) < pdrop ? 0.0f : x[i] * scale;
+    k_dropout((size_t)xt_numel(n), y, x, pdrop, seed, counter);
 }
-static void k_dropout(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch) {
-    dropout(n, out, in[0], in[1]);
+static void op_dropout(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch) {
+    dropout_apply(n, out, in[0], in[1]);
 }
 
 const xt_kernel_fn xt_kernel_table[XT_OP_COUNT] = {
-    [XT_OP_COPY] = k_copy,
-    [XT_OP_VIEW_GRAD] = k_view_grad,
-    [XT_OP_SUM_TO] = k_sum_to,
-    [XT_OP_MATMUL] = k_matmul,
-    [XT_OP_CONV2D] = k_conv,
-    [XT_OP_CONV2D_BWD_DATA] = k_conv_bwd_data,
-    [XT_OP_CONV2D_BWD_WEIGHT] = k_conv_bwd_weight,
-    [XT_OP_MAXPOOL2D] = k_maxpool,
-    [XT_OP_MAXPOOL2D_BWD] = k_maxpool_bwd,
-    [XT_OP_AVGPOOL2D] = k_avgpool,
-    [XT_OP_AVGPOOL2D_BWD] = k_avgpool_bwd,
-    [XT_OP_BN_STATS] = k_bnstats,
-    [XT_OP_BN_STATS_BWD] = k_bnstats_bwd,
-    [XT_OP_LOG_SOFTMAX] = k_logsm,
-    [XT_OP_LOG_SOFTMAX_BWD] = k_logsm_bwd,
-    [XT_OP_NLL_LOSS] = k_nll,
-    [XT_OP_NLL_LOSS_BWD] = k_nll_bwd,
-    [XT_OP_ARGMAX] = k_argmax,
-    [XT_OP_DROPOUT] = k_dropout,
-    [XT_OP_DROPOUT_BWD] = k_dropout, /* same mask, applied to dy */
+    [XT_OP_COPY] = op_copy,
+    [XT_OP_VIEW_GRAD] = op_view_grad,
+    [XT_OP_SUM_TO] = op_sum_to,
+    [XT_OP_MATMUL] = op_matmul,
+    [XT_OP_CONV2D] = op_conv,
+    [XT_OP_CONV2D_BWD_DATA] = op_conv_bwd_data,
+    [XT_OP_CONV2D_BWD_WEIGHT] = op_conv_bwd_weight,
+    [XT_OP_MAXPOOL2D] = op_maxpool,
+    [XT_OP_MAXPOOL2D_BWD] = op_maxpool_bwd,
+    [XT_OP_AVGPOOL2D] = op_avgpool,
+    [XT_OP_AVGPOOL2D_BWD] = op_avgpool_bwd,
+    [XT_OP_BN_STATS] = op_bnstats,
+    [XT_OP_BN_STATS_BWD] = op_bnstats_bwd,
+    [XT_OP_LOG_SOFTMAX] = op_logsm,
+    [XT_OP_LOG_SOFTMAX_BWD] = op_logsm_bwd,
+    [XT_OP_NLL_LOSS] = op_nll,
+    [XT_OP_NLL_LOSS_BWD] = op_nll_bwd,
+    [XT_OP_ARGMAX] = op_argmax,
+    [XT_OP_DROPOUT] = op_dropout,
+    [XT_OP_DROPOUT_BWD] = op_dropout, /* same mask, applied to dy */
 };
 
 size_t xt_kernel_scratch_bytes(const xt_plan *p, const xt_node *n) {

@@ -311,8 +311,9 @@ static void from_blocked(const nisa *isa, float *x, size_t img, const float *t, 
 /* Per tap and tile: CT*PT FMAs (one 512-bit FMA per cycle on Zen 4) against PT
  * vector loads and CT broadcasts, counting the work wasted on rounding Co up to
  * CT and Wo up to PT. Loads also take issue slots, so among equal FMA counts
- * the tile with fewer loads wins: measured on conv1 of the seed CNN, 5x4 ran
- * 15-35% faster than 2x8 (same FMAs, 6.5 against 9 loads per 20 and 16 FMAs). */
+ * the tile with fewer loads wins (conv1 of the seed CNN: 5x4 and 2x8 do the same
+ * FMAs; with aligned scratch they ran equal, with loads straddling cache lines
+ * 5x4 ran 15-35% faster). */
 static const nfwd_cfg *pick_fwd(const nisa *isa, const k_conv_shape *s) {
     int forced = g_forced_tile[K_CONV_FWD];
     if (forced >= 0 && forced < isa->nfwd) return &isa->fwd[forced];

@@ -1,17 +1,18 @@
 /* kernel_bench.c — times the kernels on the models' shapes (batch 128, one core).
  *
- * Build and run from the repository root (a standalone program, not part of the
- * test runner; without -DXT_KERNEL_BENCH this file compiles to nothing, because
- * the Makefile links every tests/ *.c into run_tests):
- *   cc -std=c11 -D_GNU_SOURCE -DXT_KERNEL_BENCH -O3 -march=x86-64-v2 -Isrc $(pkg-config --cflags openblas) src/kernels/ *.c tests/bench/kernel_bench.c -o /tmp/kernel_bench $(pkg-config --libs openblas) -lm && OPENBLAS_NUM_THREADS=1 /tmp/kernel_bench [filter]
- * filter: run only rows whose name contains it ("seed conv2", "maxpool"); METHODS=avx512,k_conv2d
- * in the environment limits the conv methods to those whose names contain one of its words.
- * (no spaces in "src/kernels/ *.c" and "tests/ *.c": written apart only to keep this comment closed.)
+ * A standalone program, not part of the test runner (`make bench` builds it as
+ * build/release/bench/kernel_bench; without -DXT_KERNEL_BENCH the file compiles
+ * to nothing). By hand, from the repository root:
+ *   cc -std=c11 -D_GNU_SOURCE -DXT_KERNEL_BENCH -O3 -march=x86-64-v2 -Isrc $(pkg-config --cflags openblas) src/kernels/[a-z]*.c tests/bench/kernel_bench.c -o /tmp/kernel_bench $(pkg-config --libs openblas) -lm && OPENBLAS_NUM_THREADS=1 /tmp/kernel_bench [filter]
+ * filter: only rows whose name contains it ("seed conv2", "maxpool"). METHODS=avx512,k_conv2d
+ * in the environment: only the conv methods whose names contain one of its words.
+ * Times are the thread's CPU time (best of 5), so other jobs on a shared machine
+ * disturb them less than wall time would.
  *
  * Is: single-core cblas_sgemm peak, then for every conv shape of the seed CNN
  * and wide_cnn each method (im2col+GEMM per image / grouped, direct SIMD per
  * flavour, and whatever k_conv2d_* picks) on fwd, bwd_data and bwd_weight in
- * GFLOP/s; pooling, batch norm and log-softmax in microseconds. conv.c's header
+ * GFLOP/s; pooling, batch norm, log-softmax and dropout in microseconds. conv.c's header
  * records the figures this printed and the choices they led to.
  * Is not: a test (no pass/fail) or the end-to-end benchmark against PyTorch.
  */
@@ -287,6 +288,31 @@ static void bench_softmax(void) {
     free(c.x), free(c.y), free(c.dx), free(c.dy);
 }
 
+typedef struct {
+    size_t n;
+    float *x, *y;
+    int single;
+} drop_ctx;
+
+static void run_drop(void *p) {
+    drop_ctx *c = p;
+    if (c->single) /* what a caller without k_dropout would write */
+        for (size_t i = 0; i < c->n; i++) c->y[i] = k_rng_uniform(7, 99, i) < 0.25f ? 0.0f : c->x[i] * (4.0f / 3.0f);
+    else
+        k_dropout(c->n, c->y, c->x, 0.25f, 7, 99);
+}
+
+static void bench_dropout(void) {
+    if (!wanted("dropout")) return;
+    drop_ctx c = {128 * 9216, falloc(128 * 9216), falloc(128 * 9216), 0};
+    fill(c.x, c.n, 13);
+    printf("%-34s", "dropout 128x9216 (wide_cnn)");
+    for (c.single = 0; c.single < 2; c.single++)
+        printf(" %s %.0f us |", c.single ? "k_rng_uniform loop" : "k_dropout", time_it(run_drop, &c, 0.05) * 1e6);
+    printf("\n");
+    free(c.x), free(c.y);
+}
+
 int main(int argc, char **argv) {
     g_filter = argc > 1 ? argv[1] : NULL;
     g_methods = getenv("METHODS");
@@ -314,6 +340,7 @@ int main(int argc, char **argv) {
     bench_bn("bn seed1 128x10x(12x12)", 128, 10, 144);
     bench_bn("bn seed2 128x20x(4x4)", 128, 20, 16);
     bench_softmax();
+    bench_dropout();
     return 0;
 }
 #else
