@@ -131,7 +131,10 @@ int xt_run_finish(xt_run *r, const int32_t *pred, const int32_t *truth, const in
     xt_jw_key(&w, "final_accuracy"); xt_jw_numg(&w, final_acc, 6);
     xt_jw_key(&w, "final_loss"); if (isfinite(final_loss)) xt_jw_numg(&w, final_loss, 6); else xt_jw_null(&w);
     xt_jw_key(&w, "target_accuracy"); if (c->target_accuracy > 0) xt_jw_numg(&w, c->target_accuracy, 6); else xt_jw_null(&w);
-    xt_jw_key(&w, "samples_per_sec"); xt_jw_numg(&w, wall > 0 ? (double)r->samples_trained * r->world / wall : 0, 6);
+    double train_s = (double)r->train_ns / 1e9;
+    xt_jw_key(&w, "samples_per_sec"); xt_jw_numg(&w, train_s > 0 ? (double)r->samples_trained * r->world / train_s : 0, 6);
+    xt_jw_key(&w, "train_time_s"); xt_jw_numg(&w, train_s, 6);
+    xt_jw_key(&w, "data_wait_s"); xt_jw_numg(&w, (double)r->data_wait_ns / 1e9, 6);
     xt_jw_key(&w, "wall_time_s"); xt_jw_numg(&w, wall, 6);
     xt_jw_key(&w, "num_cores"); xt_jw_int(&w, r->world);
     xt_jw_key(&w, "batch_size"); xt_jw_int(&w, c->batch_size);

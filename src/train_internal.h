@@ -40,6 +40,8 @@ typedef struct xt_run {
     int nhist;
     uint64_t t_start_ns;
     long long samples_trained;      /* by this process, for results.json */
+    uint64_t train_ns;              /* in training epochs (not setup or evaluation) */
+    uint64_t data_wait_ns;          /* of which waiting for the loader */
     xt_err err;                     /* a single-process run's failure */
 } xt_run;
 

@@ -190,7 +190,14 @@ int xt_worker_main(int rank, void *arg) {
         double loss_sum = 0, lr = 0;
         long long loss_n = 0;
         const xt_batch *b;
-        while ((b = xt_loader_next(&w.loader))) {
+        uint64_t t_epoch = xt_now_ns();
+        for (;;) {
+            uint64_t t_wait = xt_now_ns(); /* time the step waits for data: ~0 when the loader keeps up */
+            b = xt_loader_next(&w.loader);
+            uint64_t waited = xt_now_ns() - t_wait;
+            r->data_wait_ns += waited;
+            if (!b) break;
+            xt_metric_add("DataWaitTime", XT_UNIT_TIME_NS, (double)waited);
             if (epoch == r->start_epoch && step < r->start_step_in_epoch) { /* resumed mid-epoch: these already ran */
                 xt_loader_release(&w.loader, b);
                 step++;
@@ -236,6 +243,7 @@ int xt_worker_main(int rank, void *arg) {
                 goto out;
             }
         }
+        r->train_ns += xt_now_ns() - t_epoch;
         xt_progress_clear();
         xt_out("Finished training epoch %d", epoch + 1);
 
