@@ -76,6 +76,10 @@ int xt_progress_enabled(const xt_config *c) {
 }
 
 void xt_progress(int epoch, int nepochs, long long done, long long total, double rate) {
+    static double last;
+    double now = xt_wall_s();
+    if (now - last < 0.1 && done < total) return; /* 10 redraws a second are plenty for a person */
+    last = now;
     char bar[31];
     int fill = total > 0 ? (int)(30 * done / total) : 0;
     for (int i = 0; i < 30; i++) bar[i] = i < fill ? '=' : (i == fill ? '>' : ' ');

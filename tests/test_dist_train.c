@@ -167,3 +167,27 @@ TEST(dist_killed_worker_stops_the_run_cleanly) {
     CHECK(s != NULL);
     if (s) CHECK_MSG(atoi(s + 3) < 10000, "took %d ms to stop", atoi(s + 3));
 }
+
+TEST(dist_sigterm_stops_all_workers_after_the_master_checkpoints) {
+    const char *d = test_tmpdir();
+    char cmd[4096], out[1 << 15];
+    snprintf(cmd, sizeof cmd,
+             "%s --config configs/smoke.yaml --set num_cores=2 --set synthetic_train_size=60000 --set synthetic_test_size=256 "
+             "--set log_steps=1 --set output_dir=%s/r > %s/log 2>&1 & pid=$!; "
+             "for i in $(seq 400); do grep -q 'xla:1](3) Loss' %s/log 2>/dev/null && break; sleep 0.05; done; "
+             "kids=$(cat /proc/$pid/task/*/children); kill -TERM $pid; wait $pid; echo \"exit=$?\"; "
+             "left=0; for k in $kids; do kill -0 $k 2>/dev/null && left=$((left + 1)); done; echo \"left=$left\"; "
+             "ls %s/r; cat %s/log",
+             test_bin(), d, d, d, d, d);
+    test_run(cmd, out, sizeof out);
+    CHECK_STR_CONTAINS(out, "exit=130");
+    CHECK_STR_CONTAINS(out, "left=0");
+    CHECK_STR_CONTAINS(out, "checkpoint-epoch001.safetensors");
+    CHECK_STR_CONTAINS(out, "checkpoint written to");
+    /* and the run continues from there */
+    snprintf(cmd, sizeof cmd, "%s --config configs/smoke.yaml --set num_cores=2 --set synthetic_train_size=60000 --set synthetic_test_size=256 "
+             "--set num_epochs=1 --set log_steps=0 --set target_accuracy=0 --set output_dir=%s/r --resume latest; echo \"exit=$?\"", test_bin(), d);
+    test_run(cmd, out, sizeof out);
+    CHECK_STR_CONTAINS(out, "resuming from");
+    CHECK_STR_CONTAINS(out, "exit=0");
+}

@@ -265,9 +265,9 @@ TEST(engine_save_graphs_writes_text_and_dot) {
     CHECK(xt_mark_step(en, &e) == 0);
     xt_exec_stats s;
     xt_engine_last_stats(en, &s);
-    char path[1200], out[4096];
-    snprintf(path, sizeof path, "cat %s/graph-%016llx.txt; grep -c cluster_ %s/graph-%016llx.dot", dir,
-             (unsigned long long)s.graph_hash, dir, (unsigned long long)s.graph_hash);
+    char path[2200], out[4096];
+    snprintf(path, sizeof path, "cat %s/graph-%016llx.txt; grep -c cluster_ %s/graph-%016llx.fused.dot; grep -c RELU %s/graph-%016llx.before-fusion.dot", dir,
+             (unsigned long long)s.graph_hash, dir, (unsigned long long)s.graph_hash, dir, (unsigned long long)s.graph_hash);
     CHECK_EQ(test_run(path, out, sizeof out), 0);
     CHECK_STR_CONTAINS(out, "= RELU [4](");
     CHECK_STR_CONTAINS(out, "fused#0");

@@ -1,8 +1,8 @@
 /* dump.c — graph dumps for debugging recompilation and fusion: for each
  * newly compiled graph, DIR/graph-<hash>.txt (one node per line: id, op,
  * shape, operands, attributes, location, fused group) and
- * DIR/graph-<hash>.dot (Graphviz; fused groups drawn as clusters, so the
- * picture shows the graph before fusion and the groups fusion made). */
+ * DIR/graph-<hash>.before-fusion.dot and DIR/graph-<hash>.fused.dot
+ * (Graphviz: the traced graph, and the same with each fused group boxed). */
 #include <stdio.h>
 #include <sys/stat.h>
 
@@ -11,6 +11,29 @@
 static const char *loc_name(int k) {
     static const char *names[] = {"-", "arena", "slot", "collective", "const"};
     return k >= 0 && k <= 4 ? names[k] : "?";
+}
+
+/* Graphviz: the graph as traced; with `clusters`, each fused group boxed. */
+static void write_dot(const xt_plan *p, const char *dir, const char *suffix, int clusters) {
+    char path[1024], sh[64];
+    snprintf(path, sizeof path, "%s/graph-%016llx.%s.dot", dir, (unsigned long long)p->hash, suffix);
+    FILE *f = fopen(path, "w");
+    if (!f) return;
+    fprintf(f, "digraph xlatrain {\n  rankdir=TB; node [shape=box, fontname=monospace, fontsize=10];\n");
+    for (int gi = 0; clusters && gi < p->ngroups; gi++) {
+        fprintf(f, "  subgraph cluster_%d { label=\"fused #%d\"; style=filled; color=lightblue;\n", gi, gi);
+        for (int i = 0; i < p->nnodes; i++)
+            if (p->group_of[i] == gi) fprintf(f, "    n%d;\n", i);
+        fprintf(f, "  }\n");
+    }
+    for (int i = 0; i < p->nnodes; i++) {
+        const xt_node *n = &p->nodes[i];
+        fprintf(f, "  n%d [label=\"%%%d %s\\n%s\"%s];\n", i, i, xt_op_table[n->op].name, xt_shape_str(n, sh, sizeof sh),
+                n->op == XT_OP_LEAF ? ", style=filled, fillcolor=lightyellow" : "");
+        for (int k = 0; k < n->nin; k++) fprintf(f, "  n%d -> n%d;\n", p->operands[n->in_off + k], i);
+    }
+    fprintf(f, "}\n");
+    fclose(f);
 }
 
 void xt_dump_plan(const xt_plan *p, const char *dir, const char *stage) {
@@ -29,7 +52,8 @@ void xt_dump_plan(const xt_plan *p, const char *dir, const char *stage) {
             if (n->op == XT_OP_CONST) fprintf(f, " value=%g", n->fattr[0]);
             else if (n->iattr[0] || n->iattr[1]) fprintf(f, " attrs=[%d,%d,%d,%d,%d,%d]", n->iattr[0], n->iattr[1], n->iattr[2], n->iattr[3], n->iattr[4], n->iattr[5]);
             const xt_loc *l = &p->loc[i];
-            if (l->kind) fprintf(f, " @%s%s%.0d+%lld", loc_name(l->kind), l->kind == XT_LOC_SLOT ? ":" : "", l->kind == XT_LOC_SLOT ? l->slot : 0, (long long)l->offset);
+            if (l->kind == XT_LOC_SLOT) fprintf(f, " @slot:%d+%lld", l->slot, (long long)l->offset);
+            else if (l->kind) fprintf(f, " @%s+%lld", loc_name(l->kind), (long long)l->offset);
             if (p->group_of[i] >= 0) fprintf(f, " fused#%d", p->group_of[i]);
             fputc('\n', f);
         }
@@ -37,22 +61,6 @@ void xt_dump_plan(const xt_plan *p, const char *dir, const char *stage) {
         for (int i = 0; i < p->nfetch; i++) fprintf(f, "fetch %%%d\n", p->fetch_nodes[i]);
         fclose(f);
     }
-    snprintf(path, sizeof path, "%s/graph-%016llx.dot", dir, (unsigned long long)p->hash);
-    f = fopen(path, "w");
-    if (!f) return;
-    fprintf(f, "digraph xlatrain {\n  rankdir=TB; node [shape=box, fontname=monospace, fontsize=10];\n");
-    for (int gi = 0; gi < p->ngroups; gi++) {
-        fprintf(f, "  subgraph cluster_%d { label=\"fused #%d\"; style=filled; color=lightblue;\n", gi, gi);
-        for (int i = 0; i < p->nnodes; i++)
-            if (p->group_of[i] == gi) fprintf(f, "    n%d;\n", i);
-        fprintf(f, "  }\n");
-    }
-    for (int i = 0; i < p->nnodes; i++) {
-        const xt_node *n = &p->nodes[i];
-        fprintf(f, "  n%d [label=\"%%%d %s\\n%s\"%s];\n", i, i, xt_op_table[n->op].name, xt_shape_str(n, sh, sizeof sh),
-                n->op == XT_OP_LEAF ? ", style=filled, fillcolor=lightyellow" : "");
-        for (int k = 0; k < n->nin; k++) fprintf(f, "  n%d -> n%d;\n", p->operands[n->in_off + k], i);
-    }
-    fprintf(f, "}\n");
-    fclose(f);
+    write_dot(p, dir, "before-fusion", 0);
+    write_dot(p, dir, "fused", 1);
 }
