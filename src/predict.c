@@ -27,7 +27,7 @@ int xt_predict_main(xt_run *r, xt_err *e) {
     char lpath[1024];
     int have_labels = labels_path_for(r->cli->predict, lpath, sizeof lpath) && xt_idx_read_labels(lpath, sp->num_classes, &lab, NULL) == 0 && lab.n == img.n;
     double mean, std;
-    xt_data_norm_defaults(c->dataset == XT_DS_FASHION_MNIST ? XT_DATA_FASHION_MNIST : c->dataset == XT_DS_SYNTHETIC ? XT_DATA_SYNTHETIC : XT_DATA_MNIST, &mean, &std);
+    xt_data_norm_defaults(xt_run_data_kind(c->dataset), &mean, &std);
     if (c->norm_std > 0) { mean = c->norm_mean; std = c->norm_std; }
     int B = c->test_batch_size, K = sp->num_classes, hw = img.rows * img.cols;
     float *x = malloc((size_t)B * hw * sizeof *x), *logp = malloc((size_t)B * K * sizeof *logp);

@@ -43,7 +43,7 @@ static void note(void *ctx, const char *line) {
     fprintf(stderr, "xlatrain: %s\n", line);
 }
 
-static xt_data_kind data_kind(xt_dataset_kind k) {
+xt_data_kind xt_run_data_kind(xt_dataset_kind k) {
     return k == XT_DS_FASHION_MNIST ? XT_DATA_FASHION_MNIST : k == XT_DS_SYNTHETIC ? XT_DATA_SYNTHETIC : XT_DATA_MNIST;
 }
 
@@ -51,7 +51,7 @@ static int open_data(xt_run *r, xt_err *e) {
     const xt_config *c = r->c;
     xt_data_opts o;
     xt_data_opts_defaults(&o);
-    o.kind = data_kind(c->dataset);
+    o.kind = xt_run_data_kind(c->dataset);
     o.datadir = c->datadir;
     o.train_images = c->train_images;
     o.train_labels = c->train_labels;
@@ -124,7 +124,7 @@ int xt_run_finish(xt_run *r, const int32_t *pred, const int32_t *truth, const in
     xt_jw_init(&w);
     xt_jw_obj(&w);
     xt_jw_key(&w, "config"); xt_jw_str(&w, c->source);
-    xt_jw_key(&w, "dataset"); xt_jw_str(&w, xt_data_kind_name(data_kind(c->dataset)));
+    xt_jw_key(&w, "dataset"); xt_jw_str(&w, xt_data_kind_name(xt_run_data_kind(c->dataset)));
     xt_jw_key(&w, "model"); xt_jw_str(&w, c->spec.source);
     xt_jw_key(&w, "epochs"); xt_jw_int(&w, r->nhist);
     xt_jw_key(&w, "best_accuracy"); xt_jw_numg(&w, r->best_acc, 6);
@@ -162,7 +162,7 @@ int xt_run_finish(xt_run *r, const int32_t *pred, const int32_t *truth, const in
     return 0;
 }
 
-static size_t grad_floats(const xt_run *r) {
+size_t xt_run_grad_floats(const xt_run *r) {
     size_t n = 0;
     for (int i = 0; i < r->model.nparams; i++) n += ((size_t)r->store.slots[r->model.params[i]].numel + 15) & ~(size_t)15;
     return n;
@@ -205,10 +205,10 @@ int xt_train_main(const xt_config *c, const xt_cli *cli, xt_err *e) {
         if (unlink(path) && errno != ENOENT) { rc = xt_fail(e, XT_EIO, "%s: cannot remove the old metrics log: %s", path, strerror(errno)); goto out; }
     }
     fprintf(stderr, "xlatrain: %s: %s on %s (%lld train / %lld test samples), %d core%s, batch %d per core, output in %s\n",
-            c->name, c->spec.source, xt_data_kind_name(data_kind(c->dataset)), (long long)(r.have_train ? r.train.n : 0),
+            c->name, c->spec.source, xt_data_kind_name(xt_run_data_kind(c->dataset)), (long long)(r.have_train ? r.train.n : 0),
             (long long)r.test.n, r.world, r.world > 1 ? "s" : "", c->batch_size, r.outdir);
     if (r.world > 1) {
-        if ((rc = xt_dist_create(&r.dist, r.world, grad_floats(&r), e))) goto out;
+        if ((rc = xt_dist_create(&r.dist, r.world, xt_run_grad_floats(&r), e))) goto out;
         xt_spawn_opts so = {.pin_cores = c->pin_cores, .timeout_s = c->worker_timeout};
         rc = xt_spawn(r.dist, r.world, xt_worker_main, &r, &so, e);
         xt_dist_destroy(r.dist);

@@ -48,6 +48,10 @@ typedef struct xt_run {
 /* train.c: declare the model, inputs and optimizer slots in r->store and
  * initialise the weights from the seed (r->c set). */
 int xt_run_setup_model(xt_run *r, xt_err *e);
+/* Floats of the all-reduce's packed gradient block (pieces 64-byte aligned). */
+size_t xt_run_grad_floats(const xt_run *r);
+/* The data module's name for the config's dataset. */
+xt_data_kind xt_run_data_kind(xt_dataset_kind k);
 
 /* train_loop.c: the per-replica loop (also run in-process when world == 1). */
 struct xt_batch;

@@ -91,9 +91,7 @@ static float *train(int world, int B, int steps, const float *x, const int32_t *
     *floats = j.r.store.block_floats;
     j.out = mmap(NULL, (size_t)world * *floats * sizeof(float), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (world > 1) {
-        size_t n = 0;
-        for (int i = 0; i < j.r.model.nparams; i++) n += ((size_t)j.r.store.slots[j.r.model.params[i]].numel + 15) & ~(size_t)15;
-        CHECK(xt_dist_create(&j.r.dist, world, n, &e) == 0);
+        CHECK(xt_dist_create(&j.r.dist, world, xt_run_grad_floats(&j.r), &e) == 0);
         xt_spawn_opts so = {.timeout_s = 60};
         CHECK_MSG(xt_spawn(j.r.dist, world, worker, &j, &so, &e) == 0, "%s", e.msg);
         xt_dist_destroy(j.r.dist);

@@ -95,22 +95,16 @@ static int worker(int rank, void *arg) {
     for (int i = 0; i < 3 && !rc; i++) rc = xt_run_train_step(r, en, &batch, 0.01, &loss, &e);
     xt_metrics_reset();
     if (r->dist && !rc) rc = xt_dist_barrier(r->dist, rank, &e);
-    uint64_t t0 = xt_now_ns(), trace = 0;
-    for (int i = 0; i < b->steps && !rc; i++) {
-        uint64_t a = xt_now_ns();
-        rc = xt_run_train_step(r, en, &batch, 0.01, &loss, &e);
-        (void)a;
-    }
+    uint64_t t0 = xt_now_ns();
+    for (int i = 0; i < b->steps && !rc; i++) rc = xt_run_train_step(r, en, &batch, 0.01, &loss, &e);
     double secs = (double)(xt_now_ns() - t0) / 1e9;
     int64_t cnt;
     double exec = xt_metric_total("ExecuteTime", &cnt), lookup = xt_metric_total("TraceHashLookupTime", NULL);
-    trace = 0;
     v[V_TRAIN_S] = secs;
     v[V_EXEC] = exec / (cnt ? cnt : 1) / 1e6;
     v[V_LOOKUP] = lookup / (cnt ? cnt : 1) / 1e6;
     /* trace time = step time - execute - lookup (the rest of the barrier is negligible) */
     v[V_TRACE] = secs * 1e3 / b->steps - v[V_EXEC] - v[V_LOOKUP];
-    (void)trace;
     /* inference */
     if (!rc && b->infer_steps > 0) {
         xt_batch ib = {.n = b->infer_batch, .x = x, .y = y};
@@ -134,12 +128,7 @@ static int worker(int rank, void *arg) {
     v[V_RSS] = (double)ru.ru_maxrss / 1024.0;
     double sum[V_N];
     memcpy(sum, v, sizeof sum);
-    if (r->dist && !rc) {
-        double rss = v[V_RSS];
-        rc = xt_mesh_reduce_sum(r->dist, rank, sum, V_N, &e);
-        double mx[1] = {rss};
-        (void)mx;
-    }
+    if (r->dist && !rc) rc = xt_mesh_reduce_sum(r->dist, rank, sum, V_N, &e); /* RSS reported as the mean */
     if (rank == 0 && !rc) {
         int n = r->world;
         double step_s = sum[V_TRAIN_S] / n;
@@ -196,9 +185,7 @@ int main(int argc, char **argv) {
     b.r = &r;
     int rc;
     if (procs > 1) {
-        size_t n = 0;
-        for (int i = 0; i < r.model.nparams; i++) n += ((size_t)r.store.slots[r.model.params[i]].numel + 15) & ~(size_t)15;
-        if (xt_dist_create(&r.dist, procs, n, &e)) {
+        if (xt_dist_create(&r.dist, procs, xt_run_grad_floats(&r), &e)) {
             fprintf(stderr, "train_bench: %s\n", e.msg);
             return 4;
         }
