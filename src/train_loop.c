@@ -251,6 +251,12 @@ int xt_worker_main(int rank, void *arg) {
         if ((rc = evaluate(&w, &correct, &total, &e))) goto out;
         double acc = total ? 100.0 * (double)correct / (double)total : 0.0;
         xt_out("[xla:%d] Accuracy=%.2f%%", rank, acc);
+        if (c->metrics_debug) { /* before the mesh-reduce: every replica's report precedes the master's summary line */
+            xt_progress_clear();
+            fflush(stdout);
+            xt_metrics_report(stdout);
+            fflush(stdout);
+        }
         double counts[3] = {(double)correct, (double)total, loss_n ? loss_sum / (double)loss_n : NAN};
         if (r->dist && (rc = xt_mesh_reduce_sum(r->dist, rank, counts, 3, &e))) goto out;
         double gacc = counts[1] > 0 ? 100.0 * counts[0] / counts[1] : 0.0;
@@ -264,12 +270,6 @@ int xt_worker_main(int rank, void *arg) {
         }
         if (gacc > r->best_acc) r->best_acc = gacc;
         if (rank == 0 && (rc = master_epoch_outputs(&w, epoch, eloss, gacc, lr, &e))) goto out;
-        if (c->metrics_debug) {
-            xt_progress_clear();
-            fflush(stdout);
-            xt_metrics_report(stdout);
-            fflush(stdout);
-        }
         if (stop_requested(&w)) {
             rc = xt_fail(&e, XT_EINTR, "interrupted after epoch %d; checkpoint in %s", epoch + 1, r->outdir);
             goto out;

@@ -189,6 +189,12 @@ TEST(train_metrics_debug_prints_the_torch_xla_report) {
     CHECK_STR_CONTAINS(g_out, "Percentiles: 1%=");
     CHECK_STR_CONTAINS(g_out, "Counter: CachedCompile\n  Value: ");
     CHECK_STR_CONTAINS(g_out, "Counter: UncachedCompile");
+    /* with two workers the summary is still the last stdout line */
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "%s " SMALL " --set num_cores=2 --set num_epochs=1 --set target_accuracy=0 --set metrics_debug=true "
+             "--set output_dir=%s/r2 2>/dev/null > %s/out2; tail -n 1 %s/out2 | cmp - %s/r2/results.json && echo same", test_bin(), d, d, d, d);
+    CHECK_EQ(test_run(cmd, g_out, sizeof g_out), 0);
+    CHECK_STR_CONTAINS(g_out, "same");
 }
 
 TEST(train_resume_with_a_different_num_cores) {
