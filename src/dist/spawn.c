@@ -239,7 +239,10 @@ static int supervise(xt_dist *d, kid *kids, int n, const xt_spawn_opts *o, xt_er
             k->reaped = 1;
             k->status = r == k->pid ? st : -1;
             live--;
-            if (c.rank >= 0 || k->killed_by_us || !failed_status(k, stopping)) continue;
+            /* a stop may have been requested since the last poll: a worker that
+             * exited 130 for it is no failure (the same rule child_main applies) */
+            int stop_seen = stopping || atomic_load(&d->stop) || g_sig_count;
+            if (c.rank >= 0 || k->killed_by_us || !failed_status(k, stop_seen)) continue;
             if (atomic_load(&d->abort) && atomic_load(&d->abort_rank) >= 0)
                 c = (culprit){.rank = atomic_load(&d->abort_rank), .kind = K_ABORTED, .at = now};
             else
