@@ -93,6 +93,21 @@ static int is_pointwise(const k_conv_shape *s) {
     return s->kh == 1 && s->kw == 1 && s->sh == 1 && s->sw == 1 && s->ph == 0 && s->pw == 0;
 }
 
+/* The column matrix of images x[0..g) (each xs floats apart) into col, image
+ * gi at columns [gi*P, (gi+1)*P) of rows of length ld = g*P; a 1x1 stride-1
+ * convolution's columns are the image itself. Shared by fwd and bwd_weight. */
+static void gather_cols(const k_conv_shape *s, const float *x, size_t xs, int g, float *col, size_t ld) {
+    int K = s->Ci * s->kh * s->kw;
+    size_t P = (size_t)s->Ho * s->Wo;
+    for (int gi = 0; gi < g; gi++) {
+        const float *xn = x + gi * xs;
+        if (is_pointwise(s))
+            for (int k = 0; k < K; k++) memcpy(col + k * ld + gi * P, xn + (size_t)k * P, sizeof(float) * P);
+        else
+            im2col(s, xn, col + (size_t)gi * P, ld);
+    }
+}
+
 size_t k_conv_im2col_scratch(const k_conv_shape *s, int group) {
     size_t K = (size_t)s->Ci * s->kh * s->kw, P = (size_t)s->Ho * s->Wo, G = group < 1 ? 1 : (size_t)group;
     if (G > (size_t)s->N) G = (size_t)s->N;
@@ -120,13 +135,7 @@ void k_conv_im2col_fwd(const k_conv_shape *s, int group, float *y, const float *
         } else {
             size_t ld = (size_t)g * P;
             float *col = scratch, *yt = scratch + (size_t)K * ld;
-            for (int gi = 0; gi < g; gi++) {
-                const float *xn = x + (n0 + gi) * xs;
-                if (is_pointwise(s))
-                    for (int k = 0; k < K; k++) memcpy(col + k * ld + gi * P, xn + (size_t)k * P, sizeof(float) * P);
-                else
-                    im2col(s, xn, col + (size_t)gi * P, ld);
-            }
+            gather_cols(s, x + n0 * xs, (size_t)xs, g, col, ld);
             k_gemm(0, 0, s->Co, (int)ld, K, 1.0f, w, K, col, (int)ld, 0.0f, yt, (int)ld);
             for (int gi = 0; gi < g; gi++)
                 for (int co = 0; co < s->Co; co++)
@@ -189,12 +198,8 @@ void k_conv_im2col_bwd_weight(const k_conv_shape *s, int group, float *dw, float
         } else {
             size_t ld = (size_t)g * P;
             float *col = scratch, *dyg = scratch + (size_t)K * ld;
+            gather_cols(s, x + n0 * xs, (size_t)xs, g, col, ld);
             for (int gi = 0; gi < g; gi++) {
-                const float *xn = x + (n0 + gi) * xs;
-                if (is_pointwise(s))
-                    for (int k = 0; k < K; k++) memcpy(col + k * ld + gi * P, xn + (size_t)k * P, sizeof(float) * P);
-                else
-                    im2col(s, xn, col + (size_t)gi * P, ld);
                 for (int co = 0; co < s->Co; co++)
                     memcpy(dyg + co * ld + (size_t)gi * P, dy + (n0 + gi) * ys + (size_t)co * P, sizeof(float) * P);
             }
