@@ -34,11 +34,13 @@ LIBS        = $(shell pkg-config --libs $(PKGS)) -lpthread -lm -lrt
 SRC       := $(shell find src -name '*.c' ! -path src/main.c | sort)
 TEST_SRC  := $(shell find tests -name '*.c' ! -path 'tests/bench/*' | sort)
 BENCH_SRC := $(wildcard tests/bench/*.c)
-HDRS      := $(shell find src tests -name '*.h' -o -name '*.def')
 
 REL_DIR   := build/release
 ASAN_DIR  := build/asan
 REL_FLAGS  = -O3 -g $(ARCH_FLAGS) -DNDEBUG -fno-math-errno
+# Each object also writes NAME.d, the headers it really includes (-MMD), with
+# an empty rule per header (-MP) so a deleted header does not break the build.
+DEPFLAGS   = -MMD -MP
 ASAN_FLAGS = -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
 .PHONY: all test asan bench demo data install deps clean _build _test _asan _bench_bins
@@ -60,9 +62,9 @@ _build: xlatrain
 xlatrain: $(REL_DIR)/xlatrain
 	@cp $< $@
 
-$(REL_DIR)/%.o: %.c $(HDRS)
+$(REL_DIR)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE_CFLAGS) $(REL_FLAGS) -c $< -o $@
+	$(CC) $(BASE_CFLAGS) $(REL_FLAGS) $(DEPFLAGS) -c $< -o $@
 
 $(REL_DIR)/xlatrain: $(SRC:%.c=$(REL_DIR)/%.o) $(REL_DIR)/src/main.o
 	$(CC) $(REL_FLAGS) $^ -o $@ $(LIBS)
@@ -71,16 +73,16 @@ $(REL_DIR)/run_tests: $(SRC:%.c=$(REL_DIR)/%.o) $(TEST_SRC:%.c=$(REL_DIR)/%.o)
 	$(CC) $(REL_FLAGS) $^ -o $@ $(LIBS)
 
 # standalone benchmark programs: tests/bench/NAME.c -> build/release/bench/NAME
-$(REL_DIR)/bench/%: tests/bench/%.c $(SRC:%.c=$(REL_DIR)/%.o) $(HDRS)
+$(REL_DIR)/bench/%: tests/bench/%.c $(SRC:%.c=$(REL_DIR)/%.o)
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE_CFLAGS) $(REL_FLAGS) -DXT_ALLREDUCE_BENCH_MAIN -DXT_KERNEL_BENCH -DXT_LOADER_BENCH -Itests $< $(SRC:%.c=$(REL_DIR)/%.o) -o $@ $(LIBS)
+	$(CC) $(BASE_CFLAGS) $(REL_FLAGS) $(DEPFLAGS) -DXT_ALLREDUCE_BENCH_MAIN -DXT_KERNEL_BENCH -DXT_LOADER_BENCH -Itests $< $(SRC:%.c=$(REL_DIR)/%.o) -o $@ $(LIBS)
 
 _bench_bins: $(BENCH_SRC:tests/bench/%.c=$(REL_DIR)/bench/%)
 
 # ---- sanitizer build --------------------------------------------------------
-$(ASAN_DIR)/%.o: %.c $(HDRS)
+$(ASAN_DIR)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE_CFLAGS) $(ASAN_FLAGS) -c $< -o $@
+	$(CC) $(BASE_CFLAGS) $(ASAN_FLAGS) $(DEPFLAGS) -c $< -o $@
 
 $(ASAN_DIR)/xlatrain: $(SRC:%.c=$(ASAN_DIR)/%.o) $(ASAN_DIR)/src/main.o
 	$(CC) $(ASAN_FLAGS) $^ -o $@ $(LIBS)
@@ -113,6 +115,8 @@ demo: deps
 
 data:
 	@sh data/fetch.sh $(DATASET) data/$(DATASET)
+
+-include $(shell find build -name '*.d' 2>/dev/null)
 
 # ---- install / clean --------------------------------------------------------
 install: all

@@ -7,9 +7,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli.h"
-#include "config.h"
-#include "train.h"
+#include "run/cli.h"
+#include "config/config.h"
+#include "run/train.h"
 #include "util/err.h"
 
 #define XT_VERSION "0.1.0"

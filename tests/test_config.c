@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
-#include "config_keys.h"
+#include "config/config.h"
+#include "config/config_keys.h"
 #include "test.h"
 
 /* A config file in the test's scratch dir; models/ paths resolve from the

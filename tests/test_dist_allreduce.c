@@ -7,9 +7,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "dist/allreduce.h"
-#include "dist/shm.h"
-#include "dist/spawn.h"
+#include "distributed/allreduce.h"
+#include "distributed/shm.h"
+#include "distributed/spawn.h"
 #include "test.h"
 
 /* MAP_SHARED scratch the test and its workers share (the region under test is not used for this). */

@@ -14,9 +14,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "dist/allreduce.h"
-#include "dist/shm.h"
-#include "dist/spawn.h"
+#include "distributed/allreduce.h"
+#include "distributed/shm.h"
+#include "distributed/spawn.h"
 #include "test.h"
 
 static void *shared(size_t size) {

@@ -9,10 +9,10 @@
 #include <unistd.h>
 
 #include "data/loader.h"
-#include "dist/allreduce.h"
-#include "dist/spawn.h"
+#include "distributed/allreduce.h"
+#include "distributed/spawn.h"
 #include "test.h"
-#include "train_internal.h"
+#include "run/train_internal.h"
 
 /* conv -> relu -> pool -> flatten -> linear: no BN (per-replica batch
  * statistics legitimately differ, as in PyTorch/XLA without SyncBN) and no

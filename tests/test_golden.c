@@ -9,7 +9,7 @@
 #include "engine/graph.h"
 #include "io/safetensors.h"
 #include "nn/model.h"
-#include "spec.h"
+#include "config/spec.h"
 #include "test.h"
 
 static double max_rel_err(const float *got, const float *want, int64_t n) {

@@ -3,7 +3,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "config.h"
+#include "config/config.h"
 #include "optim/optim.h"
 #include "test.h"
 

@@ -3,7 +3,7 @@
  * error class (each must name file:line:col and the layer). */
 #include <string.h>
 
-#include "spec.h"
+#include "config/spec.h"
 #include "test.h"
 
 /* Write `text` as <tmp>/m.yaml and load it. */

@@ -10,7 +10,7 @@
 #define XT_NN_MODEL_H
 
 #include "engine/graph.h"
-#include "spec.h"
+#include "config/spec.h"
 
 #define XT_MODEL_MAX_PARAMS 512
 

@@ -17,7 +17,7 @@
 #ifndef XT_OPTIM_H
 #define XT_OPTIM_H
 
-#include "config.h"
+#include "config/config.h"
 #include "engine/graph.h"
 #include "nn/model.h"
 

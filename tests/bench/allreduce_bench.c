@@ -1,5 +1,5 @@
 // Build and run (from the repository root):
-// cc -std=c11 -D_GNU_SOURCE -O3 -march=native -DXT_ALLREDUCE_BENCH_MAIN -Isrc src/util/err.c src/dist/*.c tests/bench/allreduce_bench.c -o /tmp/allreduce_bench -lpthread -lm -lrt && /tmp/allreduce_bench
+// cc -std=c11 -D_GNU_SOURCE -O3 -march=native -DXT_ALLREDUCE_BENCH_MAIN -Isrc src/util/err.c src/distributed/*.c tests/bench/allreduce_bench.c -o /tmp/allreduce_bench -lpthread -lm -lrt && /tmp/allreduce_bench
 
 /* allreduce_bench.c — time xt_allreduce for the seed CNN (21,900 floats) and
  * wide_cnn (1,199,882 floats) at N = 1, 2, 4 forked workers.
@@ -26,10 +26,10 @@ typedef int xt_allreduce_bench_not_built; /* ISO C wants a declaration in every 
 #include <sys/mman.h>
 #include <time.h>
 
-#include "dist/allreduce.h"
-#include "dist/barrier.h"
-#include "dist/shm.h"
-#include "dist/spawn.h"
+#include "distributed/allreduce.h"
+#include "distributed/barrier.h"
+#include "distributed/shm.h"
+#include "distributed/spawn.h"
 
 typedef struct {
     xt_dist *d;

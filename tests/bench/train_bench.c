@@ -20,10 +20,10 @@
 #include <sys/resource.h>
 
 #include "data/loader.h"
-#include "dist/allreduce.h"
-#include "dist/spawn.h"
+#include "distributed/allreduce.h"
+#include "distributed/spawn.h"
 #include "engine/metrics.h"
-#include "train_internal.h"
+#include "run/train_internal.h"
 
 typedef struct bench {
     xt_run *r;

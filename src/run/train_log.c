@@ -11,7 +11,7 @@
 
 #include "engine/metrics.h"
 #include "io/atomic.h"
-#include "train_internal.h"
+#include "run/train_internal.h"
 
 double xt_wall_s(void) { return (double)xt_now_ns() / 1e9; }
 

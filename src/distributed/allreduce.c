@@ -16,11 +16,11 @@
  * 64-byte aligned and padded to a multiple of 16 floats, so the last group
  * may run past len into the padding (harmless: never read back).
  */
-#include "dist/allreduce.h"
+#include "distributed/allreduce.h"
 
 #include <string.h>
 
-#include "dist/shm_layout.h"
+#include "distributed/shm_layout.h"
 
 /* 16 floats; the compiler maps it onto whatever SIMD width the target has. */
 typedef float xt_v16 __attribute__((vector_size(64), may_alias));

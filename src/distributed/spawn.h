@@ -34,7 +34,7 @@
 #ifndef XT_DIST_SPAWN_H
 #define XT_DIST_SPAWN_H
 
-#include "dist/shm.h"
+#include "distributed/shm.h"
 #include "util/err.h"
 
 typedef struct xt_spawn_opts {

@@ -11,13 +11,13 @@
 #include <unistd.h>
 
 #include "data/download.h"
-#include "dist/spawn.h"
+#include "distributed/spawn.h"
 #include "engine/metrics.h"
 #include "io/atomic.h"
 #include "io/grid.h"
 #include "io/jsonw.h"
-#include "train.h"
-#include "train_internal.h"
+#include "run/train.h"
+#include "run/train_internal.h"
 
 static const char *const g_fashion_names[10] = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
                                                 "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"};

@@ -1,6 +1,6 @@
 /* shm.c — the shared region, abort/stop flags, heartbeats, barrier and
  * serial sections; see shm.h (API) and shm_layout.h (layout). */
-#include "dist/shm.h"
+#include "distributed/shm.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -9,7 +9,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "dist/shm_layout.h"
+#include "distributed/shm_layout.h"
 
 /* Busy-wait budget of a waiter before it sleeps, when every worker has a CPU. */
 #define XT_SPIN_NS 20000u

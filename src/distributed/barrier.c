@@ -9,7 +9,7 @@
  * sleeps (`sleepers`); both sides use sequentially consistent operations on
  * `seq` and `sleepers`, so at least one of them sees the other's write.
  */
-#include "dist/barrier.h"
+#include "distributed/barrier.h"
 
 #include <errno.h>
 #include <limits.h>

@@ -10,7 +10,7 @@
 
 #include "data/idx.h"
 #include "io/atomic.h"
-#include "train_internal.h"
+#include "run/train_internal.h"
 
 static int labels_path_for(const char *images, char *out, size_t cap) {
     const char *p = strstr(images, "images-idx3");

@@ -12,7 +12,7 @@
 
 #include <stdio.h>
 
-#include "spec.h"
+#include "config/spec.h"
 #include "util/err.h"
 
 typedef enum { XT_DS_MNIST, XT_DS_FASHION_MNIST, XT_DS_SYNTHETIC } xt_dataset_kind;

@@ -6,7 +6,7 @@
  * failure it sees (or the first abort a worker raised itself) is the culprit
  * named in the report; everything after it is a consequence.
  */
-#include "dist/spawn.h"
+#include "distributed/spawn.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "dist/shm_layout.h"
+#include "distributed/shm_layout.h"
 
 #define XT_POLL_NS (10 * 1000 * 1000LL)
 #define XT_STUCK_NS (1000 * 1000 * 1000LL) /* a barrier that cannot complete, seen this long */

@@ -6,7 +6,7 @@
  * file only knows where values come from, so every message can say
  * "<file>:<line>:<col>" or "--set KEY=VALUE".
  */
-#include "config.h"
+#include "config/config.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -14,8 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "config_keys.h"
-#include "config_yaml.h"
+#include "config/config_keys.h"
+#include "config/config_yaml.h"
 
 /* What every dataset delivers (all three are MNIST-shaped). */
 static const int dataset_input[3] = {1, 28, 28};

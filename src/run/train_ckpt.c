@@ -18,7 +18,7 @@
 
 #include "io/ckptdir.h"
 #include "io/safetensors.h"
-#include "train_internal.h"
+#include "run/train_internal.h"
 
 #define MAX_T 2048
 

@@ -5,7 +5,7 @@
  * Not here: building the layers (src/nn) or the FLAGS file (config.c). All
  * errors are XT_EUSAGE with "<spec file>:<line>:<col>: <layer>: <problem>; <fix>".
  */
-#include "spec.h"
+#include "config/spec.h"
 
 #include <ctype.h>
 #include <limits.h>
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config_yaml.h"
+#include "config/config_yaml.h"
 
 /* ---- the layer kinds and their parameters ----------------------------------- */
 

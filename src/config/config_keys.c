@@ -4,13 +4,13 @@
  * Not here: walking the YAML document, --set, positions in messages or
  * checks that involve several keys (config.c).
  */
-#include "config_keys.h"
+#include "config/config_keys.h"
 
 #include <limits.h>
 #include <math.h>
 #include <string.h>
 
-#include "config_yaml.h"
+#include "config/config_yaml.h"
 
 #define F(m) offsetof(xt_config, m)
 #define S(m) sizeof(((xt_config *)0)->m)

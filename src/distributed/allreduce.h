@@ -12,7 +12,7 @@
 
 #include <stddef.h>
 
-#include "dist/shm.h"
+#include "distributed/shm.h"
 #include "util/err.h"
 
 /* In place: buf[i] = (buf_0[i] + buf_1[i] + ... + buf_{N-1}[i]) * (1.0f / N),

@@ -2,7 +2,7 @@
  *
  * Not here: what any key or layer means. This file only knows YAML.
  */
-#include "config_yaml.h"
+#include "config/config_yaml.h"
 
 #include <ctype.h>
 #include <errno.h>

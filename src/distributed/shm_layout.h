@@ -16,8 +16,8 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "dist/barrier.h"
-#include "dist/shm.h"
+#include "distributed/barrier.h"
+#include "distributed/shm.h"
 
 _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "process-shared atomics must be lock-free (address-free)");
 

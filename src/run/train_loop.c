@@ -11,10 +11,10 @@
 
 #include "data/loader.h"
 #include "data/sampler.h"
-#include "dist/allreduce.h"
+#include "distributed/allreduce.h"
 #include "engine/metrics.h"
 #include "io/curves.h"
-#include "train_internal.h"
+#include "run/train_internal.h"
 
 typedef struct worker {
     xt_run *r;

@@ -7,10 +7,10 @@
 
 #include <stdint.h>
 
-#include "cli.h"
-#include "config.h"
+#include "run/cli.h"
+#include "config/config.h"
 #include "data/dataset.h"
-#include "dist/shm.h"
+#include "distributed/shm.h"
 #include "engine/graph.h"
 #include "nn/model.h"
 #include "optim/optim.h"

@@ -3,8 +3,8 @@
 #ifndef XT_TRAIN_H
 #define XT_TRAIN_H
 
-#include "cli.h"
-#include "config.h"
+#include "run/cli.h"
+#include "config/config.h"
 #include "util/err.h"
 
 /* Run what `cli` asks for with the validated config `c`: train (default),
