@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "engine/plan.h"
+#include "util/check.h"
 
 void xt_plan_free(xt_plan *p) {
     if (!p) return;
@@ -23,6 +24,8 @@ void xt_plan_free(xt_plan *p) {
     free(p->kernels);
     free(p->late_assigns);
     free(p->arena);
+    free(p->operand_ptrs);
+    free(p->ew_scratch);
     free(p);
 }
 
@@ -42,7 +45,34 @@ static void *dup(const void *src, size_t bytes) {
     return d;
 }
 
-xt_plan *xt_compile(const xt_graph *g, int fuse, int have_collective, xt_err *e) {
+/* Size and allocate what running the plan needs beyond the arena: the
+ * operand pointer list of the widest kernel and the fused interpreter's
+ * scratch for the widest group. Also checks that every kernel the plan
+ * runs has an entry in the kernel table. */
+static int alloc_exec_scratch(xt_plan *p) {
+    int widest = 1;
+    size_t ew = 64;
+    for (int k = 0; k < p->nkernels; k++) {
+        const xt_kernel *kr = &p->kernels[k];
+        if (kr->group >= 0) {
+            const xt_ew_group *g = &p->groups[kr->group];
+            if (g->ninputs + g->noutputs > widest) widest = g->ninputs + g->noutputs;
+            size_t b = xt_ew_scratch_bytes(g);
+            if (b > ew) ew = b;
+        } else {
+            const xt_node *n = &p->nodes[kr->node];
+            XT_CHECK(xt_kernel_table[n->op] != NULL);
+            if (n->nin > widest) widest = n->nin;
+        }
+    }
+    p->operand_ptrs_len = widest;
+    p->operand_ptrs = calloc((size_t)widest, sizeof *p->operand_ptrs);
+    p->ew_scratch_bytes = ew;
+    p->ew_scratch = aligned_alloc(64, ew);
+    return p->operand_ptrs && p->ew_scratch ? 0 : -1;
+}
+
+xt_plan *xt_compile(const xt_graph *g, const xt_compile_opts *o, xt_err *e) {
     xt_plan *p = calloc(1, sizeof *p);
     uint8_t *live = NULL;
     if (!p) goto oom;
@@ -62,8 +92,9 @@ xt_plan *xt_compile(const xt_graph *g, int fuse, int have_collective, xt_err *e)
     for (int i = 0; i < g->nfetch; i++) p->fetch_nodes[i] = g->fetches[i].t;
 
     xt_pass_live(p, live);
-    if (xt_pass_fuse(p, live, fuse)) goto oom;
-    if (xt_pass_memplan(p, live, have_collective)) goto oom;
+    if (xt_pass_fuse(p, live, o->fuse)) goto oom;
+    if (xt_pass_memplan(p, live, o->plan_memory, o->have_collective)) goto oom;
+    if (alloc_exec_scratch(p)) goto oom;
     size_t bytes = p->arena_bytes + p->scratch_bytes;
     p->arena = aligned_alloc(64, bytes ? (bytes + 63) & ~(size_t)63 : 64);
     if (!p->arena) goto oom;

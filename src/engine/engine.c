@@ -31,6 +31,8 @@ xt_engine *xt_engine_new(xt_store *store, const xt_engine_opts *opts) {
     if (!en->opts.recompile_warn) en->opts.recompile_warn = 6;
     const char *dir = getenv("XLATRAIN_SAVE_GRAPHS");
     if ((!en->opts.save_graphs_dir || !*en->opts.save_graphs_dir) && dir && *dir) en->opts.save_graphs_dir = dir;
+    const char *nmp = getenv("XLATRAIN_NO_MEMORY_PLANNER");
+    if (nmp && *nmp && strcmp(nmp, "0")) en->opts.no_memory_planner = 1;
     return en;
 }
 
@@ -76,19 +78,24 @@ static int find_or_compile(xt_engine *en, xt_plan **out, xt_err *e) {
     xt_graph *g = &en->g;
     uint64_t t0 = xt_now_ns();
     uint64_t h = xt_graph_hash(g);
-    for (int i = 0; i < en->ncache; i++)
-        if (en->cache[i]->hash == h && xt_plan_matches(en->cache[i], g)) {
-            xt_counter_add("CachedCompile", 1);
-            xt_metric_add("TraceHashLookupTime", XT_UNIT_TIME_NS, (double)(xt_now_ns() - t0));
-            *out = en->cache[i];
-            en->last.cache_hit = 1;
-            return 0;
-        }
+    xt_plan *hit = NULL;
+    for (int i = 0; i < en->ncache && !hit; i++)
+        if (en->cache[i]->hash == h && xt_plan_matches(en->cache[i], g)) hit = en->cache[i];
+    /* from the step's first recorded node to the end of the lookup */
+    xt_metric_add("TraceHashLookupTime", XT_UNIT_TIME_NS, (double)(xt_now_ns() - g->trace_start_ns));
+    if (hit) {
+        xt_counter_add("CachedCompile", 1);
+        *out = hit;
+        en->last.cache_hit = 1;
+        return 0;
+    }
     if (en->ncache + 1 >= en->opts.recompile_warn && !en->warned) {
         warn_recompile(en, g);
         en->warned = 1;
     }
-    xt_plan *p = xt_compile(g, en->opts.fuse, en->opts.collective_buf != NULL, e);
+    xt_compile_opts co = {.fuse = en->opts.fuse, .plan_memory = !en->opts.no_memory_planner,
+                          .have_collective = en->opts.collective_buf != NULL};
+    xt_plan *p = xt_compile(g, &co, e);
     if (!p) return e ? e->code : XT_ERUNTIME;
     xt_counter_add("UncachedCompile", 1);
     xt_metric_add("CompileTime", XT_UNIT_TIME_NS, (double)(xt_now_ns() - t0));

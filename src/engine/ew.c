@@ -21,7 +21,7 @@
 
 typedef void (*ew_fn)(float *d, const float *pa, const float *pb, int n);
 
-#define XT_EW1(name, expr)                                                 \
+#define XT_EW1(name, grad, expr)                                           \
     static void ew_##name(float *d, const float *pa, const float *pb, int n) { \
         (void)pb;                                                          \
         for (int i = 0; i < n; i++) {                                      \
@@ -29,7 +29,7 @@ typedef void (*ew_fn)(float *d, const float *pa, const float *pb, int n);
             d[i] = (expr);                                                 \
         }                                                                  \
     }
-#define XT_EW2(name, expr)                                                 \
+#define XT_EW2(name, grad, expr)                                           \
     static void ew_##name(float *d, const float *pa, const float *pb, int n) { \
         for (int i = 0; i < n; i++) {                                      \
             float a = pa[i], b = pb[i];                                    \
@@ -39,84 +39,127 @@ typedef void (*ew_fn)(float *d, const float *pa, const float *pb, int n);
 #include "engine/ops.def"
 
 static const ew_fn ew_table[XT_OP_COUNT] = {
-#define XT_EW1(name, expr) [XT_OP_##name] = ew_##name,
-#define XT_EW2(name, expr) [XT_OP_##name] = ew_##name,
+#define XT_EW1(name, grad, expr) [XT_OP_##name] = ew_##name,
+#define XT_EW2(name, grad, expr) [XT_OP_##name] = ew_##name,
 #include "engine/ops.def"
 };
 
-#define MAX_IN 40
+/* The interpreter's state for one group, carved from the plan's
+ * ew_scratch (sized at compile time for the widest group): per input its
+ * strides, broadcast flag, source pointer and a chunk of broadcast fill;
+ * the registers. */
+typedef struct {
+    int64_t (*stride)[4];
+    int *pattern, *bcast;
+    const float **src;
+    float (*fill)[CHUNK];
+    float (*regs)[CHUNK];
+} ew_state;
 
-void xt_ew_run(const xt_plan *p, const xt_ew_group *grp, void *const *in, void *const *out) {
-    int32_t S[4] = {1, 1, 1, 1};
-    for (int d = 0; d < grp->rank; d++) S[4 - grp->rank + d] = grp->shape[d];
-    int nin = grp->ninputs < MAX_IN ? grp->ninputs : MAX_IN;
-    int64_t stride[MAX_IN][4];
-    for (int k = 0; k < nin; k++) {
+static size_t up64(size_t n) { return (n + 63) & ~(size_t)63; }
+
+static size_t carve(const xt_ew_group *grp, char *base, ew_state *st) {
+    size_t nin = (size_t)grp->ninputs, o = 0;
+#define CARVE(field, bytes)                                  \
+    do {                                                     \
+        if (st) st->field = (void *)(base + o);              \
+        o += up64(bytes);                                    \
+    } while (0)
+    CARVE(fill, nin * CHUNK * sizeof(float));
+    CARVE(regs, (size_t)grp->nregs * CHUNK * sizeof(float));
+    CARVE(stride, nin * 4 * sizeof(int64_t));
+    CARVE(pattern, nin * sizeof(int));
+    CARVE(bcast, nin * sizeof(int));
+    CARVE(src, nin * sizeof(const float *));
+#undef CARVE
+    return o;
+}
+
+size_t xt_ew_scratch_bytes(const xt_ew_group *grp) { return carve(grp, NULL, NULL); }
+
+/* Per input: its stride per (right-aligned, 4-D) dim of the group's shape;
+ * 0 where it is broadcast. */
+static void input_strides(const xt_plan *p, const xt_ew_group *grp, const int32_t *S, ew_state *st) {
+    for (int k = 0; k < grp->ninputs; k++) {
         const xt_node *x = &p->nodes[grp->inputs[k]];
         int32_t X[4] = {1, 1, 1, 1};
         for (int d = 0; d < x->rank; d++) X[4 - x->rank + d] = x->shape[d];
-        int64_t st = 1;
+        int64_t sz = 1;
         for (int d = 3; d >= 0; d--) {
-            stride[k][d] = (X[d] == S[d] && S[d] != 1) ? st : 0;
-            st *= X[d];
+            st->stride[k][d] = (X[d] == S[d] && S[d] != 1) ? sz : 0;
+            sz *= X[d];
         }
     }
-    /* inner run: extend outward from the last dim while every input keeps
-     * one pattern over the run's non-trivial dims (all contiguous, or all
-     * broadcast); size-1 dims never break a run */
-    int pattern[MAX_IN];
-    for (int k = 0; k < nin; k++) pattern[k] = -1;
+}
+
+/* The inner run: extend outward from the last dim while every input keeps
+ * one pattern over the run's non-trivial dims (all contiguous, or all
+ * broadcast); size-1 dims never break a run. Returns its first dim. */
+static int inner_run(const xt_ew_group *grp, const int32_t *S, ew_state *st) {
+    int nin = grp->ninputs;
+    for (int k = 0; k < nin; k++) st->pattern[k] = -1;
     int d0 = 4;
     while (d0 > 0) {
         int d = d0 - 1, ok = 1;
         if (S[d] != 1)
             for (int k = 0; k < nin && ok; k++) {
-                int bc = stride[k][d] == 0;
-                if (pattern[k] != -1 && pattern[k] != bc) ok = 0;
+                int bc = st->stride[k][d] == 0;
+                if (st->pattern[k] != -1 && st->pattern[k] != bc) ok = 0;
             }
         if (!ok) break;
         if (S[d] != 1)
-            for (int k = 0; k < nin; k++) pattern[k] = stride[k][d] == 0;
+            for (int k = 0; k < nin; k++) st->pattern[k] = st->stride[k][d] == 0;
         d0 = d;
     }
-    int64_t inner = 1;
-    for (int d = d0; d < 4; d++) inner *= S[d];
-    int bcast[MAX_IN];
     for (int k = 0; k < nin; k++) {
         int b = 1;
         for (int d = d0; d < 4; d++)
-            if (stride[k][d] != 0) b = 0;
-        bcast[k] = b;
+            if (st->stride[k][d] != 0) b = 0;
+        st->bcast[k] = b;
     }
+    return d0;
+}
 
-    float regs[XT_EW_MAX_REGS][CHUNK] __attribute__((aligned(64)));
-    float fill[MAX_IN][CHUNK] __attribute__((aligned(64)));
-    const float *src[MAX_IN];
-    int64_t outer = 1;
+/* Run the group's program over one chunk of m elements at inner offset c
+ * of outer row o. */
+static void run_chunk(const xt_ew_group *grp, const ew_state *st, void *const *out, int64_t o, int64_t inner, int64_t c, int m) {
+    for (int j = 0; j < grp->ninstr; j++) {
+        const xt_ew_instr *ins = &grp->instr[j];
+        const float *a, *b = NULL;
+        a = ins->akind == XT_OPND_REG ? st->regs[ins->a] : st->bcast[ins->a] ? st->fill[ins->a] : st->src[ins->a] + c;
+        if (xt_op_table[ins->op].arity == 2)
+            b = ins->bkind == XT_OPND_REG ? st->regs[ins->b] : st->bcast[ins->b] ? st->fill[ins->b] : st->src[ins->b] + c;
+        float *dst = ins->dst >= 0 ? st->regs[ins->dst] : (float *)out[-1 - ins->dst] + o * inner + c;
+        ew_table[ins->op](dst, a, b, m);
+    }
+}
+
+void xt_ew_run(const xt_plan *p, const xt_ew_group *grp, void *const *in, void *const *out, void *scratch) {
+    ew_state st;
+    carve(grp, scratch, &st);
+    int32_t S[4] = {1, 1, 1, 1};
+    for (int d = 0; d < grp->rank; d++) S[4 - grp->rank + d] = grp->shape[d];
+    int nin = grp->ninputs;
+    input_strides(p, grp, S, &st);
+    int d0 = inner_run(grp, S, &st);
+    int64_t inner = 1, outer = 1;
+    for (int d = d0; d < 4; d++) inner *= S[d];
     for (int d = 0; d < d0; d++) outer *= S[d];
     int idx[4] = {0, 0, 0, 0};
     for (int64_t o = 0; o < outer; o++) {
         for (int k = 0; k < nin; k++) {
             int64_t off = 0;
-            for (int d = 0; d < d0; d++) off += idx[d] * stride[k][d];
-            src[k] = (const float *)in[k] + off;
-            if (bcast[k]) {
-                float v = src[k][0];
+            for (int d = 0; d < d0; d++) off += idx[d] * st.stride[k][d];
+            st.src[k] = (const float *)in[k] + off;
+            if (st.bcast[k]) {
+                float v = st.src[k][0];
                 int m = inner < CHUNK ? (int)inner : CHUNK;
-                for (int i = 0; i < m; i++) fill[k][i] = v;
+                for (int i = 0; i < m; i++) st.fill[k][i] = v;
             }
         }
         for (int64_t c = 0; c < inner; c += CHUNK) {
             int m = inner - c < CHUNK ? (int)(inner - c) : CHUNK;
-            for (int j = 0; j < grp->ninstr; j++) {
-                const xt_ew_instr *ins = &grp->instr[j];
-                const float *a, *b = NULL;
-                a = ins->akind == XT_OPND_REG ? regs[ins->a] : bcast[ins->a] ? fill[ins->a] : src[ins->a] + c;
-                if (xt_op_table[ins->op].arity == 2)
-                    b = ins->bkind == XT_OPND_REG ? regs[ins->b] : bcast[ins->b] ? fill[ins->b] : src[ins->b] + c;
-                float *dst = ins->dst >= 0 ? regs[ins->dst] : (float *)out[-1 - ins->dst] + o * inner + c;
-                ew_table[ins->op](dst, a, b, m);
-            }
+            run_chunk(grp, &st, out, o, inner, c, m);
         }
         for (int d = d0 - 1; d >= 0; d--) { /* next outer multi-index */
             if (++idx[d] < S[d]) break;

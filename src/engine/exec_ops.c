@@ -1,8 +1,9 @@
-/* exec_ops.c — one kernel per structured (non-elementwise) op, dispatched
- * through xt_kernel_table by op id. Each adapts the node's shapes and
- * attributes to the numeric kernels in src/kernels/. Elementwise ops have no
- * entry: they run in fused groups (ew.c). ALLREDUCE runs in exec.c because
- * it needs the collective. */
+/* exec_ops.c — one kernel per KERNEL op of ops.def (kern_NAME), its scratch
+ * size where it needs scratch (scratch_NAME), and the tables that dispatch
+ * to them, generated from ops.def. Each kernel adapts the node's shapes and
+ * attributes to the numeric kernels in src/kernels/. Not here: elementwise
+ * ops (they run in fused groups, ew.c) and the loop that runs a plan
+ * (exec.c). */
 #include <math.h>
 #include <string.h>
 
@@ -11,14 +12,20 @@
 
 #define IN(k) (&p->nodes[p->operands[n->in_off + (k)]])
 
-static void op_copy(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch) {
-    memmove(out, in[0], (size_t)xt_numel(n) * 4);
-}
+/* KERNEL(NAME) { body } defines kern_NAME for the table; the body sees the
+ * plan p, the node n, operand pointers in[], the output and the scratch. */
+#define KERNEL(name)                                                                              \
+    static void body_##name(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch); \
+    static int kern_##name(const xt_kcall *k) {                                                   \
+        body_##name(k->p, k->n, k->in, k->out, k->scratch);                                        \
+        return 0;                                                                                 \
+    }                                                                                             \
+    static void body_##name(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch)
 
-static void op_view_grad(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch) {
+KERNEL(VIEW_GRAD) {
     const xt_node *dy = IN(0);
-    memset(out, 0, (size_t)xt_numel(n) * 4);
-    memcpy((float *)out + n->iattr[0], in[0], (size_t)xt_numel(dy) * 4);
+    memset(out, 0, (size_t)xt_numel(n) * sizeof(float));
+    memcpy((float *)out + n->iattr[0], in[0], (size_t)xt_numel(dy) * sizeof(float));
 }
 
 /* Sum of a contiguous run: 16 float lanes (the loop vectorizes), combined in
@@ -35,7 +42,7 @@ static double sum_run(const float *x, int64_t n) {
 }
 
 /* Sum over the dims where the output (right-aligned) has size 1. */
-static void op_sum_to(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch) {
+KERNEL(SUM_TO) {
     const xt_node *x = IN(0);
     int32_t X[4] = {1, 1, 1, 1}, Y[4] = {1, 1, 1, 1};
     for (int d = 0; d < x->rank; d++) X[4 - x->rank + d] = x->shape[d];
@@ -44,7 +51,7 @@ static void op_sum_to(const xt_plan *p, const xt_node *n, void *const *in, void 
     for (int d = 3; d >= 0; d--) { ys[d] = Y[d] == 1 ? 0 : st; st *= Y[d]; }
     float *y = out;
     const float *xv = in[0];
-    memset(y, 0, (size_t)xt_numel(n) * 4);
+    memset(y, 0, (size_t)xt_numel(n) * sizeof(float));
     /* inner run: the trailing dims that are all reduced or all kept */
     int d0 = 3, red = ys[3] == 0;
     while (d0 > 0 && (X[d0 - 1] == 1 || (ys[d0 - 1] == 0) == red)) d0--;
@@ -68,7 +75,7 @@ static void op_sum_to(const xt_plan *p, const xt_node *n, void *const *in, void 
     }
 }
 
-static void op_matmul(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch) {
+KERNEL(MATMUL) {
     const xt_node *A = IN(0), *B = IN(1);
     int tA = n->iattr[0], tB = n->iattr[1];
     int M = n->shape[0], N = n->shape[1], K = tA ? A->shape[0] : A->shape[1];
@@ -83,15 +90,15 @@ static k_conv_shape conv_shape(const int32_t *xs, const int32_t *ws, const int32
     return s;
 }
 
-static void op_conv(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch) {
+KERNEL(CONV2D) {
     k_conv_shape s = conv_shape(IN(0)->shape, IN(1)->shape, n->iattr);
     k_conv2d_fwd(&s, out, in[0], in[1], n->nin > 2 ? in[2] : NULL, scratch);
 }
-static void op_conv_bwd_data(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch) {
+KERNEL(CONV2D_BWD_DATA) {
     k_conv_shape s = conv_shape(n->shape, IN(1)->shape, n->iattr); /* (dy, w) -> dx shaped like x */
     k_conv2d_bwd_data(&s, out, in[0], in[1], scratch);
 }
-static void op_conv_bwd_weight(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch) {
+KERNEL(CONV2D_BWD_WEIGHT) {
     k_conv_shape s = conv_shape(IN(0)->shape, n->shape, n->iattr); /* (x, dy) -> dw shaped like w */
     k_conv2d_bwd_weight(&s, out, NULL, in[0], in[1], scratch);
 }
@@ -101,25 +108,25 @@ static k_pool_shape pool_shape(const int32_t *xs, const int32_t *a) {
     k_pool_shape_infer(&s);
     return s;
 }
-static void op_maxpool(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch) {
+KERNEL(MAXPOOL2D) {
     k_pool_shape s = pool_shape(IN(0)->shape, n->iattr);
     float *y = out;
     k_maxpool2d_fwd(&s, y, (int32_t *)(y + (int64_t)s.N * s.C * s.Ho * s.Wo), in[0]);
 }
-static void op_maxpool_bwd(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch) {
+KERNEL(MAXPOOL2D_BWD) {
     k_pool_shape s = pool_shape(n->shape, n->iattr); /* (dy, argmax) -> dx shaped like x */
     k_maxpool2d_bwd(&s, out, in[0], in[1]);
 }
-static void op_avgpool(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch) {
+KERNEL(AVGPOOL2D) {
     k_pool_shape s = pool_shape(IN(0)->shape, n->iattr);
     k_avgpool2d_fwd(&s, out, in[0]);
 }
-static void op_avgpool_bwd(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch) {
+KERNEL(AVGPOOL2D_BWD) {
     k_pool_shape s = pool_shape(n->shape, n->iattr);
     k_avgpool2d_bwd(&s, out, in[0]);
 }
 
-static void op_bnstats(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch) {
+KERNEL(BN_STATS) {
     const xt_node *x = IN(0);
     int C = x->shape[1];
     k_bn_stats(x->shape[0], C, x->shape[2] * x->shape[3], out, (float *)out + C, in[0]);
@@ -127,7 +134,7 @@ static void op_bnstats(const xt_plan *p, const xt_node *n, void *const *in, void
 
 /* d/dx of (mean, biased var) over (N, H, W) per channel:
  * dx = dmean/M + dvar * 2 (x - mean) / M, M = N*H*W. */
-static void op_bnstats_bwd(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch) {
+KERNEL(BN_STATS_BWD) {
     int N = n->shape[0], C = n->shape[1], HW = n->shape[2] * n->shape[3];
     const float *ds = in[0], *x = in[1], *st = in[2];
     float *dx = out;
@@ -141,16 +148,16 @@ static void op_bnstats_bwd(const xt_plan *p, const xt_node *n, void *const *in, 
         }
 }
 
-static void op_logsm(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch) {
+KERNEL(LOG_SOFTMAX) {
     k_log_softmax_fwd(n->shape[0], n->shape[1], out, in[0]);
 }
-static void op_logsm_bwd(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch) {
+KERNEL(LOG_SOFTMAX_BWD) {
     k_log_softmax_bwd(n->shape[0], n->shape[1], out, in[0], in[1]);
 }
 
 /* mean over the batch of -logp[i, t_i]; an out-of-range label gives NaN,
  * which the trainer reports as a failed step */
-static void op_nll(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch) {
+KERNEL(NLL_LOSS) {
     const xt_node *L = IN(0);
     int N = L->shape[0], C = L->shape[1];
     const float *lp = in[0];
@@ -159,17 +166,17 @@ static void op_nll(const xt_plan *p, const xt_node *n, void *const *in, void *ou
     for (int i = 0; i < N; i++) acc += (t[i] >= 0 && t[i] < C) ? -lp[(int64_t)i * C + t[i]] : NAN;
     *(float *)out = (float)(acc / N);
 }
-static void op_nll_bwd(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch) {
+KERNEL(NLL_LOSS_BWD) {
     int N = n->shape[0], C = n->shape[1];
     float g = -*(const float *)in[0] / (float)N;
     const int32_t *t = in[1];
     float *d = out;
-    memset(d, 0, (size_t)N * C * 4);
+    memset(d, 0, (size_t)N * C * sizeof(float));
     for (int i = 0; i < N; i++)
         if (t[i] >= 0 && t[i] < C) d[(int64_t)i * C + t[i]] = g;
 }
 
-static void op_argmax(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch) {
+KERNEL(ARGMAX) {
     const xt_node *x = IN(0);
     int N = x->shape[0], C = x->shape[1];
     const float *v = in[0];
@@ -190,40 +197,58 @@ static void dropout_apply(const xt_node *n, float *y, const float *x, const void
     uint64_t counter = (uint64_t)(uint32_t)*(const int32_t *)step << 16 | (uint64_t)(uint16_t)n->iattr[0];
     k_dropout((size_t)xt_numel(n), y, x, pdrop, seed, counter);
 }
-static void op_dropout(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch) {
-    dropout_apply(n, out, in[0], in[1]);
+KERNEL(DROPOUT) { dropout_apply(n, out, in[0], in[1]); }
+KERNEL(DROPOUT_BWD) { dropout_apply(n, out, in[0], in[1]); } /* same mask, applied to dy */
+
+/* The gradients, packed into 64-byte aligned pieces (a gradient the memory
+ * plan already produced in its piece is not copied), then averaged over
+ * the replicas by the collective; the padding is zeroed because it joins
+ * the sum. */
+static int kern_ALLREDUCE(const xt_kcall *k) {
+    const xt_plan *p = k->p;
+    const xt_node *n = k->n;
+    float *out = k->out;
+    int64_t off = 0;
+    for (int i = 0; i < n->nin; i++) {
+        int64_t cnt = xt_numel(IN(i)), padded = xt_line_floats(cnt);
+        if (k->in[i] != out + off) memcpy(out + off, k->in[i], (size_t)cnt * sizeof(float));
+        memset(out + off + cnt, 0, (size_t)(padded - cnt) * sizeof(float));
+        off += padded;
+    }
+    if (k->ctx->allreduce) return k->ctx->allreduce(k->ctx->allreduce_ctx, out, (size_t)off, k->e);
+    return 0;
 }
 
+/* conv scratch: the im2col / packing area the conv kernels share */
+static size_t scratch_CONV2D(const xt_plan *p, const xt_node *n) {
+    k_conv_shape s = conv_shape(IN(0)->shape, IN(1)->shape, n->iattr);
+    return k_conv2d_scratch(&s) * sizeof(float);
+}
+static size_t scratch_CONV2D_BWD_DATA(const xt_plan *p, const xt_node *n) {
+    k_conv_shape s = conv_shape(n->shape, IN(1)->shape, n->iattr);
+    return k_conv2d_scratch(&s) * sizeof(float);
+}
+static size_t scratch_CONV2D_BWD_WEIGHT(const xt_plan *p, const xt_node *n) {
+    k_conv_shape s = conv_shape(IN(0)->shape, n->shape, n->iattr);
+    return k_conv2d_scratch(&s) * sizeof(float);
+}
+
+#define XT_KERNEL_FOR_FREE(name) NULL
+#define XT_KERNEL_FOR_EW(name) NULL
+#define XT_KERNEL_FOR_KERNEL(name) kern_##name
 const xt_kernel_fn xt_kernel_table[XT_OP_COUNT] = {
-    [XT_OP_COPY] = op_copy,
-    [XT_OP_VIEW_GRAD] = op_view_grad,
-    [XT_OP_SUM_TO] = op_sum_to,
-    [XT_OP_MATMUL] = op_matmul,
-    [XT_OP_CONV2D] = op_conv,
-    [XT_OP_CONV2D_BWD_DATA] = op_conv_bwd_data,
-    [XT_OP_CONV2D_BWD_WEIGHT] = op_conv_bwd_weight,
-    [XT_OP_MAXPOOL2D] = op_maxpool,
-    [XT_OP_MAXPOOL2D_BWD] = op_maxpool_bwd,
-    [XT_OP_AVGPOOL2D] = op_avgpool,
-    [XT_OP_AVGPOOL2D_BWD] = op_avgpool_bwd,
-    [XT_OP_BN_STATS] = op_bnstats,
-    [XT_OP_BN_STATS_BWD] = op_bnstats_bwd,
-    [XT_OP_LOG_SOFTMAX] = op_logsm,
-    [XT_OP_LOG_SOFTMAX_BWD] = op_logsm_bwd,
-    [XT_OP_NLL_LOSS] = op_nll,
-    [XT_OP_NLL_LOSS_BWD] = op_nll_bwd,
-    [XT_OP_ARGMAX] = op_argmax,
-    [XT_OP_DROPOUT] = op_dropout,
-    [XT_OP_DROPOUT_BWD] = op_dropout, /* same mask, applied to dy */
+#define XT_OP(name, arity, kind, grad, scratch, cls) [XT_OP_##name] = XT_KERNEL_FOR_##kind(name),
+#include "engine/ops.def"
+};
+
+typedef size_t (*scratch_fn)(const xt_plan *p, const xt_node *n);
+#define XT_SCRATCH_FOR_S(name) scratch_##name
+#define XT_SCRATCH_FOR_0(name) NULL
+static const scratch_fn scratch_table[XT_OP_COUNT] = {
+#define XT_OP(name, arity, kind, grad, scratch, cls) [XT_OP_##name] = XT_SCRATCH_FOR_##scratch(name),
+#include "engine/ops.def"
 };
 
 size_t xt_kernel_scratch_bytes(const xt_plan *p, const xt_node *n) {
-    k_conv_shape s;
-    switch (n->op) {
-    case XT_OP_CONV2D: s = conv_shape(IN(0)->shape, IN(1)->shape, n->iattr); break;
-    case XT_OP_CONV2D_BWD_DATA: s = conv_shape(n->shape, IN(1)->shape, n->iattr); break;
-    case XT_OP_CONV2D_BWD_WEIGHT: s = conv_shape(IN(0)->shape, n->shape, n->iattr); break;
-    default: return 0;
-    }
-    return k_conv2d_scratch(&s) * sizeof(float);
+    return scratch_table[n->op] ? scratch_table[n->op](p, n) : 0;
 }

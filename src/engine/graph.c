@@ -7,8 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define XT_DIFF_D 1
+#define XT_DIFF_N 0
 const xt_op_info xt_op_table[XT_OP_COUNT] = {
-#define XT_OP(name, arity, flags) [XT_OP_##name] = {#name, arity, flags},
+#define XT_OP(name, arity, kind, grad, scratch, cls) \
+    [XT_OP_##name] = {#name, arity, XT_KIND_##kind, XT_DIFF_##grad, "Kernel." #cls},
 #include "engine/ops.def"
 };
 
@@ -46,6 +49,9 @@ void xt_graph_destroy(xt_graph *g) {
     free(g->ht);
     free(g->assigns);
     free(g->fetches);
+    free(g->bw_requires_grad);
+    free(g->bw_grad);
+    free(g->bw_opnd);
     memset(g, 0, sizeof *g);
 }
 
@@ -119,6 +125,7 @@ xt_t xt_graph_push(xt_graph *g, const xt_node *proto, const xt_t *ins, int nin) 
     if (g->err[0]) return XT_NONE;
     for (int i = 0; i < nin; i++)
         if (ins[i] < 0 || ins[i] >= g->n) return xt_graph_fail(g, "%s: invalid operand %d", xt_op_table[proto->op].name, i);
+    if (g->n == 0) g->trace_start_ns = xt_now_ns(); /* the step's trace begins (TraceHashLookupTime) */
     xt_node n = *proto;
     n.nin = nin;
     n.hash = node_hash(g, &n, ins);
@@ -180,6 +187,8 @@ static xt_t view(xt_graph *g, xt_t x, int64_t offset, int dtype, int rank, const
         offset += g->nodes[x].iattr[0];
         x = g->operands[g->nodes[x].in_off];
     }
+    if (offset > INT32_MAX) /* the offset is a node attribute (int32): never truncate it */
+        return xt_graph_fail(g, "view: element offset %lld exceeds the engine's limit of %d elements per tensor", (long long)offset, INT32_MAX);
     n.iattr[0] = (int32_t)offset;
     return xt_graph_push(g, &n, &x, 1);
 }
@@ -223,7 +232,7 @@ static int broadcast_shape(const xt_node *a, const xt_node *b, int *rank, int32_
 
 xt_t xt_ew(xt_graph *g, xt_op op, xt_t a, xt_t b) {
     CHECK_IN(a);
-    if (!(xt_op_table[op].flags & XT_F_EW)) return xt_graph_fail(g, "%s is not elementwise", xt_op_table[op].name);
+    if (xt_op_table[op].kind != XT_KIND_EW) return xt_graph_fail(g, "%s is not elementwise", xt_op_table[op].name);
     if (xt_op_table[op].arity == 1) {
         xt_node n = xt_proto(op, XT_F32, g->nodes[a].rank, g->nodes[a].shape);
         return xt_graph_push(g, &n, &a, 1);
@@ -416,7 +425,11 @@ void xt_all_reduce(xt_graph *g, xt_t *grads, int n) {
             xt_graph_fail(g, "all_reduce: gradient %d is missing", i);
             return;
         }
-        total += (xt_numel(&g->nodes[grads[i]]) + 15) & ~(int64_t)15;  /* 64-byte aligned pieces */
+        total += xt_line_floats(xt_numel(&g->nodes[grads[i]]));  /* 64-byte aligned pieces */
+    }
+    if (total > INT32_MAX) {
+        xt_graph_fail(g, "all_reduce: %lld gradient elements exceed the engine's limit of %d elements per tensor", (long long)total, INT32_MAX);
+        return;
     }
     xt_node p = xt_proto(XT_OP_ALLREDUCE, XT_F32, 1, (int32_t[]){(int32_t)total});
     xt_t r = xt_graph_push(g, &p, grads, n);
@@ -425,7 +438,7 @@ void xt_all_reduce(xt_graph *g, xt_t *grads, int n) {
         const xt_node *gi = &g->nodes[grads[i]];
         xt_node copy = *gi;
         grads[i] = view(g, r, off, XT_F32, copy.rank, copy.shape);
-        off += (xt_numel(&copy) + 15) & ~(int64_t)15;
+        off += xt_line_floats(xt_numel(&copy));
     }
 }
 
@@ -447,7 +460,7 @@ void xt_assign(xt_graph *g, int slot, xt_t t) {
 
 void xt_fetch(xt_graph *g, xt_t t, void *host, size_t bytes) {
     if (t < 0 || t >= g->n) { xt_graph_fail(g, "fetch: invalid tensor"); return; }
-    if ((size_t)xt_numel(&g->nodes[t]) * 4 != bytes) {
+    if ((size_t)xt_numel(&g->nodes[t]) * xt_dtype_size(g->nodes[t].dtype) != bytes) {
         xt_graph_fail(g, "fetch: %zu bytes requested for a tensor of %lld elements", bytes, (long long)xt_numel(&g->nodes[t]));
         return;
     }

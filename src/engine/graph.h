@@ -40,17 +40,21 @@ typedef int32_t xt_t;
 #define XT_MAX_RANK 4
 
 typedef enum {
-#define XT_OP(name, arity, flags) XT_OP_##name,
+#define XT_OP(name, arity, kind, grad, scratch, cls) XT_OP_##name,
 #include "engine/ops.def"
     XT_OP_COUNT
 } xt_op;
 
-enum { XT_F_FREE = 1, XT_F_EW = 2 };
+/* An op's kind (ops.def): FREE ops need no kernel, EW ops run in fused
+ * elementwise groups, KERNEL ops have a kernel of their own. */
+typedef enum { XT_KIND_FREE, XT_KIND_EW, XT_KIND_KERNEL } xt_op_kind;
 
 typedef struct xt_op_info {
     const char *name;
-    int arity;     /* -1 = variadic */
-    int flags;
+    int arity;                  /* -1 = variadic */
+    xt_op_kind kind;
+    int differentiable;         /* has a gradient rule */
+    const char *profile_class;  /* "Kernel.conv", ...: the metric its time goes to */
 } xt_op_info;
 extern const xt_op_info xt_op_table[XT_OP_COUNT];
 
@@ -135,6 +139,8 @@ void xt_fetch(xt_graph *g, xt_t t, void *host, size_t bytes);
 typedef struct xt_engine_opts {
     const char *save_graphs_dir;   /* NULL/"" = off (else text + .dot dumps per new graph) */
     int fuse;                      /* 1 = elementwise fusion (default); 0 for tests */
+    int no_memory_planner;         /* 1 = every value its own buffer, no in-place updates (as tinygrad's
+                                      NO_MEMORY_PLANNER; also XLATRAIN_NO_MEMORY_PLANNER=1): bisects planner bugs */
     int recompile_warn;            /* warn after this many distinct graphs (default 6) */
     int profile;                   /* time kernels by class into metrics (Kernel.conv, ...) */
     /* The collective: called by ALLREDUCE with the packed gradient block

@@ -23,7 +23,31 @@ struct xt_graph {
     xt_store *store;
     int oom;
     char err[512];              /* first trace error ("" = none) */
+    uint64_t trace_start_ns;    /* when this step's first node was recorded */
+    /* autodiff's scratch: lives with the graph and only grows, so a traced
+     * step allocates nothing once the first step has sized it */
+    uint8_t *bw_requires_grad;  /* per node */
+    xt_t *bw_grad;              /* per node: its accumulated gradient */
+    int bw_cap;
+    xt_t *bw_opnd;              /* one node's operands, gradients and targets (3 x nin) */
+    int bw_opnd_cap;
 };
+
+/* One gradient rule's view of the node it differentiates (autodiff_rules.c). */
+typedef struct xt_grad_args {
+    xt_graph *g;
+    xt_t i;                     /* the node */
+    xt_node n;                  /* a copy of it: pushes may move the node array */
+    const xt_t *in;             /* its operands (a copy, n.nin of them) */
+    xt_t gy;                    /* the gradient arriving at it */
+    const uint8_t *rg;          /* per node: does the loss's gradient need to reach it */
+    xt_t *gin;                  /* out, per operand: its gradient piece, or XT_NONE */
+    xt_t *tgt;                  /* out, per operand: the node gin[k] belongs to (preset to in[k]) */
+} xt_grad_args;
+/* A rule emits forward ops for its operands' gradients; returns 0, or -1
+ * with the graph's error set. Indexed by op; NULL for ops marked N. */
+typedef int (*xt_grad_rule)(xt_grad_args *a);
+extern const xt_grad_rule xt_grad_rules[XT_OP_COUNT];
 
 /* Append (or find, CSE) a node; `proto` has op/dtype/rank/shape/attrs set,
  * operands passed separately. Returns the index or XT_NONE on error. */

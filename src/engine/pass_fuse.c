@@ -1,13 +1,20 @@
 /* pass_fuse.c — elementwise fusion.
  *
  * A group is a maximal run of live elementwise nodes of one shape that are
- * consecutive in call order, ignoring nodes that need no kernel (leaves,
- * constants, views) and dead nodes. Because call order is topological, a
- * contiguous run is always convex — no path leaves the group and comes back
- * — so no cycle check is needed, and the run's position is a valid place to
- * execute it. This catches what matters in these models because the layer
- * and optimizer code emit each chain together: bias add + ReLU, BN apply +
- * ReLU, the SGD/Adam update of one parameter.
+ * consecutive in call order, ignoring dead nodes and nodes that need no
+ * kernel (leaves, constants, views). This catches what matters in these
+ * models because the layer and optimizer code emit each chain together:
+ * bias add + ReLU, BN apply + ReLU, the SGD/Adam update of one parameter.
+ *
+ * Convexity. A group runs chunk by chunk, every member on elements [c, c+m)
+ * before any member on the next chunk, so a member may only read another
+ * member element for element. Call order is topological and every live
+ * kernel between two members ends the run, so the only path that can leave
+ * the group and come back passes through kernel-less nodes: a view of a
+ * member (a window at an offset, or a broadcast of one element) read by a
+ * later candidate would read elements of a later chunk that are not yet
+ * written. The run therefore ends at a candidate that reaches a member of
+ * the current group through any kernel-less node.
  *
  * Members that something outside the group reads (another kernel, a view, an
  * assign or a fetch) are the group's outputs and are written to memory; the
@@ -19,10 +26,32 @@
 
 #include "engine/plan.h"
 
-#define MAX_MEMBERS 20  /* keeps registers (<= members) under XT_EW_MAX_REGS */
+#include "util/check.h"
 
-static int is_ew(const xt_node *n) { return (xt_op_table[n->op].flags & XT_F_EW) != 0; }
-static int is_free(const xt_node *n) { return (xt_op_table[n->op].flags & XT_F_FREE) != 0; }
+/* A tuning choice, not a safety limit: longer groups need more chunk
+ * registers (at most one per member), and 20 keeps them in L1. The
+ * program's operand fields are int16, which this bound also keeps. */
+#define XT_FUSE_MAX_MEMBERS 20
+_Static_assert(2 * XT_FUSE_MAX_MEMBERS < INT16_MAX, "group operand indices are int16");
+
+static int is_ew(const xt_node *n) { return xt_op_table[n->op].kind == XT_KIND_EW; }
+static int is_free(const xt_node *n) { return xt_op_table[n->op].kind == XT_KIND_FREE; }
+
+/* Does node i read a member of group `cur` through a kernel-less node (a
+ * view, or a chain of them)? See "Convexity" above. */
+static int reads_group_through_alias(const xt_plan *p, int i, int cur, const int32_t *group_of) {
+    const xt_node *nd = &p->nodes[i];
+    for (int k = 0; k < nd->nin; k++) {
+        int32_t src = p->operands[nd->in_off + k];
+        int through_alias = 0;
+        while (is_free(&p->nodes[src]) && p->nodes[src].nin > 0) {
+            src = p->operands[p->nodes[src].in_off];
+            through_alias = 1;
+        }
+        if (through_alias && group_of[src] == cur) return 1;
+    }
+    return 0;
+}
 
 /* Build the program of one group: members[0..m) in order. */
 static int build_group(xt_plan *p, xt_ew_group *grp, const int32_t *members, int m, const uint8_t *needed_outside) {
@@ -34,8 +63,9 @@ static int build_group(xt_plan *p, xt_ew_group *grp, const int32_t *members, int
     grp->instr = malloc((size_t)m * sizeof *grp->instr);
     if (!grp->inputs || !grp->outputs || !grp->instr) return -1;
 
+    XT_CHECK(m <= XT_FUSE_MAX_MEMBERS);
     /* last use (instruction index) of each member inside the group */
-    int last_use[MAX_MEMBERS], reg_of[MAX_MEMBERS], out_of[MAX_MEMBERS];
+    int last_use[XT_FUSE_MAX_MEMBERS], reg_of[XT_FUSE_MAX_MEMBERS], out_of[XT_FUSE_MAX_MEMBERS];
     for (int j = 0; j < m; j++) {
         last_use[j] = -1;
         out_of[j] = needed_outside[j] ? grp->noutputs++ : -1;
@@ -47,7 +77,7 @@ static int build_group(xt_plan *p, xt_ew_group *grp, const int32_t *members, int
             for (int q = 0; q < j; q++)
                 if (members[q] == p->operands[n->in_off + k]) last_use[q] = j;
     }
-    int reg_busy[XT_EW_MAX_REGS] = {0};
+    int reg_busy[XT_FUSE_MAX_MEMBERS] = {0}; /* a register per member at most */
     for (int j = 0; j < m; j++) {
         const xt_node *n = &p->nodes[members[j]];
         xt_ew_instr *ins = &grp->instr[grp->ninstr++];
@@ -86,8 +116,8 @@ static int build_group(xt_plan *p, xt_ew_group *grp, const int32_t *members, int
             ins->dst = (int16_t)(-1 - out_of[j]);
         } else {
             int r = 0;
-            while (r < XT_EW_MAX_REGS && reg_busy[r]) r++;
-            if (r == XT_EW_MAX_REGS) return -1;
+            while (reg_busy[r]) r++;
+            XT_CHECK(r < m);
             reg_busy[r] = 1;
             reg_of[j] = r;
             ins->dst = (int16_t)r;
@@ -118,7 +148,8 @@ int xt_pass_fuse(xt_plan *p, const uint8_t *live, int fuse) {
         const xt_node *nd = &p->nodes[i];
         if (!live[i] || is_free(nd)) continue;
         if (is_ew(nd)) {
-            if (fuse && cur >= 0 && cur_len < MAX_MEMBERS && xt_same_shape(cur_shape, nd)) {
+            if (fuse && cur >= 0 && cur_len < XT_FUSE_MAX_MEMBERS && xt_same_shape(cur_shape, nd) &&
+                !reads_group_through_alias(p, i, cur, group_of)) {
                 group_of[i] = cur;
                 cur_len++;
                 continue;
@@ -153,9 +184,10 @@ int xt_pass_fuse(xt_plan *p, const uint8_t *live, int fuse) {
         }
         if (p->groups[gi].instr) continue; /* already emitted */
         int m = 0;
-        uint8_t outside[MAX_MEMBERS];
+        uint8_t outside[XT_FUSE_MAX_MEMBERS];
         for (int j = i; j < n; j++)
             if (group_of[j] == gi) {
+                XT_CHECK(m < XT_FUSE_MAX_MEMBERS);
                 outside[m] = is_out[j];
                 members[m++] = j;
             }

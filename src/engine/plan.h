@@ -24,13 +24,12 @@ typedef struct xt_loc {
 } xt_loc;
 
 /* A fused elementwise group: a straight-line program run chunk by chunk. */
-#define XT_EW_MAX_REGS 24
 typedef enum { XT_OPND_REG, XT_OPND_INPUT } xt_opnd_kind;
 typedef struct xt_ew_instr {
     int16_t op;            /* elementwise xt_op */
     int16_t dst;           /* register, or -1 - k: writes group output k directly */
     int8_t akind, bkind;   /* xt_opnd_kind */
-    int16_t a, b;          /* register index or group input index */
+    int16_t a, b;          /* register index or group input index (int16: XT_FUSE_MAX_MEMBERS bounds both) */
 } xt_ew_instr;
 
 typedef struct xt_ew_group {
@@ -74,15 +73,26 @@ typedef struct xt_plan {
     size_t intermediate_bytes;/* sum of materialized intermediates (what a naive allocator would use) */
     void *arena;              /* arena_bytes + scratch_bytes, allocated once per plan */
     int fused_kernels;
+    /* execution scratch, sized when the plan is compiled so that running it
+     * allocates nothing and has no fixed cap */
+    void **operand_ptrs;      /* the widest kernel's operand (and group output) pointers */
+    int operand_ptrs_len;
+    void *ew_scratch;         /* the fused interpreter's registers and input state (ew.c) */
+    size_t ew_scratch_bytes;
 } xt_plan;
 
 /* Passes (each in its own file). */
 int xt_pass_live(const xt_plan *p, uint8_t *live);                  /* pass_dce.c */
 int xt_pass_fuse(xt_plan *p, const uint8_t *live, int fuse);         /* pass_fuse.c */
-int xt_pass_memplan(xt_plan *p, const uint8_t *live, int have_collective); /* pass_memplan.c */
+int xt_pass_memplan(xt_plan *p, const uint8_t *live, int plan, int have_collective); /* pass_memplan.c */
 
 /* compile.c */
-xt_plan *xt_compile(const xt_graph *g, int fuse, int have_collective, xt_err *e);
+typedef struct xt_compile_opts {
+    int fuse;              /* elementwise fusion */
+    int plan_memory;       /* 0: every value its own buffer (bisecting planner bugs) */
+    int have_collective;   /* the all-reduce writes into an external block */
+} xt_compile_opts;
+xt_plan *xt_compile(const xt_graph *g, const xt_compile_opts *o, xt_err *e);
 void xt_plan_free(xt_plan *p);
 int xt_plan_matches(const xt_plan *p, const xt_graph *g);
 
@@ -96,13 +106,23 @@ typedef struct xt_exec_ctx {
 } xt_exec_ctx;
 int xt_execute(xt_plan *p, const xt_exec_ctx *c, xt_fetch_rec *fetches, xt_err *e);
 
-/* exec_ops.c: one kernel per non-elementwise op, dispatched by op id. */
-typedef void (*xt_kernel_fn)(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch);
-extern const xt_kernel_fn xt_kernel_table[XT_OP_COUNT];
+/* exec_ops.c: one kernel per KERNEL op of ops.def, dispatched by op id. */
+typedef struct xt_kcall {
+    const xt_plan *p;
+    const xt_node *n;
+    void *const *in;         /* operand pointers, n->nin of them */
+    void *out;
+    void *scratch;           /* the plan's scratch area (scratch_bytes) */
+    const xt_exec_ctx *ctx;
+    xt_err *e;
+} xt_kcall;
+typedef int (*xt_kernel_fn)(const xt_kcall *k);
+extern const xt_kernel_fn xt_kernel_table[XT_OP_COUNT];   /* NULL for FREE and EW ops */
 size_t xt_kernel_scratch_bytes(const xt_plan *p, const xt_node *n);
 
-/* ew.c: run one fused group. */
-void xt_ew_run(const xt_plan *p, const xt_ew_group *grp, void *const *in, void *const *out);
+/* ew.c: run one fused group; scratch holds xt_ew_scratch_bytes(grp). */
+size_t xt_ew_scratch_bytes(const xt_ew_group *grp);
+void xt_ew_run(const xt_plan *p, const xt_ew_group *grp, void *const *in, void *const *out, void *scratch);
 
 /* dump.c */
 void xt_dump_plan(const xt_plan *p, const char *dir, const char *stage);

@@ -15,6 +15,21 @@
 #include "util/err.h"
 
 typedef enum { XT_F32 = 0, XT_I32 = 1 } xt_dtype;
+
+/* Bytes of one element of a dtype: the one place that knows it. */
+static inline size_t xt_dtype_size(int dtype) {
+    switch (dtype) {
+    case XT_F32: return sizeof(float);
+    case XT_I32: return sizeof(int32_t);
+    default: return 0;
+    }
+}
+
+/* The alignment rule for packed float blocks: n floats rounded up to whole
+ * 64-byte cache lines. The store's slots and the all-reduce's gradient
+ * pieces both use it, so a gradient piece and its parameter line up. */
+#define XT_LINE_FLOATS 16
+static inline int64_t xt_line_floats(int64_t n) { return (n + XT_LINE_FLOATS - 1) & ~(int64_t)(XT_LINE_FLOATS - 1); }
 typedef enum { XT_SLOT_PARAM, XT_SLOT_BUFFER, XT_SLOT_STATE, XT_SLOT_INPUT } xt_slot_kind;
 
 typedef struct xt_slot {

@@ -31,9 +31,8 @@ int xt_optim_declare(xt_optim *o, const xt_config *c, const xt_model *m, xt_stor
             o->state1[i] = o->momentum != 0.0f ? state_slot(store, "momentum_buffer", p, e) : -1;
             if (o->momentum != 0.0f && o->state1[i] < 0) return XT_ERUNTIME;
         } else {
-            p = &store->slots[m->params[i]]; /* re-read: adding slots may move the array */
             if ((o->state1[i] = state_slot(store, "exp_avg", p, e)) < 0) return XT_ERUNTIME;
-            p = &store->slots[m->params[i]];
+            p = &store->slots[m->params[i]]; /* adding a slot may move the array; the store copies what it is given first */
             if ((o->state2[i] = state_slot(store, "exp_avg_sq", p, e)) < 0) return XT_ERUNTIME;
         }
     }
