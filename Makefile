@@ -69,8 +69,11 @@ $(REL_DIR)/%.o: %.c
 $(REL_DIR)/xlatrain: $(SRC:%.c=$(REL_DIR)/%.o) $(REL_DIR)/src/main.o
 	$(CC) $(REL_FLAGS) $^ -o $@ $(LIBS)
 
+# The test binary counts our code's heap allocations (tests/alloc_count.c).
+TEST_LDFLAGS := $(foreach f,malloc calloc realloc aligned_alloc posix_memalign strdup,-Wl,--wrap=$(f))
+
 $(REL_DIR)/run_tests: $(SRC:%.c=$(REL_DIR)/%.o) $(TEST_SRC:%.c=$(REL_DIR)/%.o)
-	$(CC) $(REL_FLAGS) $^ -o $@ $(LIBS)
+	$(CC) $(REL_FLAGS) $^ -o $@ $(TEST_LDFLAGS) $(LIBS)
 
 # standalone benchmark programs: tests/bench/NAME.c -> build/release/bench/NAME
 $(REL_DIR)/bench/%: tests/bench/%.c $(SRC:%.c=$(REL_DIR)/%.o)
@@ -88,7 +91,7 @@ $(ASAN_DIR)/xlatrain: $(SRC:%.c=$(ASAN_DIR)/%.o) $(ASAN_DIR)/src/main.o
 	$(CC) $(ASAN_FLAGS) $^ -o $@ $(LIBS)
 
 $(ASAN_DIR)/run_tests: $(SRC:%.c=$(ASAN_DIR)/%.o) $(TEST_SRC:%.c=$(ASAN_DIR)/%.o)
-	$(CC) $(ASAN_FLAGS) $^ -o $@ $(LIBS)
+	$(CC) $(ASAN_FLAGS) $^ -o $@ $(TEST_LDFLAGS) $(LIBS)
 
 # ---- tests ------------------------------------------------------------------
 # The runner needs the binary too: CLI tests run it as a user would.

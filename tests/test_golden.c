@@ -19,7 +19,7 @@ static double max_rel_err(const float *got, const float *want, int64_t n) {
     return worst;
 }
 
-TEST(golden_seed_cnn_matches_pytorch) {
+static void golden_one_step(int no_planner) {
     xt_err e = {0};
     xt_st_file f;
     if (xt_st_read("tests/golden/seed_cnn.safetensors", &f, &e)) {
@@ -44,7 +44,8 @@ TEST(golden_seed_cnn_matches_pytorch) {
         else snprintf(name, sizeof name, "init.%s", s->name);
         CHECK_MSG(xt_st_copy(&f, name, i == sy ? XT_ST_I32 : XT_ST_F32, s->rank, shape, s->data, &e) == 0, "%s", e.msg);
     }
-    xt_engine *en = xt_engine_new(&st, NULL);
+    xt_engine_opts eo = {.fuse = 1, .no_memory_planner = no_planner};
+    xt_engine *en = xt_engine_new(&st, &eo);
     xt_graph *g = xt_engine_graph(en);
     xt_t P[32], G[32];
     for (int i = 0; i < m.nparams; i++) P[i] = xt_leaf(g, m.params[i]);
@@ -82,3 +83,7 @@ TEST(golden_seed_cnn_matches_pytorch) {
     xt_spec_free(&spec);
     xt_st_close(&f);
 }
+
+TEST(golden_seed_cnn_matches_pytorch) { golden_one_step(0); }
+/* with memory planning off: every value its own buffer, no in-place update */
+TEST(golden_seed_cnn_matches_pytorch_without_memory_planner) { golden_one_step(1); }

@@ -1,11 +1,16 @@
-/* metrics.c — counters and sampled metrics; see metrics.h. */
+/* metrics.c — counters and sampled metrics; see metrics.h.
+ *
+ * The registry is per process, as torch_xla's is: each data-parallel worker
+ * reports its own. It grows when a new name first appears (a handful of
+ * names, all in the first step), so recording a value never allocates. */
 #include "engine/metrics.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#define MAX_METRICS 64
+#include "util/check.h"
+
 #define MAX_SAMPLES 1024
 
 typedef struct {
@@ -19,8 +24,8 @@ typedef struct {
     uint64_t first_ns, last_ns;
 } metric;
 
-static metric g_metrics[MAX_METRICS];
-static int g_nmetrics;
+static metric *g_metrics;
+static int g_nmetrics, g_cap;
 
 uint64_t xt_now_ns(void) {
     struct timespec ts;
@@ -31,7 +36,15 @@ uint64_t xt_now_ns(void) {
 static metric *find(const char *name, int create, int is_counter) {
     for (int i = 0; i < g_nmetrics; i++)
         if (!strcmp(g_metrics[i].name, name)) return &g_metrics[i];
-    if (!create || g_nmetrics == MAX_METRICS) return NULL;
+    if (!create) return NULL;
+    XT_CHECK(strlen(name) < sizeof g_metrics->name); /* names are the program's own */
+    if (g_nmetrics == g_cap) {
+        int cap = g_cap ? 2 * g_cap : 32;
+        metric *p = realloc(g_metrics, (size_t)cap * sizeof *p);
+        if (!p) return NULL; /* out of memory: the metric is not recorded, the run goes on */
+        g_metrics = p;
+        g_cap = cap;
+    }
     metric *m = &g_metrics[g_nmetrics++];
     memset(m, 0, sizeof *m);
     snprintf(m->name, sizeof m->name, "%s", name);
@@ -67,7 +80,7 @@ double xt_metric_total(const char *name, int64_t *count) {
     return m ? m->total : 0.0;
 }
 
-void xt_metrics_reset(void) { g_nmetrics = 0; }
+void xt_metrics_reset(void) { g_nmetrics = 0; } /* keeps the registry's memory for reuse */
 
 /* torch_xla prints times as e.g. "013ms352.041us", "02s120ms003.000us". */
 static void fmt_value(char *buf, size_t cap, xt_metric_unit unit, double v) {

@@ -72,16 +72,8 @@ void k_maxpool2d_bwd_ref(const k_pool_shape *s, float *dx, const float *dy, cons
  * invstd = 1/sqrt(var + eps). var_unbiased = var * n/(n-1) feeds the running
  * stats (the engine does that update as ordinary elementwise nodes). */
 void k_bn_stats(int N, int C, int HW, float *mean, float *var, const float *x);
-void k_bn_apply(int N, int C, int HW, float *y, const float *x, const float *mean, const float *var,
-                const float *gamma, const float *beta, float eps);
-/* Backward of training-mode BN (batch statistics):
- * dx = gamma*invstd/n * (n*dy - sum(dy) - xhat*sum(dy*xhat)); dgamma = sum(dy*xhat); dbeta = sum(dy). */
-void k_bn_bwd(int N, int C, int HW, float *dx, float *dgamma, float *dbeta, const float *dy, const float *x,
-              const float *mean, const float *var, const float *gamma, float eps);
 
 void k_bn_stats_ref(int N, int C, int HW, float *mean, float *var, const float *x);
-void k_bn_bwd_ref(int N, int C, int HW, float *dx, float *dgamma, float *dbeta, const float *dy, const float *x,
-                  const float *mean, const float *var, const float *gamma, float eps);
 
 /* ---- row-wise softmax family (rows x cols, contiguous rows) -------------- */
 void k_log_softmax_fwd(int rows, int cols, float *y, const float *x);

@@ -2,7 +2,7 @@
  * flavour (included by norm.c only).
  *
  * Is: per-channel passes over the N planes p + n*stride of HW floats each: the
- * sums the statistics and the backward need, and the two elementwise maps.
+ * two sums the batch statistics need.
  * Reductions keep four vector accumulators (an add has 3-4 cycles of latency;
  * fewer chains wait on it) and fold them into double every FOLD_PLANES planes,
  * so float partials stay short (at most FOLD_PLANES*HW/(4*VW) terms per lane)
@@ -71,67 +71,7 @@ static TGT double BFN(sqdev_planes)(const float *p, int N, size_t stride, size_t
     return t;
 }
 
-/* *sdy = sum dy, *sdyx = sum dy*(x - m) (two chains each) */
-static TGT void BFN(dsums_planes)(const float *dy, const float *x, int N, size_t stride, size_t HW, float m,
-                                  double *sdy, double *sdyx) {
-    vec a0 = VSPLAT(0.0f), a1 = a0, a2 = a0, a3 = a0, mv = VSPLAT(m);
-    double ta = 0.0, tb = 0.0;
-    for (int n = 0; n < N; n++) {
-        const float *g = dy + n * stride, *q = x + n * stride;
-        size_t i = 0;
-        for (; i + 2 * VW <= HW; i += 2 * VW) {
-            vec g0 = VLOAD(g + i), g1 = VLOAD(g + i + VW);
-            a0 += g0, a1 += g1;
-            a2 += g0 * (VLOAD(q + i) - mv);
-            a3 += g1 * (VLOAD(q + i + VW) - mv);
-        }
-        for (; i + VW <= HW; i += VW) {
-            vec g0 = VLOAD(g + i);
-            a0 += g0;
-            a2 += g0 * (VLOAD(q + i) - mv);
-        }
-        for (; i < HW; i++) {
-            ta += g[i];
-            tb += (double)g[i] * (q[i] - m);
-        }
-        if (n % FOLD_PLANES == FOLD_PLANES - 1 || n == N - 1) {
-            ta += BFN(lanes)(a0 + a1);
-            tb += BFN(lanes)(a2 + a3);
-            a0 = a1 = a2 = a3 = VSPLAT(0.0f);
-        }
-    }
-    *sdy = ta;
-    *sdyx = tb;
-}
-
-/* y = x*scale + shift */
-static TGT void BFN(affine_planes)(float *y, const float *x, int N, size_t stride, size_t HW, float scale,
-                                   float shift) {
-    vec sv = VSPLAT(scale), tv = VSPLAT(shift);
-    for (int n = 0; n < N; n++) {
-        const float *q = x + n * stride;
-        float *o = y + n * stride;
-        size_t i = 0;
-        for (; i + VW <= HW; i += VW) VSTORE(o + i, VLOAD(q + i) * sv + tv);
-        for (; i < HW; i++) o[i] = q[i] * scale + shift;
-    }
-}
-
-/* dx = k1*dy + k2*(x - m) + k3 */
-static TGT void BFN(dx_planes)(float *dx, const float *dy, const float *x, int N, size_t stride, size_t HW, float k1,
-                               float k2, float m, float k3) {
-    vec v1 = VSPLAT(k1), v2 = VSPLAT(k2), vm = VSPLAT(m), v3 = VSPLAT(k3);
-    for (int n = 0; n < N; n++) {
-        const float *g = dy + n * stride, *q = x + n * stride;
-        float *o = dx + n * stride;
-        size_t i = 0;
-        for (; i + VW <= HW; i += VW) VSTORE(o + i, v1 * VLOAD(g + i) + v2 * (VLOAD(q + i) - vm) + v3);
-        for (; i < HW; i++) o[i] = k1 * g[i] + k2 * (q[i] - m) + k3;
-    }
-}
-
-static const bn_isa BFN(bn_isa) = {BFN(sum_planes), BFN(sqdev_planes), BFN(dsums_planes), BFN(affine_planes),
-                                   BFN(dx_planes)};
+static const bn_isa BFN(bn_isa) = {BFN(sum_planes), BFN(sqdev_planes)};
 
 #undef BFN
 #undef BCAT

@@ -246,10 +246,7 @@ typedef struct {
 static void run_bn(void *p) {
     bn_ctx *c = p;
     if (c->op == 0) k_bn_stats(c->N, c->C, c->HW, c->mean, c->var, c->x);
-    if (c->op == 1) k_bn_apply(c->N, c->C, c->HW, c->y, c->x, c->mean, c->var, c->gamma, c->beta, 1e-5f);
-    if (c->op == 2)
-        k_bn_bwd(c->N, c->C, c->HW, c->dx, c->dg, c->dbt, c->dy, c->x, c->mean, c->var, c->gamma, 1e-5f);
-    if (c->op == 3) k_bn_stats_ref(c->N, c->C, c->HW, c->mean, c->var, c->x);
+    if (c->op == 1) k_bn_stats_ref(c->N, c->C, c->HW, c->mean, c->var, c->x);
 }
 
 static void bench_bn(const char *label, int N, int C, int HW) {
@@ -259,9 +256,9 @@ static void bench_bn(const char *label, int N, int C, int HW) {
                 falloc((size_t)C), falloc((size_t)C), falloc((size_t)C), falloc((size_t)C)};
     fill(c.x, n, 7), fill(c.dy, n, 8), fill(c.gamma, (size_t)C, 9), fill(c.beta, (size_t)C, 10);
     k_bn_stats(N, C, HW, c.mean, c.var, c.x);
-    const char *ops[4] = {"stats", "apply", "bwd", "stats_ref"};
+    const char *ops[2] = {"stats", "stats_ref"};
     printf("%-34s", label);
-    for (c.op = 0; c.op < 4; c.op++) printf(" %s %.1f us |", ops[c.op], time_it(run_bn, &c, 0.05) * 1e6);
+    for (c.op = 0; c.op < 2; c.op++) printf(" %s %.1f us |", ops[c.op], time_it(run_bn, &c, 0.05) * 1e6);
     printf("  (%.1f MB)\n", n * 4e-6);
     free(c.x), free(c.y), free(c.dx), free(c.dy), free(c.mean), free(c.var), free(c.gamma), free(c.beta);
     free(c.dg), free(c.dbt);
