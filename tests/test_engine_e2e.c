@@ -373,17 +373,17 @@ TEST(e2e_compile_count_step_schedule) {
     check_compiles(1, 3, TRAIN_N / BATCH, TEST_N / TEST_BATCH, 2);
 }
 
-/* Cosine with one warm-up epoch: the rate changes at every one of epoch 1's 8
- * steps, then every epoch. On 1 core and on 2 (4 steps and 1 eval batch per
- * worker per epoch). */
+/* Cosine with one warm-up epoch, 448 training images (7 steps of 64): the
+ * rate changes at every one of epoch 1's 7 steps (0.05 x k/7), then every
+ * epoch (0.05 x (1 + cos(pi e/3))/2: 0.0375, 0.0125 — values no warm-up step
+ * has, so a rate baked into the graph would compile 7 + 2 training graphs).
+ * On 1 core and on 2 (3 steps and 1 eval batch per worker per epoch). */
 TEST(e2e_compile_count_cosine_warmup_schedule) {
-    int rc = xl(BASE " --set num_epochs=3 --set log_steps=1 --set metrics_debug=true --set schedule.name=cosine "
-                "--set schedule.warmup_epochs=1 --set output_dir=%s/r", test_tmpdir());
+    int rc = xl(BASE " --set num_epochs=3 --set synthetic_train_size=448 --set log_steps=1 --set metrics_debug=true "
+                "--set schedule.name=cosine --set schedule.warmup_epochs=1 --set output_dir=%s/r", test_tmpdir());
     check_finished(rc, "r");
-    /* the rate really changed: 0.05 x k/8 at step k of epoch 1, then 0.05 x (1 + cos(pi e/3))/2
-     * (epoch 2 0.0375, epoch 3 0.0125: the same values as warm-up steps 6 and 2) */
     int d = distinct_step_lrs("r");
-    CHECK_MSG(d == TRAIN_N / BATCH, "%d distinct learning rates in metrics.jsonl, expected %d", d, TRAIN_N / BATCH);
+    CHECK_MSG(d == 7 + 2, "%d distinct learning rates in metrics.jsonl, expected 9", d);
     double lr[8];
     int n = epoch_lrs("r", lr, 8);
     CHECK_EQ(n, 3);
@@ -392,12 +392,12 @@ TEST(e2e_compile_count_cosine_warmup_schedule) {
         CHECK_NEAR(lr[1], 0.0375, 1e-9);
         CHECK_NEAR(lr[2], 0.0125, 1e-9);
     }
-    check_compiles(1, 3, TRAIN_N / BATCH, TEST_N / TEST_BATCH, 2);
+    check_compiles(1, 3, 448 / BATCH, TEST_N / TEST_BATCH, 2);
 
-    rc = xl(BASE " --set num_epochs=3 --set num_cores=2 --set metrics_debug=true --set schedule.name=cosine "
-            "--set schedule.warmup_epochs=1 --set output_dir=%s/r2", test_tmpdir());
+    rc = xl(BASE " --set num_epochs=3 --set synthetic_train_size=448 --set num_cores=2 --set metrics_debug=true "
+            "--set schedule.name=cosine --set schedule.warmup_epochs=1 --set output_dir=%s/r2", test_tmpdir());
     check_finished(rc, "r2");
-    check_compiles(2, 3, TRAIN_N / 2 / BATCH, TEST_N / 2 / TEST_BATCH, 2);
+    check_compiles(2, 3, 448 / 2 / BATCH, TEST_N / 2 / TEST_BATCH, 2);
 }
 
 /* The count follows the shapes: drop_last: false with 520 training images
