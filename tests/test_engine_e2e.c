@@ -7,7 +7,8 @@
  *   - models with more than 64 parameter tensors (41 linear layers with
  *     biases: 82) train on 1 and on 2 cores, with every tensor in the
  *     checkpoint, and 2 cores give the same weights as 1 core with the same
- *     global batch (so the all-reduce summed every gradient, not garbage);
+ *     global batch (so the all-reduce averaged every gradient, none dropped or
+ *     read from a wrong pointer);
  *   - a 200-layer spec (200 parameter tensors) trains;
  *   - the compile count, read from the metrics_debug report, is exactly what
  *     the shapes require for a constant, a step and a cosine + warm-up
@@ -160,6 +161,8 @@ static const char *mlp_spec(const char *file, int nlinear, int width, int log_so
 
 /* ---- optimizers ---------------------------------------------------------------- */
 
+static void check_compiles(int world, int epochs, int steps, int eval_batches, int graphs); /* below */
+
 /* The seed model (12 parameter tensors + 4 BN buffers) for two epochs of 8
  * steps: finite loss well below chance (ln 10 = 2.303; ~1.4-1.7 is typical),
  * accuracy well above 10%, the optimizer's state for every parameter in the
@@ -183,22 +186,19 @@ static void check_optimizer_run(const char *opts, const char *state1, const char
         ckpt_counts(ck, &model, &n2, state2, NULL, NULL, 0);
         CHECK_EQ(n2, 12);
     }
-    long long v[8];
-    int n = counter_values(g_out, "UncachedCompile", v, 8);
-    CHECK_EQ(n, 2);
-    if (n == 2) CHECK_EQ(v[1], 2);
+    check_compiles(1, 2, TRAIN_N / BATCH, TEST_N / TEST_BATCH, 2);
 }
 
-TEST(e2e_adam_trains_the_seed_model) {
+TEST(engine_e2e_adam_trains_the_seed_model) {
     check_optimizer_run("--set optimizer.name=adam --set learning_rate=0.001", "optim.exp_avg.", "optim.exp_avg_sq.");
 }
 
-TEST(e2e_adamw_trains_the_seed_model) {
+TEST(engine_e2e_adamw_trains_the_seed_model) {
     check_optimizer_run("--set optimizer.name=adamw --set learning_rate=0.001 --set optimizer.weight_decay=0.01",
                         "optim.exp_avg.", "optim.exp_avg_sq.");
 }
 
-TEST(e2e_sgd_nesterov_trains_the_seed_model) {
+TEST(engine_e2e_sgd_nesterov_trains_the_seed_model) {
     check_optimizer_run("--set optimizer.name=sgd --set optimizer.nesterov=true --set momentum=0.9 --set learning_rate=0.01",
                         "optim.momentum_buffer.", NULL);
 }
@@ -261,7 +261,7 @@ static void run_deep(const char *model, int nlinear, int cores, int batch, const
  * float rounding. A gradient that the all-reduce dropped or read from a wrong
  * pointer makes them differ (or crashes). No BN or dropout in the model:
  * those are per replica. */
-TEST(e2e_more_than_64_parameter_tensors_train_on_1_and_2_cores) {
+TEST(engine_e2e_more_than_64_parameter_tensors_train_on_1_and_2_cores) {
     const char *model = mlp_spec("deep41.yaml", 41, 16, 1);
     run_deep(model, 41, 1, 2 * BATCH, "c1");
     run_deep(model, 41, 2, BATCH, "c2");
@@ -274,7 +274,7 @@ TEST(e2e_more_than_64_parameter_tensors_train_on_1_and_2_cores) {
 }
 
 /* Just over the 64 of a fixed-size array: 33 linear layers = 66 tensors. */
-TEST(e2e_66_parameter_tensors_on_2_cores_match_1_core) {
+TEST(engine_e2e_66_parameter_tensors_on_2_cores_match_1_core) {
     const char *model = mlp_spec("deep33.yaml", 33, 16, 1);
     run_deep(model, 33, 1, 2 * BATCH, "c1");
     run_deep(model, 33, 2, BATCH, "c2");
@@ -288,7 +288,7 @@ TEST(e2e_66_parameter_tensors_on_2_cores_match_1_core) {
 
 /* 200 layers: flatten, 100 linear layers with 99 ReLUs between them, ending
  * in logits (no log_softmax: the run adds it) — 200 parameter tensors. */
-TEST(e2e_200_layer_spec_trains) {
+TEST(engine_e2e_200_layer_spec_trains) {
     const char *model = mlp_spec("deep200.yaml", 100, 16, 0);
     int rc = xl("--config configs/smoke.yaml --set model=%s --dry-run", model);
     CHECK_MSG(rc == 0, "%s", g_out);
@@ -352,13 +352,13 @@ static int distinct_step_lrs(const char *sub) {
     return n;
 }
 
-TEST(e2e_compile_count_constant_schedule) {
+TEST(engine_e2e_compile_count_constant_schedule) {
     int rc = xl(BASE " --set num_epochs=3 --set metrics_debug=true --set output_dir=%s/r", test_tmpdir());
     check_finished(rc, "r");
     check_compiles(1, 3, TRAIN_N / BATCH, TEST_N / TEST_BATCH, 2);
 }
 
-TEST(e2e_compile_count_step_schedule) {
+TEST(engine_e2e_compile_count_step_schedule) {
     int rc = xl(BASE " --set num_epochs=3 --set metrics_debug=true --set schedule.name=step --set schedule.step_size=1 "
                 "--set schedule.gamma=0.5 --set output_dir=%s/r", test_tmpdir());
     check_finished(rc, "r");
@@ -378,7 +378,7 @@ TEST(e2e_compile_count_step_schedule) {
  * epoch (0.05 x (1 + cos(pi e/3))/2: 0.0375, 0.0125 — values no warm-up step
  * has, so a rate baked into the graph would compile 7 + 2 training graphs).
  * On 1 core and on 2 (3 steps and 1 eval batch per worker per epoch). */
-TEST(e2e_compile_count_cosine_warmup_schedule) {
+TEST(engine_e2e_compile_count_cosine_warmup_schedule) {
     int rc = xl(BASE " --set num_epochs=3 --set synthetic_train_size=448 --set log_steps=1 --set metrics_debug=true "
                 "--set schedule.name=cosine --set schedule.warmup_epochs=1 --set output_dir=%s/r", test_tmpdir());
     check_finished(rc, "r");
@@ -403,7 +403,7 @@ TEST(e2e_compile_count_cosine_warmup_schedule) {
 /* The count follows the shapes: drop_last: false with 520 training images
  * adds the partial batch of 8 (a third graph), 300 test images a partial
  * test batch of 44 (a fourth); both are compiled once, in epoch 1. */
-TEST(e2e_compile_count_partial_batches_add_one_graph_each) {
+TEST(engine_e2e_compile_count_partial_batches_add_one_graph_each) {
     int rc = xl(BASE " --set num_epochs=2 --set metrics_debug=true --set drop_last=false --set synthetic_train_size=520 "
                 "--set synthetic_test_size=300 --set output_dir=%s/r", test_tmpdir());
     check_finished(rc, "r");
