@@ -12,7 +12,11 @@
 #include "engine/graph.h"
 #include "config/spec.h"
 
-#define XT_MODEL_MAX_PARAMS 512
+/* Every layer has at most 2 parameter tensors (weight, bias) and 2 buffers
+ * (running mean, variance), and the spec reader refuses more than
+ * XT_SPEC_MAX_LAYERS layers with a file:line:col message, so a valid spec
+ * always fits: this bound is never the one a user meets. */
+#define XT_MODEL_MAX_PARAMS (2 * XT_SPEC_MAX_LAYERS)
 
 enum { XT_EVAL = 0, XT_TRAIN = 1 };
 

@@ -1,0 +1,41 @@
+#!/bin/sh
+# ab.sh — before/after: the training benchmark of two builds of xlatrain,
+# interleaved run by run on the same machine in one session (the machines
+# here are shared and noisy, so only ratios measured side by side mean
+# anything). Prints medians per build and the ratio after/before.
+#
+#   sh tests/bench/ab.sh BEFORE_TREE AFTER_TREE     # each with build/release/bench/train_bench built
+#
+# e.g. git worktree add /tmp/before <commit> && make -C /tmp/before _build _bench_bins
+set -u
+[ $# -eq 2 ] || { echo "usage: $0 BEFORE_TREE AFTER_TREE" >&2; exit 2; }
+REPS=${REPS:-5}
+export OPENBLAS_NUM_THREADS=1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+field() { echo "$2" | tr ' ' '\n' | sed -n "s/^$1=//p" | head -n 1; }
+median() { sort -g | awk '{a[NR]=$1} END {if (NR) print a[int((NR+1)/2)]; else print "nan"}'; }
+
+echo "ab.sh — $(date -u +%Y-%m-%dT%H:%MZ), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $REPS interleaved repetitions"
+printf '%-9s %-5s %12s %12s %7s %10s %10s\n' model procs before after ratio before_ms after_ms
+for m in seed_cnn:models/fashion_cnn.yaml:300 wide_cnn:models/wide_cnn.yaml:30; do
+    name=${m%%:*}; rest=${m#*:}; spec=${rest%%:*}; steps=${rest#*:}
+    for p in 1 2; do
+        for side in before after; do : > "$tmp/$side"; done
+        i=0
+        while [ $i -lt "$REPS" ]; do
+            for side in before after; do
+                tree=$1; [ $side = after ] && tree=$2
+                (cd "$tree" && build/release/bench/train_bench "$spec" --procs $p --steps $steps --infer-steps 2) 2>/dev/null |
+                    grep '^RESULT' >> "$tmp/$side"
+            done
+            i=$((i + 1))
+        done
+        b=$(while read -r l; do field train_sps "$l"; done < "$tmp/before" | median)
+        a=$(while read -r l; do field train_sps "$l"; done < "$tmp/after" | median)
+        bs=$(while read -r l; do field step_ms "$l"; done < "$tmp/before" | median)
+        as=$(while read -r l; do field step_ms "$l"; done < "$tmp/after" | median)
+        r=$(awk -v a="$a" -v b="$b" 'BEGIN{ if (b+0>0) printf "%.3fx", a/b; else print "-" }')
+        printf '%-9s %-5s %12s %12s %7s %10s %10s\n' $name $p "$b" "$a" "$r" "$bs" "$as"
+    done
+done
