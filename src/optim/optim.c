@@ -5,6 +5,13 @@
 #include <stdio.h>
 #include <string.h>
 
+/* The longest state name ("optim.momentum_buffer." or "optim.exp_avg_sq."
+ * + a layer name + its longest tensor suffix) must fit a store slot's name,
+ * so that no valid spec can meet the slot's name limit. */
+_Static_assert(sizeof "optim.momentum_buffer." - 1 + sizeof((xt_layer *)0)->name - 1 + sizeof ".running_mean" - 1 <
+                   sizeof((xt_slot *)0)->name,
+               "a valid layer name always fits an optimizer state's slot name");
+
 static int state_slot(xt_store *s, const char *what, const xt_slot *param, xt_err *e) {
     char name[256];
     snprintf(name, sizeof name, "optim.%s.%s", what, param->name);
