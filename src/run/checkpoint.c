@@ -1,4 +1,4 @@
-/* train_ckpt.c — a run's checkpoint as safetensors.
+/* checkpoint.c — a run's checkpoint as safetensors.
  *
  * Tensors: the model's state_dict under PyTorch's names (conv1.weight,
  * bn1.running_mean, bn1.num_batches_tracked as I64, ...), so PyTorch's
@@ -18,7 +18,7 @@
 
 #include "io/ckptdir.h"
 #include "io/safetensors.h"
-#include "run/train_internal.h"
+#include "run/checkpoint.h"
 
 #define MAX_T 2048
 
