@@ -10,7 +10,6 @@
 #include <cblas.h>
 #include <math.h>
 #include <stdio.h>
-#include <string.h>
 
 #include "data/loader.h"
 #include "data/sampler.h"
@@ -215,9 +214,7 @@ static int master_epoch_outputs(worker *w, int epoch, double loss, double acc, d
     return 0;
 }
 
-/* Evaluate the shard and print this replica's accuracy (and, with
- * metrics_debug, its report: before the mesh-reduce, so every replica's
- * report precedes the master's summary line). */
+/* Evaluate the shard and print this replica's accuracy. */
 static int evaluate_and_log(worker *w, long long *correct, long long *total, xt_err *e) {
     int rc = xt_eval_run(&w->eval, w->r, w->en, correct, total, e);
     if (rc) return rc;
@@ -248,6 +245,7 @@ static int end_epoch(worker *w, const epoch_pos *p, xt_err *e) {
     long long correct, total;
     int rc = evaluate_and_log(w, &correct, &total, e);
     if (rc) return rc;
+    /* before the mesh-reduce: every replica's report precedes the master's summary line */
     if (r->c->metrics_debug) metrics_debug_report();
     double counts[3] = {(double)correct, (double)total, p->loss_n ? p->loss_sum / (double)p->loss_n : NAN};
     if (r->dist && (rc = xt_mesh_reduce_sum(r->dist, w->rank, counts, 3, e))) return rc;
