@@ -1,14 +1,15 @@
 /* main.c — the xlatrain command line: options -> xt_cli, the FLAGS file ->
- * xt_config, then --dry-run prints both, anything else goes to
- * xt_train_main. This is the only place that prints an error message
+ * xt_config, then --dry-run prints both, --predict goes to xt_predict_main
+ * and anything else (training, --eval-only) to xt_train_main. This is the only place that prints an error message
  * ("xlatrain: <msg>" on stderr) and picks the exit code.
  */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "run/cli.h"
 #include "config/config.h"
+#include "run/cli.h"
+#include "run/predict.h"
 #include "run/train.h"
 #include "util/err.h"
 
@@ -175,7 +176,7 @@ int main(int argc, char **argv) {
     if (cli.dry_run) {
         rc = dry_run(&cfg);
     } else {
-        rc = xt_train_main(&cfg, &cli, &err);
+        rc = cli.predict ? xt_predict_main(&cfg, &cli, &err) : xt_train_main(&cfg, &cli, &err);
         fflush(stdout);
         if (rc && err.msg[0]) fprintf(stderr, "xlatrain: %s\n", err.msg);
     }

@@ -12,7 +12,8 @@
 #include "distributed/allreduce.h"
 #include "distributed/spawn.h"
 #include "test.h"
-#include "run/train_internal.h"
+#include "run/run.h"
+#include "run/step.h"
 
 /* conv -> relu -> pool -> flatten -> linear: no BN (per-replica batch
  * statistics legitimately differ, as in PyTorch/XLA without SyncBN) and no

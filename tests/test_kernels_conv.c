@@ -8,7 +8,9 @@
  */
 #include "test.h"
 
-#include "kernels/conv_impl.h"
+#include "kernels/conv.h"
+#include "kernels/conv_direct.h"
+#include "kernels/conv_im2col.h"
 #include "kernels/kernels.h"
 #include "kernels/simd.h"
 

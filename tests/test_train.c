@@ -209,3 +209,30 @@ TEST(train_resume_with_a_different_num_cores) {
     CHECK(strstr(g_out, "Finished training epoch 1") == NULL);
     CHECK_STR_CONTAINS(g_out, "\"epochs\":2");
 }
+
+/* test_batch_size up to the key's maximum evaluates the shard in one batch
+ * (no hidden cap): the same accuracy as batches of 1000, and the grid shows
+ * the first samples of that one batch, not of a 4096-sample tail. Above the
+ * maximum the config is rejected at its file:line:col. */
+TEST(train_test_batch_size_above_4096) {
+    const char *d = test_tmpdir();
+    const char *args = "--config configs/smoke.yaml --set synthetic_train_size=512 --set synthetic_test_size=5000 "
+                       "--set num_epochs=1 --set target_accuracy=0 --set log_steps=0";
+    static char acc[3][64];
+    const int tbs[3] = {1000, 4096, 65536};
+    for (int i = 0; i < 3; i++) {
+        int rc = xl(g_out, sizeof g_out, "%s --set test_batch_size=%d --set output_dir=%s/r%d", args, tbs[i], d, tbs[i]);
+        CHECK_MSG(rc == 0, "test_batch_size=%d: exit %d: %s", tbs[i], rc, g_out);
+        const char *a = strstr(g_out, "[xla:0] Accuracy=");
+        CHECK_MSG(a != NULL, "no accuracy line: %s", g_out);
+        if (a) snprintf(acc[i], sizeof acc[i], "%.*s", (int)strcspn(a, "\n"), a);
+    }
+    CHECK_MSG(!strcmp(acc[0], acc[2]) && !strcmp(acc[1], acc[2]), "'%s' / '%s' / '%s'", acc[0], acc[1], acc[2]);
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "cmp -s %s/r4096/predictions.png %s/r65536/predictions.png", d, d);
+    CHECK_MSG(test_run(cmd, NULL, 0) != 0, "the grid of test_batch_size=65536 shows a 4096-sample tail: a cap is back");
+    const char *cfg = test_write_file("big.yaml", "dataset: synthetic\ntest_batch_size: 65537\n");
+    int rc = xl(g_out, sizeof g_out, "--config %s --dry-run", cfg);
+    CHECK_EQ(rc, 2);
+    CHECK_STR_CONTAINS(g_out, "big.yaml:2:18: test_batch_size: '65537' is out of range");
+}

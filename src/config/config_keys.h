@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <yaml.h>
 
-#include "config/config.h"
+#include "config/config_types.h"
 
 typedef enum {
     XT_K_INT,     /* int */

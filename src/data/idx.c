@@ -69,126 +69,132 @@ static int corrupt(xt_err *e, const char *path, const char *zmsg, size_t at) {
                    path, zmsg, xt_commas(a, at));
 }
 
-static int read_idx(const char *path, int ndim, int want_rows, int want_cols, xt_idx *out, xt_err *e) {
+/* What the header declares. */
+typedef struct idx_shape {
+    int ndim;          /* 3 images, 1 labels */
+    long n;
+    int rows, cols;    /* 0 for labels */
+    size_t bytes;      /* of the payload */
+} idx_shape;
+
+static void describe_shape(char *out, size_t cap, const idx_shape *s) {
+    describe(out, cap, s->ndim, s->n, s->rows, s->cols, s->bytes);
+}
+
+/* The magic number: IDX unsigned bytes with ndim dimensions. */
+static int read_magic(zin *z, const char *path, int ndim, xt_err *e) {
     const uint32_t want_magic = 0x800u | (uint32_t)ndim;
-    uint8_t hdr[16];
+    uint8_t hdr[4];
     size_t got = 0;
-    int rc = XT_EDATA;
-    uint8_t *data = NULL;
-    memset(out, 0, sizeof *out);
-
-    zin z = {gzopen(path, "rb"), 0, ""};
-    if (!z.f) return xt_fail(e, XT_EIO, "%s: cannot open: %s", path, errno ? strerror(errno) : "out of memory");
-    gzbuffer(z.f, 1 << 18);
-
-    if (zread(&z, hdr, 4, &got) < 0) {
-        corrupt(e, path, z.zmsg, got);
-        goto out;
-    }
-    if (got < 4) {
-        xt_fail(e, XT_EDATA, "%s: %s (%zu bytes); expected an IDX %s file", path,
-                got ? "truncated header" : "empty file", got, what_name(ndim));
-        goto out;
-    }
+    if (zread(z, hdr, 4, &got) < 0) return corrupt(e, path, z->zmsg, got);
+    if (got < 4)
+        return xt_fail(e, XT_EDATA, "%s: %s (%zu bytes); expected an IDX %s file", path,
+                       got ? "truncated header" : "empty file", got, what_name(ndim));
     uint32_t magic = be32(hdr);
     if ((magic & 0xffffff00u) != 0x800u) {
         const char *hint = "";
-        if (gzdirect(z.f) && strlen(path) > 3 && !strcmp(path + strlen(path) - 3, ".gz"))
+        if (gzdirect(z->f) && strlen(path) > 3 && !strcmp(path + strlen(path) - 3, ".gz"))
             hint = " (named .gz but not gzip-compressed)";
-        xt_fail(e, XT_EDATA, "%s: bad magic 0x%08x, expected 0x%08x (IDX unsigned-byte %s)%s; not an MNIST-format file",
-                path, magic, want_magic, what_name(ndim), hint);
-        goto out;
+        return xt_fail(e, XT_EDATA, "%s: bad magic 0x%08x, expected 0x%08x (IDX unsigned-byte %s)%s; not an MNIST-format file",
+                       path, magic, want_magic, what_name(ndim), hint);
     }
     if ((int)(magic & 0xff) != ndim) {
         int have = (int)(magic & 0xff);
-        xt_fail(e, XT_EDATA, "%s: IDX header declares %d dimension%s (magic 0x%08x), expected %d for %s%s", path,
-                have, have == 1 ? "" : "s", magic, ndim, what_name(ndim),
-                have == 1 ? "; this looks like a labels file" : have == 3 ? "; this looks like an images file" : "");
-        goto out;
+        return xt_fail(e, XT_EDATA, "%s: IDX header declares %d dimension%s (magic 0x%08x), expected %d for %s%s", path,
+                       have, have == 1 ? "" : "s", magic, ndim, what_name(ndim),
+                       have == 1 ? "; this looks like a labels file" : have == 3 ? "; this looks like an images file" : "");
     }
-    if (zread(&z, hdr + 4, 4u * (unsigned)ndim, &got) < 0) {
-        corrupt(e, path, z.zmsg, 4 + got);
-        goto out;
-    }
-    if (got < 4u * (unsigned)ndim) {
-        xt_fail(e, XT_EDATA, "%s: truncated header: %zu of %d size bytes present", path, got, 4 * ndim);
-        goto out;
-    }
-    uint32_t dims[3] = {0, 0, 0};
-    for (int i = 0; i < ndim; i++) dims[i] = be32(hdr + 4 + 4 * i);
-    if (dims[0] == 0 || dims[0] > MAX_COUNT) {
-        xt_fail(e, XT_EDATA, "%s: header says %lu %s", path, (unsigned long)dims[0], what_name(ndim));
-        goto out;
-    }
-    if (ndim == 3) {
-        if (dims[1] == 0 || dims[2] == 0 || dims[1] > MAX_DIM || dims[2] > MAX_DIM ||
-            (want_rows && (int)dims[1] != want_rows) || (want_cols && (int)dims[2] != want_cols)) {
-            xt_fail(e, XT_EDATA, "%s: images are %lux%lu, expected %dx%d", path, (unsigned long)dims[1],
-                    (unsigned long)dims[2], want_rows ? want_rows : 28, want_cols ? want_cols : 28);
-            goto out;
-        }
-    }
-    long n = (long)dims[0];
-    int rows = ndim == 3 ? (int)dims[1] : 0, cols = ndim == 3 ? (int)dims[2] : 0;
-    size_t expect = (size_t)n * (ndim == 3 ? (size_t)rows * (size_t)cols : 1);
+    return 0;
+}
 
-    /* Grow as bytes arrive (see the file comment). */
+/* The sizes after the magic, checked against the limits and the wanted image size. */
+static int read_shape(zin *z, const char *path, int ndim, int want_rows, int want_cols, idx_shape *sh, xt_err *e) {
+    uint8_t hdr[12];
+    size_t got = 0;
+    if (zread(z, hdr, 4u * (unsigned)ndim, &got) < 0) return corrupt(e, path, z->zmsg, 4 + got);
+    if (got < 4u * (unsigned)ndim)
+        return xt_fail(e, XT_EDATA, "%s: truncated header: %zu of %d size bytes present", path, got, 4 * ndim);
+    uint32_t dims[3] = {0, 0, 0};
+    for (int i = 0; i < ndim; i++) dims[i] = be32(hdr + 4 * i);
+    if (dims[0] == 0 || dims[0] > MAX_COUNT)
+        return xt_fail(e, XT_EDATA, "%s: header says %lu %s", path, (unsigned long)dims[0], what_name(ndim));
+    if (ndim == 3 && (dims[1] == 0 || dims[2] == 0 || dims[1] > MAX_DIM || dims[2] > MAX_DIM ||
+                      (want_rows && (int)dims[1] != want_rows) || (want_cols && (int)dims[2] != want_cols)))
+        return xt_fail(e, XT_EDATA, "%s: images are %lux%lu, expected %dx%d", path, (unsigned long)dims[1],
+                       (unsigned long)dims[2], want_rows ? want_rows : 28, want_cols ? want_cols : 28);
+    sh->ndim = ndim;
+    sh->n = (long)dims[0];
+    sh->rows = ndim == 3 ? (int)dims[1] : 0;
+    sh->cols = ndim == 3 ? (int)dims[2] : 0;
+    sh->bytes = (size_t)sh->n * (ndim == 3 ? (size_t)sh->rows * (size_t)sh->cols : 1);
+    return 0;
+}
+
+/* The payload into *data, growing as bytes arrive (see the file comment). */
+static int read_payload(zin *z, const char *path, const idx_shape *sh, uint8_t **data, xt_err *e) {
+    size_t expect = sh->bytes, got = 0;
     size_t cap = expect < ((size_t)8 << 20) ? expect : ((size_t)8 << 20), have = 0;
     for (;;) {
-        uint8_t *grown = realloc(data, cap);
-        if (!grown) {
-            xt_fail(e, XT_EDATA, "%s: out of memory for %zu bytes", path, cap);
-            goto out;
-        }
-        data = grown;
-        int zr = zread(&z, data + have, cap - have, &got);
+        uint8_t *grown = realloc(*data, cap);
+        if (!grown) return xt_fail(e, XT_EDATA, "%s: out of memory for %zu bytes", path, cap);
+        *data = grown;
+        int zr = zread(z, *data + have, cap - have, &got);
         have += got;
-        if (zr < 0) {
-            corrupt(e, path, z.zmsg, have);
-            goto out;
-        }
+        if (zr < 0) return corrupt(e, path, z->zmsg, have);
         if (have < cap) break; /* EOF */
         if (cap == expect) break;
         cap = cap * 2 < expect ? cap * 2 : expect;
     }
     if (have < expect) {
         char d[160], h[32];
-        describe(d, sizeof d, ndim, n, rows, cols, expect);
-        xt_fail(e, XT_EDATA, "%s: truncated: header says %s but only %s present%s; delete the file and fetch it again",
-                path, d, xt_commas(h, have), z.cut ? " (the gzip stream is cut short)" : "");
-        goto out;
+        describe_shape(d, sizeof d, sh);
+        return xt_fail(e, XT_EDATA, "%s: truncated: header says %s but only %s present%s; delete the file and fetch it again",
+                       path, d, xt_commas(h, have), z->cut ? " (the gzip stream is cut short)" : "");
     }
-    /* Anything after the declared payload means the header and the data disagree. */
-    size_t extra = 0;
+    return 0;
+}
+
+/* Nothing may follow the declared payload: extra bytes mean the header and
+ * the data disagree, and a gzip stream must end with its trailer. */
+static int check_end(zin *z, const char *path, const idx_shape *sh, xt_err *e) {
+    size_t extra = 0, got = 0;
     for (;;) {
         uint8_t sink[1 << 14];
-        int zr = zread(&z, sink, sizeof sink, &got);
+        int zr = zread(z, sink, sizeof sink, &got);
         extra += got;
-        if (zr < 0) {
-            corrupt(e, path, z.zmsg, expect + extra);
-            goto out;
-        }
+        if (zr < 0) return corrupt(e, path, z->zmsg, sh->bytes + extra);
         if (got < sizeof sink) break;
     }
     if (extra) {
         char d[160], x[32];
-        describe(d, sizeof d, ndim, n, rows, cols, expect);
-        xt_fail(e, XT_EDATA, "%s: %s trailing bytes after the %s the header declares; the file is damaged or not MNIST",
-                path, xt_commas(x, extra), d);
-        goto out;
+        describe_shape(d, sizeof d, sh);
+        return xt_fail(e, XT_EDATA, "%s: %s trailing bytes after the %s the header declares; the file is damaged or not MNIST",
+                       path, xt_commas(x, extra), d);
     }
-    if (z.cut) {
-        xt_fail(e, XT_EDATA, "%s: truncated: the gzip stream is cut short after the data (its checksum trailer is "
-                "missing); delete the file and fetch it again", path);
-        goto out;
+    if (z->cut)
+        return xt_fail(e, XT_EDATA, "%s: truncated: the gzip stream is cut short after the data (its checksum trailer is "
+                       "missing); delete the file and fetch it again", path);
+    return 0;
+}
+
+static int read_idx(const char *path, int ndim, int want_rows, int want_cols, xt_idx *out, xt_err *e) {
+    memset(out, 0, sizeof *out);
+    zin z = {gzopen(path, "rb"), 0, ""};
+    if (!z.f) return xt_fail(e, XT_EIO, "%s: cannot open: %s", path, errno ? strerror(errno) : "out of memory");
+    gzbuffer(z.f, 1 << 18);
+    idx_shape sh = {0};
+    uint8_t *data = NULL;
+    int rc = read_magic(&z, path, ndim, e);
+    if (!rc) rc = read_shape(&z, path, ndim, want_rows, want_cols, &sh, e);
+    if (!rc) rc = read_payload(&z, path, &sh, &data, e);
+    if (!rc) rc = check_end(&z, path, &sh, e);
+    if (!rc) {
+        out->n = sh.n;
+        out->rows = sh.rows;
+        out->cols = sh.cols;
+        out->data = data;
+        data = NULL;
     }
-    out->n = n;
-    out->rows = rows;
-    out->cols = cols;
-    out->data = data;
-    data = NULL;
-    rc = 0;
-out:
     free(data);
     gzclose(z.f);
     return rc;

@@ -1,4 +1,4 @@
-/* shm_layout.h — private: the layout of the shared region (src/dist/ only).
+/* shm_layout.h — private: the layout of the shared region (src/distributed/ only).
  *
  *   [struct xt_dist: control block + barrier]           offset 0
  *   [xt_slot x world]                                   off_slots, 64-aligned

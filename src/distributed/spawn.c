@@ -215,115 +215,214 @@ static int find_stuck(xt_dist *d, const kid *kids, int n, int *exited) {
     return -1;
 }
 
-static int supervise(xt_dist *d, kid *kids, int n, const xt_spawn_opts *o, xt_err *e) {
-    int live = n, stopping = 0, killed_all = 0, forced = 0, stop_killed = 0;
-    int64_t grace_deadline = 0, stop_deadline = 0, stop_at = 0, stuck_since = 0;
-    int stuck_pair[2] = {-1, -1};
-    culprit c = {.rank = -1};
-    int64_t timeout_ns = o->timeout_s > 0 ? (int64_t)(o->timeout_s * 1e9) : 0;
+/* The supervisor's view of the run between polls. */
+typedef struct sup {
+    xt_dist *d;
+    kid *kids;
+    int n, live;
+    const xt_spawn_opts *o;
+    int stopping, killed_all, forced, stop_killed;
+    int64_t grace_deadline, stop_deadline, stop_at, stuck_since;
+    int stuck_pair[2];              /* (waiter, exited) last seen by find_stuck */
+    culprit c;                      /* the first failure; rank -1 while none */
+    int64_t timeout_ns;             /* no heartbeat for this long: hung (0: never) */
+    int64_t last_poll, beat_floor;
+} sup;
+
+/* 1. Reap; the first failure is the culprit unless a worker already raised an abort. */
+static void reap(sup *p, int64_t now) {
+    xt_dist *d = p->d;
+    for (int i = 0; i < p->n; i++) {
+        kid *k = &p->kids[i];
+        if (k->reaped) continue;
+        int st = 0;
+        pid_t r = waitpid(k->pid, &st, WNOHANG);
+        if (r == 0 || (r < 0 && errno == EINTR)) continue;
+        k->reaped = 1;
+        k->status = r == k->pid ? st : -1;
+        p->live--;
+        /* a stop may have been requested since the last poll: a worker that
+         * exited 130 for it is no failure (the same rule child_main applies) */
+        int stop_seen = p->stopping || atomic_load(&d->stop) || g_sig_count;
+        if (p->c.rank >= 0 || k->killed_by_us || !failed_status(k, stop_seen)) continue;
+        if (atomic_load(&d->abort) && atomic_load(&d->abort_rank) >= 0)
+            p->c = (culprit){.rank = atomic_load(&d->abort_rank), .kind = K_ABORTED, .at = now};
+        else
+            p->c = (culprit){.rank = i, .kind = k->status == -1 ? K_LOST : WIFSIGNALED(st) ? K_KILLED : K_EXITED, .at = now};
+    }
+}
+
+/* 3. A stop requested (here, in a worker, or by the caller); a second signal kills at once. */
+static void note_stop(sup *p, int64_t now) {
+    if (!p->stopping && (atomic_load(&p->d->stop) || g_sig_count)) {
+        p->stopping = 1;
+        p->stop_at = now;
+        p->stop_deadline = now + (int64_t)(p->o->stop_timeout_s * 1e9);
+    }
+    if (g_sig_count >= 2 && !p->killed_all) {
+        p->forced = 1;
+        kill_all(p->kids, p->n, &p->killed_all);
+    }
+}
+
+/* 4. Hung: no heartbeat and not waiting for someone else. */
+static void check_hung(sup *p, int64_t now) {
+    for (int i = 0; i < p->n; i++) {
+        xt_slot *s = xt_dist_slot(p->d, i);
+        if (p->kids[i].reaped || atomic_load(&s->waiting) != XT_NOT_WAITING) continue;
+        int64_t beat = atomic_load(&s->beat_ns);
+        int64_t age = now - (beat > p->beat_floor ? beat : p->beat_floor);
+        if (age > p->timeout_ns) {
+            p->c = (culprit){.rank = i, .kind = K_HUNG, .age = (double)age / 1e9, .step = atomic_load(&s->step), .at = now};
+            return;
+        }
+    }
+}
+
+/* 5. Waiting on a barrier that can never complete, for XT_STUCK_NS. */
+static void check_stuck(sup *p, int64_t now) {
+    int gone = -1, w = find_stuck(p->d, p->kids, p->n, &gone);
+    if (w < 0 || w != p->stuck_pair[0] || gone != p->stuck_pair[1]) {
+        p->stuck_pair[0] = w;
+        p->stuck_pair[1] = gone;
+        p->stuck_since = now;
+    } else if (now - p->stuck_since > XT_STUCK_NS) {
+        p->c = (culprit){.rank = w, .kind = K_STUCK, .other = gone, .at = now};
+    }
+}
+
+/* 6. Abort the others (wakes every barrier) and start the grace period. */
+static void start_grace(sup *p, int64_t now) {
+    if (!atomic_load(&p->d->abort)) {
+        char msg[XT_SLOT_MSG];
+        describe(p->d, &p->c, p->kids, msg, sizeof msg);
+        xt_dist_abort(p->d, -1, "%s", msg);
+    }
+    p->grace_deadline = now + (int64_t)(p->o->grace_s * 1e9);
+}
+
+/* One poll; returns 1 once every worker is reaped. */
+static int poll_once(sup *p) {
+    xt_dist *d = p->d;
+    int64_t now = xt_mono_ns();
     /* if this process itself did not run for a while (Ctrl-Z, a starved
      * machine), heartbeats older than that pause say nothing about the workers */
-    int64_t last_poll = xt_mono_ns(), beat_floor = 0;
-
-    for (;;) {
-        int64_t now = xt_mono_ns();
-        if (now - last_poll > XT_NS_PER_S) beat_floor = now;
-        last_poll = now;
-        /* 1. reap; the first failure is the culprit unless a worker already raised an abort */
-        for (int i = 0; i < n; i++) {
-            kid *k = &kids[i];
-            if (k->reaped) continue;
-            int st = 0;
-            pid_t r = waitpid(k->pid, &st, WNOHANG);
-            if (r == 0 || (r < 0 && errno == EINTR)) continue;
-            k->reaped = 1;
-            k->status = r == k->pid ? st : -1;
-            live--;
-            /* a stop may have been requested since the last poll: a worker that
-             * exited 130 for it is no failure (the same rule child_main applies) */
-            int stop_seen = stopping || atomic_load(&d->stop) || g_sig_count;
-            if (c.rank >= 0 || k->killed_by_us || !failed_status(k, stop_seen)) continue;
-            if (atomic_load(&d->abort) && atomic_load(&d->abort_rank) >= 0)
-                c = (culprit){.rank = atomic_load(&d->abort_rank), .kind = K_ABORTED, .at = now};
-            else
-                c = (culprit){.rank = i, .kind = k->status == -1 ? K_LOST : WIFSIGNALED(st) ? K_KILLED : K_EXITED, .at = now};
-        }
-        /* 2. a worker raised the abort itself (a failed wait, xt_dist_abort, or fn returned an error) */
-        if (c.rank < 0 && atomic_load(&d->abort) && atomic_load(&d->abort_rank) >= 0)
-            c = (culprit){.rank = atomic_load(&d->abort_rank), .kind = K_ABORTED, .at = now};
-        /* 3. stop requested (here, in a worker, or by the caller) */
-        if (!stopping && (atomic_load(&d->stop) || g_sig_count)) {
-            stopping = 1;
-            stop_at = now;
-            stop_deadline = now + (int64_t)(o->stop_timeout_s * 1e9);
-        }
-        if (g_sig_count >= 2 && !killed_all) {
-            forced = 1;
-            kill_all(kids, n, &killed_all);
-        }
-        /* 4. hung: no heartbeat and not waiting for someone else */
-        if (c.rank < 0 && timeout_ns)
-            for (int i = 0; i < n; i++) {
-                xt_slot *s = xt_dist_slot(d, i);
-                if (kids[i].reaped || atomic_load(&s->waiting) != XT_NOT_WAITING) continue;
-                int64_t beat = atomic_load(&s->beat_ns);
-                int64_t age = now - (beat > beat_floor ? beat : beat_floor);
-                if (age > timeout_ns) {
-                    c = (culprit){.rank = i, .kind = K_HUNG, .age = (double)age / 1e9, .step = atomic_load(&s->step), .at = now};
-                    break;
-                }
-            }
-        /* 5. waiting on a barrier that can never complete */
-        if (c.rank < 0) {
-            int gone = -1, w = find_stuck(d, kids, n, &gone);
-            if (w < 0 || w != stuck_pair[0] || gone != stuck_pair[1]) {
-                stuck_pair[0] = w;
-                stuck_pair[1] = gone;
-                stuck_since = now;
-            } else if (now - stuck_since > XT_STUCK_NS) {
-                c = (culprit){.rank = w, .kind = K_STUCK, .other = gone, .at = now};
-            }
-        }
-        /* 6. abort the others (wakes every barrier), start the grace period */
-        if (c.rank >= 0 && !grace_deadline) {
-            if (!atomic_load(&d->abort)) {
-                char msg[XT_SLOT_MSG];
-                describe(d, &c, kids, msg, sizeof msg);
-                xt_dist_abort(d, -1, "%s", msg);
-            }
-            grace_deadline = now + (int64_t)(o->grace_s * 1e9);
-        }
-        if (live == 0) break;
-        if (!killed_all && grace_deadline && now >= grace_deadline) kill_all(kids, n, &killed_all);
-        if (!killed_all && stopping && now >= stop_deadline) {
-            stop_killed = 1;
-            kill_all(kids, n, &killed_all);
-        }
-        sleep_ns(XT_POLL_NS);
+    if (now - p->last_poll > XT_NS_PER_S) p->beat_floor = now;
+    p->last_poll = now;
+    reap(p, now);
+    /* 2. a worker raised the abort itself (a failed wait, xt_dist_abort, or fn returned an error) */
+    if (p->c.rank < 0 && atomic_load(&d->abort) && atomic_load(&d->abort_rank) >= 0)
+        p->c = (culprit){.rank = atomic_load(&d->abort_rank), .kind = K_ABORTED, .at = now};
+    note_stop(p, now);
+    if (p->c.rank < 0 && p->timeout_ns) check_hung(p, now);
+    if (p->c.rank < 0) check_stuck(p, now);
+    if (p->c.rank >= 0 && !p->grace_deadline) start_grace(p, now);
+    if (p->live == 0) return 1;
+    if (!p->killed_all && p->grace_deadline && now >= p->grace_deadline) kill_all(p->kids, p->n, &p->killed_all);
+    if (!p->killed_all && p->stopping && now >= p->stop_deadline) {
+        p->stop_killed = 1;
+        kill_all(p->kids, p->n, &p->killed_all);
     }
+    return 0;
+}
 
+/* The run's result once a stop was requested: how it stopped. */
+static int stopped_verdict(const sup *p, const char *msg, xt_err *e) {
+    int sig = g_sig_count ? (int)g_sig_last : (int)atomic_load(&p->d->stop_signal);
+    char by[48];
+    if (sig) snprintf(by, sizeof by, "interrupted by %s", sig_name(sig));
+    else snprintf(by, sizeof by, "stop requested");
+    if (p->forced) return xt_fail(e, XT_EINTR, "%s twice: %d workers killed without a checkpoint", by, p->n);
+    if (p->c.rank >= 0) return xt_fail(e, XT_EINTR, "%s; while stopping, %s", by, msg);
+    if (p->stop_killed)
+        return xt_fail(e, XT_EINTR, "%s: workers did not stop within %.0f s and were killed", by, p->o->stop_timeout_s);
+    return xt_fail(e, XT_EINTR, "%s: all %d workers stopped", by, p->n);
+}
+
+/* The run's result once every worker is reaped: the culprit, a stop, a
+ * worker below target_accuracy, or success. */
+static int verdict(const sup *p, xt_err *e) {
     char msg[sizeof e->msg];
     int code = 0;
-    if (c.rank >= 0) code = describe(d, &c, kids, msg, sizeof msg);
-    if (stopping && (c.rank < 0 || c.at >= stop_at)) {
-        int sig = g_sig_count ? (int)g_sig_last : (int)atomic_load(&d->stop_signal);
-        char by[48];
-        if (sig) snprintf(by, sizeof by, "interrupted by %s", sig_name(sig));
-        else snprintf(by, sizeof by, "stop requested");
-        if (forced)
-            return xt_fail(e, XT_EINTR, "%s twice: %d workers killed without a checkpoint", by, n);
-        if (c.rank >= 0) return xt_fail(e, XT_EINTR, "%s; while stopping, %s", by, msg);
-        if (stop_killed)
-            return xt_fail(e, XT_EINTR, "%s: workers did not stop within %.0f s and were killed", by, o->stop_timeout_s);
-        return xt_fail(e, XT_EINTR, "%s: all %d workers stopped", by, n);
-    }
-    if (c.rank >= 0) return xt_fail(e, code, "%s", msg);
-    for (int i = 0; i < n; i++)
-        if (WIFEXITED(kids[i].status) && WEXITSTATUS(kids[i].status) == XT_EBELOW) {
-            xt_slot *s = xt_dist_slot(d, i);
+    if (p->c.rank >= 0) code = describe(p->d, &p->c, p->kids, msg, sizeof msg);
+    if (p->stopping && (p->c.rank < 0 || p->c.at >= p->stop_at)) return stopped_verdict(p, msg, e);
+    if (p->c.rank >= 0) return xt_fail(e, code, "%s", msg);
+    for (int i = 0; i < p->n; i++)
+        if (WIFEXITED(p->kids[i].status) && WEXITSTATUS(p->kids[i].status) == XT_EBELOW) {
+            xt_slot *s = xt_dist_slot(p->d, i);
             if (atomic_load(&s->has_msg)) return xt_fail(e, XT_EBELOW, "%s", s->msg);
             return xt_fail(e, XT_EBELOW, "worker xla:%d exited with code %d", i, XT_EBELOW);
         }
+    return 0;
+}
+
+static int supervise(xt_dist *d, kid *kids, int n, const xt_spawn_opts *o, xt_err *e) {
+    sup p = {.d = d, .kids = kids, .n = n, .live = n, .o = o, .stuck_pair = {-1, -1}, .c = {.rank = -1}};
+    p.timeout_ns = o->timeout_s > 0 ? (int64_t)(o->timeout_s * 1e9) : 0;
+    p.last_poll = xt_mono_ns();
+    while (!poll_once(&p)) sleep_ns(XT_POLL_NS);
+    return verdict(&p, e);
+}
+
+/* The caller's SIGINT/SIGTERM/SIGCHLD dispositions, restored after the run. */
+typedef struct saved_signals {
+    struct sigaction old_int, old_term, old_chld;
+    int own_int, own_term;
+} saved_signals;
+
+/* SIGINT/SIGTERM request a stop (inherited by the children); SIGCHLD must
+ * not be ignored, or the exit statuses are lost. */
+static void install_signals(xt_dist *d, saved_signals *sv) {
+    struct sigaction sa, dfl;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaddset(&sa.sa_mask, SIGINT);
+    sigaddset(&sa.sa_mask, SIGTERM);
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    g_sig_count = 0;
+    g_sig_last = 0;
+    g_sig_dist = d;
+    /* a signal the caller ignores (nohup, a background job) stays ignored */
+    sigaction(SIGINT, NULL, &sv->old_int);
+    sigaction(SIGTERM, NULL, &sv->old_term);
+    sv->own_int = sv->old_int.sa_handler != SIG_IGN;
+    sv->own_term = sv->old_term.sa_handler != SIG_IGN;
+    if (sv->own_int) sigaction(SIGINT, &sa, NULL);
+    if (sv->own_term) sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGCHLD, &dfl, &sv->old_chld);
+}
+
+static void restore_signals(const saved_signals *sv) {
+    if (sv->own_int) sigaction(SIGINT, &sv->old_int, NULL);
+    if (sv->own_term) sigaction(SIGTERM, &sv->old_term, NULL);
+    sigaction(SIGCHLD, &sv->old_chld, NULL);
+    g_sig_dist = NULL;
+}
+
+/* Fork worker i for every rank; on a failed fork, kill and reap the ones started. */
+static int fork_workers(xt_dist *d, kid *kids, int nprocs, const xt_spawn_opts *o, int (*fn)(int, void *), void *arg,
+                        xt_err *e) {
+    fflush(NULL); /* or the children would flush copies of our buffered output */
+    pid_t parent = getpid();
+    for (int i = 0; i < nprocs; i++) {
+        int cpu = o->pin_cores ? pick_cpu(i) : -1;
+        pid_t pid = fork();
+        if (pid == 0) child_main(d, i, parent, cpu, fn, arg);
+        if (pid < 0) {
+            int err = errno;
+            xt_dist_abort(d, -1, "cannot fork worker xla:%d", i);
+            for (int j = 0; j < i; j++) {
+                kill(kids[j].pid, SIGKILL);
+                while (waitpid(kids[j].pid, NULL, 0) < 0 && errno == EINTR) {}
+            }
+            return xt_fail(e, XT_ERUNTIME, "cannot fork worker xla:%d: %s; use fewer processes", i, strerror(err));
+        }
+        kids[i].pid = pid;
+        atomic_store(&xt_dist_slot(d, i)->pid, (int32_t)pid);
+    }
     return 0;
 }
 
@@ -339,57 +438,12 @@ int xt_spawn(xt_dist *d, int nprocs, int (*fn)(int ordinal, void *arg), void *ar
 
     xt_dist_reset(d);
     if (o.timeout_s > 0) xt_dist_set_wait_timeout(d, o.timeout_s + XT_WAIT_MARGIN_S);
-
-    /* SIGINT/SIGTERM request a stop (inherited by the children); SIGCHLD must
-     * not be ignored, or the exit statuses are lost */
-    struct sigaction sa, old_int, old_term, old_chld, dfl;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_stop_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaddset(&sa.sa_mask, SIGINT);
-    sigaddset(&sa.sa_mask, SIGTERM);
-    memset(&dfl, 0, sizeof dfl);
-    dfl.sa_handler = SIG_DFL;
-    sigemptyset(&dfl.sa_mask);
-    g_sig_count = 0;
-    g_sig_last = 0;
-    g_sig_dist = d;
-    /* a signal the caller ignores (nohup, a background job) stays ignored */
-    sigaction(SIGINT, NULL, &old_int);
-    sigaction(SIGTERM, NULL, &old_term);
-    int own_int = old_int.sa_handler != SIG_IGN, own_term = old_term.sa_handler != SIG_IGN;
-    if (own_int) sigaction(SIGINT, &sa, NULL);
-    if (own_term) sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGCHLD, &dfl, &old_chld);
-
+    saved_signals sv;
+    install_signals(d, &sv);
     kid kids[XT_DIST_MAX_WORLD];
     memset(kids, 0, sizeof kids);
-    fflush(NULL); /* or the children would flush copies of our buffered output */
-    pid_t parent = getpid();
-    int rc = 0;
-    for (int i = 0; i < nprocs; i++) {
-        int cpu = o.pin_cores ? pick_cpu(i) : -1;
-        pid_t pid = fork();
-        if (pid == 0) child_main(d, i, parent, cpu, fn, arg);
-        if (pid < 0) {
-            int err = errno;
-            xt_dist_abort(d, -1, "cannot fork worker xla:%d", i);
-            for (int j = 0; j < i; j++) {
-                kill(kids[j].pid, SIGKILL);
-                while (waitpid(kids[j].pid, NULL, 0) < 0 && errno == EINTR) {}
-            }
-            rc = xt_fail(e, XT_ERUNTIME, "cannot fork worker xla:%d: %s; use fewer processes", i, strerror(err));
-            goto restore;
-        }
-        kids[i].pid = pid;
-        atomic_store(&xt_dist_slot(d, i)->pid, (int32_t)pid);
-    }
-    rc = supervise(d, kids, nprocs, &o, e);
-
-restore:
-    if (own_int) sigaction(SIGINT, &old_int, NULL);
-    if (own_term) sigaction(SIGTERM, &old_term, NULL);
-    sigaction(SIGCHLD, &old_chld, NULL);
-    g_sig_dist = NULL;
+    int rc = fork_workers(d, kids, nprocs, &o, fn, arg, e);
+    if (!rc) rc = supervise(d, kids, nprocs, &o, e);
+    restore_signals(&sv);
     return rc;
 }

@@ -90,70 +90,87 @@ static int check_descriptors(const char *path, const xt_st_tensor *t, int nt, co
     return 0;
 }
 
-int xt_st_write(const char *path, const xt_st_tensor *t, int nt, const xt_st_meta *m, int nm, xt_err *e) {
-    int rc;
-    xt_jsonw w;
-    xt_jw_init(&w);
-    uint64_t *sizes = NULL;
-    if (nt < 0 || nm < 0 || (nt && !t) || (nm && !m))
-        return xt_fail(e, XT_ERUNTIME, "cannot write %s: bad tensor or metadata count; this is a bug, please report it", path);
-    sizes = calloc((size_t)nt + 1, sizeof *sizes);
-    if (!sizes) return xt_fail(e, XT_EIO, "cannot write %s: out of memory; free some memory and retry", path);
-    if ((rc = check_descriptors(path, t, nt, m, nm, sizes, e))) goto out;
-
+/* The crc32 of every tensor's bytes in order, as 8 hex digits. */
+static void data_crc(const xt_st_tensor *t, int nt, const uint64_t *sizes, char out[16]) {
     uint32_t crc = (uint32_t)crc32(0L, Z_NULL, 0);
     for (int i = 0; i < nt; i++) crc = crc_update(crc, t[i].data, (size_t)sizes[i]);
-    char crcbuf[16];
-    snprintf(crcbuf, sizeof crcbuf, "%08x", (unsigned)crc);
+    snprintf(out, 16, "%08x", (unsigned)crc);
+}
 
+/* "__metadata__": the caller's pairs, "format": "pt" unless given, and the checksum. */
+static void metadata_json(xt_jsonw *w, const xt_st_meta *m, int nm, const char *crc) {
     int have_format = 0;
-    xt_jw_obj(&w);
-    xt_jw_key(&w, "__metadata__");
-    xt_jw_obj(&w);
+    xt_jw_key(w, "__metadata__");
+    xt_jw_obj(w);
     for (int i = 0; i < nm; i++) {
-        xt_jw_key(&w, m[i].key);
-        xt_jw_str(&w, m[i].value);
+        xt_jw_key(w, m[i].key);
+        xt_jw_str(w, m[i].value);
         have_format |= strcmp(m[i].key, "format") == 0;
     }
     if (!have_format) {
-        xt_jw_key(&w, "format");
-        xt_jw_str(&w, "pt");
+        xt_jw_key(w, "format");
+        xt_jw_str(w, "pt");
     }
-    xt_jw_key(&w, XT_ST_CRC_KEY);
-    xt_jw_str(&w, crcbuf);
-    xt_jw_end(&w);
+    xt_jw_key(w, XT_ST_CRC_KEY);
+    xt_jw_str(w, crc);
+    xt_jw_end(w);
+}
+
+/* One entry per tensor: dtype, shape and data_offsets, packed in order. */
+static void tensors_json(xt_jsonw *w, const xt_st_tensor *t, int nt, const uint64_t *sizes) {
     uint64_t off = 0;
     for (int i = 0; i < nt; i++) {
-        xt_jw_key(&w, t[i].name);
-        xt_jw_obj(&w);
-        xt_jw_key(&w, "dtype");
-        xt_jw_str(&w, k_dtype_names[t[i].dtype]);
-        xt_jw_key(&w, "shape");
-        xt_jw_arr(&w);
-        for (int d = 0; d < t[i].rank; d++) xt_jw_int(&w, t[i].shape[d]);
-        xt_jw_end(&w);
-        xt_jw_key(&w, "data_offsets");
-        xt_jw_arr(&w);
-        xt_jw_uint(&w, off);
-        xt_jw_uint(&w, off + sizes[i]);
-        xt_jw_end(&w);
-        xt_jw_end(&w);
+        xt_jw_key(w, t[i].name);
+        xt_jw_obj(w);
+        xt_jw_key(w, "dtype");
+        xt_jw_str(w, k_dtype_names[t[i].dtype]);
+        xt_jw_key(w, "shape");
+        xt_jw_arr(w);
+        for (int d = 0; d < t[i].rank; d++) xt_jw_int(w, t[i].shape[d]);
+        xt_jw_end(w);
+        xt_jw_key(w, "data_offsets");
+        xt_jw_arr(w);
+        xt_jw_uint(w, off);
+        xt_jw_uint(w, off + sizes[i]);
+        xt_jw_end(w);
+        xt_jw_end(w);
         off += sizes[i];
     }
-    xt_jw_end(&w);
-    /* pad with spaces (the spec's choice) so the data starts 8-byte aligned */
-    while (w.len % 8) xt_jw_raw(&w, " ", 1);
-    if ((rc = xt_jw_finish(&w, path, e))) goto out;
+}
 
+/* The 8-byte little-endian header length, the header, then the tensors' bytes. */
+static int write_file(const char *path, const xt_jsonw *w, const xt_st_tensor *t, int nt, const uint64_t *sizes, xt_err *e) {
     unsigned char lenbuf[8];
-    for (int i = 0; i < 8; i++) lenbuf[i] = (unsigned char)((uint64_t)w.len >> (8 * i));
+    for (int i = 0; i < 8; i++) lenbuf[i] = (unsigned char)((uint64_t)w->len >> (8 * i));
     xt_atomic_file af;
-    if ((rc = xt_atomic_open(&af, path, e))) goto out;
+    int rc = xt_atomic_open(&af, path, e);
+    if (rc) return rc;
     xt_atomic_write(&af, lenbuf, 8);
-    xt_atomic_write(&af, w.buf, w.len);
+    xt_atomic_write(&af, w->buf, w->len);
     for (int i = 0; i < nt; i++) xt_atomic_write(&af, t[i].data, (size_t)sizes[i]);
-    rc = xt_atomic_commit(&af, e);
-out:
+    return xt_atomic_commit(&af, e);
+}
+
+int xt_st_write(const char *path, const xt_st_tensor *t, int nt, const xt_st_meta *m, int nm, xt_err *e) {
+    if (nt < 0 || nm < 0 || (nt && !t) || (nm && !m))
+        return xt_fail(e, XT_ERUNTIME, "cannot write %s: bad tensor or metadata count; this is a bug, please report it", path);
+    uint64_t *sizes = calloc((size_t)nt + 1, sizeof *sizes);
+    if (!sizes) return xt_fail(e, XT_EIO, "cannot write %s: out of memory; free some memory and retry", path);
+    xt_jsonw w;
+    xt_jw_init(&w);
+    int rc = check_descriptors(path, t, nt, m, nm, sizes, e);
+    if (!rc) {
+        char crc[16];
+        data_crc(t, nt, sizes, crc);
+        xt_jw_obj(&w);
+        metadata_json(&w, m, nm, crc);
+        tensors_json(&w, t, nt, sizes);
+        xt_jw_end(&w);
+        /* pad with spaces (the spec's choice) so the data starts 8-byte aligned */
+        while (w.len % 8) xt_jw_raw(&w, " ", 1);
+        rc = xt_jw_finish(&w, path, e);
+    }
+    if (!rc) rc = write_file(path, &w, t, nt, sizes, e);
     free(sizes);
     xt_jw_free(&w);
     return rc;
@@ -299,112 +316,86 @@ static int check_crc(const char *name, const xt_st_file *f, const unsigned char 
     return 0;
 }
 
-/* Validate buf[0..size) (owned by the caller) into f. */
-static int parse(const unsigned char *buf, size_t size, const char *name, xt_st_file *f, xt_err *e) {
-    int rc = 0;
-    span *spans = NULL;
-    priv *pv = calloc(1, sizeof *pv);
-    memset(f, 0, sizeof *f);
-    snprintf(f->path, sizeof f->path, "%s", name);
-    if (!pv) return xt_fail(e, XT_EIO, "%s: out of memory while reading; free some memory and retry", name);
-    f->priv_ = pv;
-    if (size < 8) {
-        rc = bad(e, name, "only %zu bytes, too short for the 8-byte header length", size);
-        goto fail;
-    }
-    uint64_t hlen = 0;
-    for (int i = 7; i >= 0; i--) hlen = hlen << 8 | buf[i];
-    if (hlen > size - 8) {
-        rc = bad(e, name, "the header length field says %llu bytes but only %zu bytes follow it (truncated?)",
-                 (unsigned long long)hlen, size - 8);
-        goto fail;
-    }
-    if (hlen > XT_ST_MAX_HEADER) {
-        rc = bad(e, name, "the header is %llu bytes, more than the %u-byte limit", (unsigned long long)hlen,
-                 XT_ST_MAX_HEADER);
-        goto fail;
-    }
-    if (hlen < 2 || buf[8] != '{') {
-        rc = bad(e, name, "the header does not start with '{'");
-        goto fail;
-    }
+#define OOM_FIX "out of memory while reading; free some memory and retry"
+
+/* The 8-byte header length: within the file and the limit, and the header a JSON object. */
+static int header_length(const unsigned char *buf, size_t size, const char *name, uint64_t *hlen, xt_err *e) {
+    if (size < 8) return bad(e, name, "only %zu bytes, too short for the 8-byte header length", size);
+    uint64_t n = 0;
+    for (int i = 7; i >= 0; i--) n = n << 8 | buf[i];
+    if (n > size - 8)
+        return bad(e, name, "the header length field says %llu bytes but only %zu bytes follow it (truncated?)",
+                   (unsigned long long)n, size - 8);
+    if (n > XT_ST_MAX_HEADER)
+        return bad(e, name, "the header is %llu bytes, more than the %u-byte limit", (unsigned long long)n,
+                   XT_ST_MAX_HEADER);
+    if (n < 2 || buf[8] != '{') return bad(e, name, "the header does not start with '{'");
+    *hlen = n;
+    return 0;
+}
+
+/* The header's JSON into pv->doc: an object without a repeated name. */
+static int parse_header_json(priv *pv, const unsigned char *buf, uint64_t hlen, const char *name, xt_err *e) {
     xt_json_error je;
     xt_json_limits lim = {.max_depth = 16, .max_nodes = 0};
-    if (xt_json_parse(&pv->doc, (const char *)buf + 8, (size_t)hlen, &lim, &je) != 0) {
-        rc = bad(e, name, "bad JSON header at byte %zu: %s", je.offset + 8, je.msg);
-        goto fail;
-    }
+    if (xt_json_parse(&pv->doc, (const char *)buf + 8, (size_t)hlen, &lim, &je) != 0)
+        return bad(e, name, "bad JSON header at byte %zu: %s", je.offset + 8, je.msg);
     const xt_json *root = pv->doc.root;
-    if (root->type != XT_JSON_OBJECT) {
-        rc = bad(e, name, "the header is a JSON %s, not an object", xt_json_type_name(root->type));
-        goto fail;
-    }
+    if (root->type != XT_JSON_OBJECT) return bad(e, name, "the header is a JSON %s, not an object", xt_json_type_name(root->type));
     int oom;
     const xt_json *dup = xt_json_duplicate_key(root, &oom);
-    if (oom) {
-        rc = xt_fail(e, XT_EIO, "%s: out of memory while reading; free some memory and retry", name);
-        goto fail;
-    }
-    if (dup) {
-        rc = bad(e, name, "tensor name '%.200s' appears twice", dup->key);
-        goto fail;
-    }
-    uint64_t data_len = size - 8 - hlen;
-    f->data_bytes = (size_t)data_len;
-    f->tensors = calloc(root->len + 1, sizeof *f->tensors);
-    spans = calloc(root->len + 1, sizeof *spans);
-    if (!f->tensors || !spans) {
-        rc = xt_fail(e, XT_EIO, "%s: out of memory while reading; free some memory and retry", name);
-        goto fail;
-    }
+    if (oom) return xt_fail(e, XT_EIO, "%s: " OOM_FIX, name);
+    if (dup) return bad(e, name, "tensor name '%.200s' appears twice", dup->key);
+    return 0;
+}
+
+/* Every member of the header: __metadata__, or a tensor (its span in spans). */
+static int parse_members(const xt_json *root, uint64_t data_len, const char *name, xt_st_file *f, span *spans, xt_err *e) {
     for (const xt_json *m = root->kid; m; m = m->next) {
+        int rc;
         if (key_is(m, "__metadata__")) {
-            if ((rc = parse_metadata(name, m, f, e))) goto fail;
+            if ((rc = parse_metadata(name, m, f, e))) return rc;
             continue;
         }
-        if (m->key_len == 0 || strlen(m->key) != m->key_len) {
-            rc = bad(e, name, "a tensor name is empty or contains a NUL character");
-            goto fail;
-        }
+        if (m->key_len == 0 || strlen(m->key) != m->key_len)
+            return bad(e, name, "a tensor name is empty or contains a NUL character");
         int i = f->ntensors;
-        if ((rc = parse_tensor(name, m, data_len, &f->tensors[i], &spans[i], e))) goto fail;
+        if ((rc = parse_tensor(name, m, data_len, &f->tensors[i], &spans[i], e))) return rc;
         spans[i].index = i;
         f->ntensors++;
     }
-    /* the ranges must tile [0, data_len) exactly: no overlap (aliasing), no gap, no tail */
+    return 0;
+}
+
+/* The ranges must tile [0, data_len) exactly: no overlap (aliasing), no gap,
+ * no tail. Sorts spans by offset. */
+static int check_tiling(const xt_st_file *f, span *spans, uint64_t data_len, const char *name, xt_err *e) {
     qsort(spans, (size_t)f->ntensors, sizeof *spans, span_cmp);
     uint64_t at = 0;
     for (int k = 0; k < f->ntensors; k++) {
         const span *s = &spans[k];
         if (s->begin < at) {
             const span *p = &spans[k - 1];
-            rc = bad(e, name, "tensors '%.100s' [%llu, %llu) and '%.100s' [%llu, %llu) overlap",
-                     f->tensors[p->index].name, (unsigned long long)p->begin, (unsigned long long)p->end,
-                     f->tensors[s->index].name, (unsigned long long)s->begin, (unsigned long long)s->end);
-            goto fail;
+            return bad(e, name, "tensors '%.100s' [%llu, %llu) and '%.100s' [%llu, %llu) overlap",
+                       f->tensors[p->index].name, (unsigned long long)p->begin, (unsigned long long)p->end,
+                       f->tensors[s->index].name, (unsigned long long)s->begin, (unsigned long long)s->end);
         }
-        if (s->begin > at) {
-            rc = bad(e, name, "%llu unused bytes before tensor '%.100s' (data_offsets must be contiguous)",
-                     (unsigned long long)(s->begin - at), f->tensors[s->index].name);
-            goto fail;
-        }
+        if (s->begin > at)
+            return bad(e, name, "%llu unused bytes before tensor '%.100s' (data_offsets must be contiguous)",
+                       (unsigned long long)(s->begin - at), f->tensors[s->index].name);
         at = s->end;
     }
-    if (at != data_len) {
-        rc = bad(e, name, "%llu bytes after the last tensor that no tensor describes",
-                 (unsigned long long)(data_len - at));
-        goto fail;
-    }
-    const unsigned char *data = buf + 8 + hlen;
-    if ((rc = check_crc(name, f, data, e))) goto fail;
+    if (at != data_len)
+        return bad(e, name, "%llu bytes after the last tensor that no tensor describes", (unsigned long long)(data_len - at));
+    return 0;
+}
 
-    /* copies at 16-byte boundaries: offsets in the file need not be aligned */
+/* Copies at 16-byte boundaries: offsets in the file need not be aligned. */
+static int copy_aligned(xt_st_file *f, priv *pv, const span *spans, const unsigned char *data, const char *name, xt_err *e) {
     size_t total = 0;
     for (int i = 0; i < f->ntensors; i++) total += (f->tensors[i].nbytes + 15) & ~(size_t)15;
-    if (!(pv->data = aligned_alloc(16, total ? total : 16))) {
-        rc = xt_fail(e, XT_EIO, "%s: out of memory for %zu bytes of tensors; free some memory and retry", name, total);
-        goto fail;
-    }
+    if (!(pv->data = aligned_alloc(16, total ? total : 16)))
+        return xt_fail(e, XT_EIO, "%s: out of memory for %zu bytes of tensors; free some memory and retry", name, total);
     size_t o = 0;
     for (int k = 0; k < f->ntensors; k++) {
         xt_st_tensor *t = &f->tensors[spans[k].index];
@@ -412,11 +403,35 @@ static int parse(const unsigned char *buf, size_t size, const char *name, xt_st_
         t->data = (char *)pv->data + o;
         o += (t->nbytes + 15) & ~(size_t)15;
     }
-    free(spans);
     return 0;
-fail:
+}
+
+/* Validate buf[0..size) (owned by the caller) into f. */
+static int parse(const unsigned char *buf, size_t size, const char *name, xt_st_file *f, xt_err *e) {
+    memset(f, 0, sizeof *f);
+    snprintf(f->path, sizeof f->path, "%s", name);
+    priv *pv = calloc(1, sizeof *pv);
+    if (!pv) return xt_fail(e, XT_EIO, "%s: " OOM_FIX, name);
+    f->priv_ = pv;
+    span *spans = NULL;
+    uint64_t hlen = 0;
+    int rc = header_length(buf, size, name, &hlen, e);
+    if (!rc) rc = parse_header_json(pv, buf, hlen, name, e);
+    if (!rc) {
+        const xt_json *root = pv->doc.root;
+        uint64_t data_len = size - 8 - hlen;
+        f->data_bytes = (size_t)data_len;
+        f->tensors = calloc(root->len + 1, sizeof *f->tensors);
+        spans = calloc(root->len + 1, sizeof *spans);
+        if (!f->tensors || !spans) rc = xt_fail(e, XT_EIO, "%s: " OOM_FIX, name);
+        if (!rc) rc = parse_members(root, data_len, name, f, spans, e);
+        if (!rc) rc = check_tiling(f, spans, data_len, name, e);
+    }
+    const unsigned char *data = buf + 8 + hlen;
+    if (!rc) rc = check_crc(name, f, data, e);
+    if (!rc) rc = copy_aligned(f, pv, spans, data, name, e);
     free(spans);
-    xt_st_close(f);
+    if (rc) xt_st_close(f);
     return rc;
 }
 

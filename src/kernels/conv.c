@@ -1,9 +1,8 @@
 /* conv.c — k_conv2d_*: picks the measured-fastest method per shape and pass.
  *
- * Is: the dispatcher (k_conv_choose), the scratch size the engine reserves, and
- * the bias gradient shared by the methods.
+ * Is: the dispatcher (k_conv_choose) and the scratch size the engine reserves.
  * Is not: a convolution algorithm — those are conv_im2col.c, conv_direct.c and
- * the reference loops in conv_ref.c.
+ * the reference loops in conv_ref.c; nor what the methods share (conv_common.c).
  *
  * MEASURED with tests/bench/kernel_bench.c: GFLOP/s on one core (AMD EPYC Zen 4,
  * 2 vCPU KVM, AVX-512; CPU time of the thread, best of 5), batch 128. The core's
@@ -38,9 +37,10 @@
  * take ~0.41 + 0.43 + 0.74 + 0.77 + 0.83 = ~3.2 ms per batch of 128.
  * Figures on a shared machine move by ~10%; re-run the bench before re-deciding.
  */
-#include "kernels/conv_impl.h"
+#include "kernels/conv.h"
+#include "kernels/conv_direct.h"
+#include "kernels/conv_im2col.h"
 #include "kernels/simd.h"
-#include "kernels/vec4.h"
 
 /* Images per GEMM for the im2col method (see the figures above). */
 #define IM2COL_GROUP 1
@@ -85,25 +85,4 @@ void k_conv2d_bwd_weight(const k_conv_shape *s, float *dw, float *db, const floa
         k_conv_direct_bwd_weight(s, dw, db, x, dy, scratch);
     else
         k_conv_im2col_bwd_weight(s, IM2COL_GROUP, dw, db, x, dy, scratch);
-}
-
-/* Float vector partial sums per plane, folded into a double per channel so a
- * 128x576-term sum keeps float accuracy. */
-void k_conv_bias_grad(const k_conv_shape *s, float *db, const float *dy) {
-    size_t P = (size_t)s->Ho * s->Wo;
-    for (int co = 0; co < s->Co; co++) {
-        double total = 0.0;
-        for (int n = 0; n < s->N; n++) {
-            const float *p = dy + ((size_t)n * s->Co + co) * P;
-            v4f a = v4_splat(0.0f), b = a;
-            size_t i = 0;
-            for (; i + 8 <= P; i += 8) {
-                a += v4_load(p + i);
-                b += v4_load(p + i + 4);
-            }
-            total += v4_hsum(a + b);
-            for (; i < P; i++) total += p[i];
-        }
-        db[co] = (float)total;
-    }
 }

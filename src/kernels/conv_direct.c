@@ -16,7 +16,7 @@
  * transposes, ~0.3 cycle per element) against Ci*kh*kw (or Co*kh*kw) FMAs per element.
  * Is not: the choice of method (conv.c); the micro-kernels live in conv_direct_simd.h.
  */
-#include "kernels/conv_impl.h"
+#include "kernels/conv_direct.h"
 #include "kernels/simd.h"
 
 #include <stdint.h>

@@ -11,7 +11,8 @@
  * (K = Ci*kh*kw, P = Ho*Wo.)
  * Is not: the choice of method (conv.c) or the small-channel fast path (conv_direct.c).
  */
-#include "kernels/conv_impl.h"
+#include "kernels/conv_common.h"
+#include "kernels/conv_im2col.h"
 #include "kernels/vec4.h"
 
 #include <string.h>

@@ -1,15 +1,16 @@
-/* train.h — the run: data, model, train/eval loop, outputs (single process or
- * one of N data-parallel workers). */
-#ifndef XT_TRAIN_H
-#define XT_TRAIN_H
+/* train.h — a training run, or --eval-only: data, model, the train/eval loop
+ * and its outputs (single process or N data-parallel workers).
+ * Not here: --predict (predict.h). */
+#ifndef XT_RUN_TRAIN_H
+#define XT_RUN_TRAIN_H
 
-#include "run/cli.h"
 #include "config/config.h"
+#include "run/cli.h"
 #include "util/err.h"
 
-/* Run what `cli` asks for with the validated config `c`: train (default),
- * --eval-only or --predict. Returns an exit code (enum xt_exit); on failure
- * e holds the one-line message. */
+/* Train with the validated config `c` (or evaluate the --resume checkpoint
+ * under --eval-only). Returns an exit code (enum xt_exit); on failure e
+ * holds the one-line message. */
 int xt_train_main(const xt_config *c, const xt_cli *cli, xt_err *e);
 
 #endif

@@ -17,7 +17,9 @@
  * Is not: a test (no pass/fail) or the end-to-end benchmark against PyTorch.
  */
 #ifdef XT_KERNEL_BENCH
-#include "kernels/conv_impl.h"
+#include "kernels/conv.h"
+#include "kernels/conv_direct.h"
+#include "kernels/conv_im2col.h"
 #include "kernels/kernels.h"
 #include "kernels/simd.h"
 

@@ -23,7 +23,8 @@
 #include "distributed/allreduce.h"
 #include "distributed/spawn.h"
 #include "engine/metrics.h"
-#include "run/train_internal.h"
+#include "run/run.h"
+#include "run/step.h"
 
 typedef struct bench {
     xt_run *r;

@@ -1,4 +1,4 @@
-/* train_ckpt.c — a run's checkpoint as safetensors.
+/* checkpoint.c — a run's checkpoint as safetensors.
  *
  * Tensors: the model's state_dict under PyTorch's names (conv1.weight,
  * bn1.running_mean, bn1.num_batches_tracked as I64, ...), so PyTorch's
@@ -18,77 +18,113 @@
 
 #include "io/ckptdir.h"
 #include "io/safetensors.h"
-#include "run/train_internal.h"
-
-#define MAX_T 2048
+#include "run/checkpoint.h"
 
 static int is_saved_state(const xt_slot *s) {
     return s->kind == XT_SLOT_PARAM || s->kind == XT_SLOT_BUFFER ||
            (s->kind == XT_SLOT_STATE && s->rank > 0 && !strncmp(s->name, "optim.", 6));
 }
 
-static void join(char *out, size_t cap, const double *v, int n) {
-    size_t o = 0;
+/* "v0,v1,..." in a buffer sized for all n values ("%.6g" is at most 13
+ * characters), so a long history is never cut; NULL when out of memory. */
+static char *join(const double *v, int n) {
+    size_t cap = (size_t)n * 16 + 1, o = 0;
+    char *out = malloc(cap);
+    if (!out) return NULL;
     out[0] = 0;
-    for (int i = 0; i < n && o + 32 < cap; i++) o += (size_t)snprintf(out + o, cap - o, i ? ",%.6g" : "%.6g", v[i]);
+    for (int i = 0; i < n; i++) o += (size_t)snprintf(out + o, cap - o, i ? ",%.6g" : "%.6g", v[i]);
+    return out;
 }
 
-int xt_ckpt_save(xt_run *r, int epoch_label, int next_epoch, long long step_in_epoch, xt_err *e) {
-    static xt_st_tensor t[MAX_T];
-    static int64_t nbt[XT_SPEC_MAX_LAYERS];
-    static char names[XT_SPEC_MAX_LAYERS][96];
-    int nt = 0;
+/* What a checkpoint holds: every saved slot, then each batch norm's
+ * num_batches_tracked as an I64 scalar (PyTorch's name). */
+typedef struct saved {
+    xt_st_tensor *t;                            /* (store.n + nlayers) */
+    int nt;
+    int64_t nbt[XT_SPEC_MAX_LAYERS];
+    char names[XT_SPEC_MAX_LAYERS][96];
+} saved;
+
+static int collect_tensors(const xt_run *r, saved *sv, xt_err *e) {
     const xt_spec *sp = r->model.spec;
-    for (int i = 0; i < r->store.n && nt < MAX_T - 1; i++) {
+    sv->t = calloc((size_t)r->store.n + (size_t)sp->nlayers + 1, sizeof *sv->t);
+    if (!sv->t) return xt_fail(e, XT_ERUNTIME, "out of memory writing a checkpoint");
+    for (int i = 0; i < r->store.n; i++) {
         const xt_slot *s = &r->store.slots[i];
         if (!is_saved_state(s)) continue;
-        xt_st_tensor *x = &t[nt++];
-        memset(x, 0, sizeof *x);
+        xt_st_tensor *x = &sv->t[sv->nt++];
         x->name = s->name;
         x->dtype = XT_ST_F32;
         x->rank = s->rank;
         for (int k = 0; k < s->rank; k++) x->shape[k] = s->shape[k];
         x->data = s->data;
     }
-    for (int l = 0; l < sp->nlayers && nt < MAX_T; l++) {
+    for (int l = 0; l < sp->nlayers; l++) {
         if (sp->layers[l].kind != XT_L_BATCHNORM2D) continue;
-        nbt[l] = r->model.layers[l].num_batches_tracked;
-        snprintf(names[l], sizeof names[l], "%s.num_batches_tracked", sp->layers[l].name);
-        t[nt++] = (xt_st_tensor){.name = names[l], .dtype = XT_ST_I64, .rank = 0, .data = &nbt[l]};
+        sv->nbt[l] = r->model.layers[l].num_batches_tracked;
+        snprintf(sv->names[l], sizeof sv->names[l], "%s.num_batches_tracked", sp->layers[l].name);
+        sv->t[sv->nt++] = (xt_st_tensor){.name = sv->names[l], .dtype = XT_ST_I64, .rank = 0, .data = &sv->nbt[l]};
     }
+    return 0;
+}
+
+/* The training position as metadata text. */
+typedef struct position {
     char hash[32], ep[16], st[32], gs[32], os[32], best[32], seed[32], world[16];
-    static char hl[65536], ha[65536];
-    snprintf(hash, sizeof hash, "%016" PRIx64, r->model_hash);
-    snprintf(ep, sizeof ep, "%d", next_epoch);
-    snprintf(st, sizeof st, "%lld", step_in_epoch);
-    snprintf(gs, sizeof gs, "%lld", r->global_step);
-    snprintf(os, sizeof os, "%lld", r->optim.steps);
-    snprintf(best, sizeof best, "%.4f", r->best_acc);
-    snprintf(seed, sizeof seed, "%lld", r->c->seed);
-    snprintf(world, sizeof world, "%d", r->world);
-    join(hl, sizeof hl, r->hist_loss, r->nhist);
-    join(ha, sizeof ha, r->hist_acc, r->nhist);
+    char *hist_loss, *hist_acc;                 /* malloc'd */
+} position;
+
+static int position_text(const xt_run *r, int next_epoch, long long step_in_epoch, position *p, xt_err *e) {
+    snprintf(p->hash, sizeof p->hash, "%016" PRIx64, r->model_hash);
+    snprintf(p->ep, sizeof p->ep, "%d", next_epoch);
+    snprintf(p->st, sizeof p->st, "%lld", step_in_epoch);
+    snprintf(p->gs, sizeof p->gs, "%lld", r->global_step);
+    snprintf(p->os, sizeof p->os, "%lld", r->optim.steps);
+    snprintf(p->best, sizeof p->best, "%.4f", r->best_acc);
+    snprintf(p->seed, sizeof p->seed, "%lld", r->c->seed);
+    snprintf(p->world, sizeof p->world, "%d", r->world);
+    p->hist_loss = join(r->hist_loss, r->nhist);
+    p->hist_acc = join(r->hist_acc, r->nhist);
+    if (!p->hist_loss || !p->hist_acc) return xt_fail(e, XT_ERUNTIME, "out of memory writing a checkpoint");
+    return 0;
+}
+
+static int write_checkpoint(xt_run *r, int epoch_label, const saved *sv, const position *p, xt_err *e) {
     const char *optname = r->optim.kind == XT_OPT_SGD ? "sgd" : r->optim.kind == XT_OPT_ADAM ? "adam" : "adamw";
     xt_st_meta m[] = {
         {"format", "pt"},
         {"xlatrain.version", "1"},
-        {"xlatrain.model_hash", hash},
+        {"xlatrain.model_hash", p->hash},
         {"xlatrain.config", r->c->name},
         {"xlatrain.optimizer", optname},
-        {"xlatrain.next_epoch", ep},
-        {"xlatrain.step_in_epoch", st},
-        {"xlatrain.global_step", gs},
-        {"xlatrain.optimizer_steps", os},
-        {"xlatrain.best_accuracy", best},
-        {"xlatrain.seed", seed},
-        {"xlatrain.world_size", world},
-        {"xlatrain.history.loss", hl},
-        {"xlatrain.history.accuracy", ha},
+        {"xlatrain.next_epoch", p->ep},
+        {"xlatrain.step_in_epoch", p->st},
+        {"xlatrain.global_step", p->gs},
+        {"xlatrain.optimizer_steps", p->os},
+        {"xlatrain.best_accuracy", p->best},
+        {"xlatrain.seed", p->seed},
+        {"xlatrain.world_size", p->world},
+        {"xlatrain.history.loss", p->hist_loss},
+        {"xlatrain.history.accuracy", p->hist_acc},
     };
     char path[1024];
     if (xt_st_checkpoint_path(path, sizeof path, r->outdir, epoch_label, e)) return e->code;
-    if (xt_st_write(path, t, nt, m, (int)(sizeof m / sizeof *m), e)) return e->code;
+    if (xt_st_write(path, sv->t, sv->nt, m, (int)(sizeof m / sizeof *m), e)) return e->code;
     return xt_st_prune_checkpoints(r->outdir, r->c->keep_checkpoints, epoch_label, e);
+}
+
+int xt_ckpt_save(xt_run *r, int epoch_label, int next_epoch, long long step_in_epoch, xt_err *e) {
+    saved *sv = calloc(1, sizeof *sv);
+    position p = {0};
+    int rc = sv ? 0 : xt_fail(e, XT_ERUNTIME, "out of memory writing a checkpoint");
+    if (!rc) rc = collect_tensors(r, sv, e);
+    if (!rc) rc = position_text(r, next_epoch, step_in_epoch, &p, e);
+    if (!rc) rc = write_checkpoint(r, epoch_label, sv, &p, e);
+    free(p.hist_loss);
+    free(p.hist_acc);
+    if (sv) free(sv->t);
+    free(sv);
+    return rc;
 }
 
 int xt_ckpt_resolve(const xt_run *r, const char *arg, char *out, size_t cap, xt_err *e) {

@@ -1,8 +1,9 @@
-/* train_log.c — what a run prints: PyTorch/XLA's training-update lines with
+/* log.c — what a run prints: PyTorch/XLA's training-update lines with
  * xm.RateTracker's smoothed rate, a live progress bar on a terminal (never
- * in a pipe), whole-line writes that workers can share, metrics.jsonl, and
- * the SIGINT/SIGTERM flag of single-process runs. */
-#include <signal.h>
+ * in a pipe), whole-line writes that workers can share, and metrics.jsonl.
+ * Not here: what the lines say about the run (loop.c, finish.c). */
+#include "run/log.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -11,7 +12,6 @@
 
 #include "engine/metrics.h"
 #include "io/atomic.h"
-#include "run/train_internal.h"
 
 double xt_wall_s(void) { return (double)xt_now_ns() / 1e9; }
 
@@ -98,41 +98,9 @@ void xt_progress_clear(void) {
     g_progress_shown = 0;
 }
 
-int xt_append_jsonl(const xt_run *r, const char *line, xt_err *e) {
+int xt_append_jsonl(const char *outdir, const char *line, xt_err *e) {
     char path[700], buf[4096];
-    snprintf(path, sizeof path, "%s/metrics.jsonl", r->outdir);
+    snprintf(path, sizeof path, "%s/metrics.jsonl", outdir);
     int n = snprintf(buf, sizeof buf, "%s\n", line);
     return xt_append_file(path, buf, (size_t)(n < (int)sizeof buf ? n : (int)sizeof buf - 1), e);
 }
-
-/* ---- SIGINT/SIGTERM for single-process runs: the first finishes the step
- * and checkpoints; a second exits at once. ---- */
-static volatile sig_atomic_t g_stop;
-static struct sigaction g_old_int, g_old_term;
-
-static void on_signal(int sig) {
-    if (g_stop) {
-        static const char msg[] = "\nxlatrain: interrupted twice: exiting without a checkpoint\n";
-        if (write(STDERR_FILENO, msg, sizeof msg - 1)) {}
-        _exit(XT_EINTR);
-    }
-    g_stop = sig;
-}
-
-void xt_signals_install(void) {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, NULL, &g_old_int);
-    sigaction(SIGTERM, NULL, &g_old_term);
-    if (g_old_int.sa_handler != SIG_IGN) sigaction(SIGINT, &sa, NULL);
-    if (g_old_term.sa_handler != SIG_IGN) sigaction(SIGTERM, &sa, NULL);
-}
-
-void xt_signals_restore(void) {
-    sigaction(SIGINT, &g_old_int, NULL);
-    sigaction(SIGTERM, &g_old_term, NULL);
-}
-
-int xt_stop_requested(void) { return g_stop; }

@@ -1,0 +1,77 @@
+/* config_types.h — a resolved configuration as plain data: xt_config and its
+ * enums, with no functions. Below both config.c (which fills one) and the
+ * key table in config_keys.c (which says where each key lives in it), so
+ * neither depends on the other's header for the type.
+ * Not here: loading, validating or printing (config.h).
+ */
+#ifndef XT_CONFIG_TYPES_H
+#define XT_CONFIG_TYPES_H
+
+#include "config/spec.h"
+
+typedef enum { XT_DS_MNIST, XT_DS_FASHION_MNIST, XT_DS_SYNTHETIC } xt_dataset_kind;
+typedef enum { XT_OPT_SGD, XT_OPT_ADAM, XT_OPT_ADAMW } xt_optim_kind;
+typedef enum { XT_SCHED_CONSTANT, XT_SCHED_STEP, XT_SCHED_COSINE } xt_sched_kind;
+
+typedef struct xt_config {
+    char source[512];          /* the config file path ("" when none) */
+    char name[128];            /* config basename without extension: "mnist" */
+
+    /* --- the seed's FLAGS --- */
+    char datadir[512];         /* required for mnist/fashion_mnist */
+    int batch_size;            /* 128, per core */
+    int num_workers;           /* 4, loader threads */
+    double learning_rate;      /* 0.01 */
+    double momentum;           /* 0.5 (SGD) */
+    int num_epochs;            /* 18 if absent (the PyTorch/XLA MNIST default) */
+    int num_cores;             /* machine's online CPUs if absent; 1..256 */
+    int log_steps;             /* 20 */
+    int metrics_debug;         /* false */
+
+    /* --- run --- */
+    xt_dataset_kind dataset;   /* mnist | fashion_mnist | synthetic (default mnist) */
+    char model_path[512];      /* `model: models/x.yaml` ("" when inline) */
+    xt_spec spec;              /* the parsed model (from model_path or inline) */
+    long long seed;            /* 1 */
+    char output_dir[512];      /* default runs/<name> */
+    double target_accuracy;    /* 0 = none; percent */
+    int test_batch_size;       /* 1000 */
+    char save_graphs[512];     /* "" = off; also env XLATRAIN_SAVE_GRAPHS */
+    int progress;              /* -1 auto (tty), 0 off, 1 on */
+
+    /* --- data --- */
+    char train_images[512], train_labels[512], test_images[512], test_labels[512];
+    long train_subset[2];      /* [start, end); {0,-1} = all */
+    long test_subset[2];
+    int download;              /* false */
+    int synthetic_train_size;  /* 6000 */
+    int synthetic_test_size;   /* 1000 */
+    double norm_mean, norm_std;/* <0 = the dataset's own (MNIST 0.1307/0.3081) */
+    int random_crop_padding;   /* 0 = off */
+    int shuffle;               /* true */
+    int drop_last;             /* true for training */
+    int loader_prefetch_size;  /* 8 */
+    int device_prefetch_size;  /* 4 */
+
+    /* --- optimizer / schedule --- */
+    xt_optim_kind optimizer;   /* optimizer.name: sgd */
+    int nesterov;              /* optimizer.nesterov: false */
+    double weight_decay;       /* optimizer.weight_decay: 0 */
+    double beta1, beta2, adam_eps; /* optimizer.betas: [0.9, 0.999], optimizer.eps: 1e-8 */
+    xt_sched_kind schedule;    /* schedule.name: constant */
+    int step_size;             /* schedule.step_size (epochs): 10 */
+    double gamma;              /* schedule.gamma: 0.1 */
+    int warmup_epochs;         /* schedule.warmup_epochs: 0 */
+    int scale_lr_by_world_size;/* true, as the seed */
+
+    /* --- checkpoints --- */
+    int checkpoint_every;      /* checkpoint.every (epochs): 1 */
+    int keep_checkpoints;      /* checkpoint.keep: 3 */
+
+    /* --- data parallel --- */
+    int pin_cores;             /* false */
+    int worker_timeout;        /* seconds without progress before a worker is declared hung: 300 */
+    int blas_threads;          /* per worker: 1 */
+} xt_config;
+
+#endif

@@ -1,0 +1,28 @@
+/* conv_direct.h — direct SIMD convolution, batch-blocked (conv_direct.c;
+ * private to src/kernels, the kernel tests and the kernel bench).
+ *
+ * Vector lanes run across images; any stride and padding. The SIMD flavour
+ * follows k_simd_level(). All follow the k_conv2d_* contract: outputs
+ * overwritten, scratch sized by k_conv_direct_scratch(). Not here: the choice
+ * of method (conv.h).
+ */
+#ifndef XT_KERNELS_CONV_DIRECT_H
+#define XT_KERNELS_CONV_DIRECT_H
+
+#include <stddef.h>
+
+#include "kernels/conv_common.h"
+#include "kernels/kernels.h"
+
+size_t k_conv_direct_scratch(const k_conv_shape *s);
+void k_conv_direct_fwd(const k_conv_shape *s, float *y, const float *x, const float *w, const float *b,
+                       float *scratch);
+void k_conv_direct_bwd_data(const k_conv_shape *s, float *dx, const float *dy, const float *w, float *scratch);
+void k_conv_direct_bwd_weight(const k_conv_shape *s, float *dw, float *db, const float *x, const float *dy,
+                              float *scratch);
+/* Tests only: make `pass` (enum k_conv_pass) use entry `index` of the current
+ * SIMD flavour's tile list instead of the cost model's pick (index -1: back to
+ * the model). Returns 0 when the list has no such entry. */
+int k_conv_direct_force_tile(int pass, int index);
+
+#endif

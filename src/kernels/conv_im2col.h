@@ -1,0 +1,24 @@
+/* conv_im2col.h — convolution as im2col + OpenBLAS GEMM (conv_im2col.c;
+ * private to src/kernels, the kernel tests and the kernel bench).
+ *
+ * All follow the k_conv2d_* contract: outputs overwritten, scratch sized by
+ * k_conv_im2col_scratch(). `group` images share one GEMM (their columns side
+ * by side); 1 = per image, which needs no reshuffling of y/dy. Any shape,
+ * stride and padding. Not here: the choice of method (conv.h).
+ */
+#ifndef XT_KERNELS_CONV_IM2COL_H
+#define XT_KERNELS_CONV_IM2COL_H
+
+#include <stddef.h>
+
+#include "kernels/kernels.h"
+
+size_t k_conv_im2col_scratch(const k_conv_shape *s, int group);
+void k_conv_im2col_fwd(const k_conv_shape *s, int group, float *y, const float *x, const float *w, const float *b,
+                       float *scratch);
+void k_conv_im2col_bwd_data(const k_conv_shape *s, int group, float *dx, const float *dy, const float *w,
+                            float *scratch);
+void k_conv_im2col_bwd_weight(const k_conv_shape *s, int group, float *dw, float *db, const float *x,
+                              const float *dy, float *scratch);
+
+#endif

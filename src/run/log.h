@@ -1,0 +1,29 @@
+/* log.h — what a run prints: xm.RateTracker, the training-update lines, the
+ * progress bar, whole-line stdout writes workers can share, and
+ * metrics.jsonl lines. Not here: the end-of-run summary (finish.h). */
+#ifndef XT_RUN_LOG_H
+#define XT_RUN_LOG_H
+
+#include "config/config.h"
+#include "util/err.h"
+
+typedef struct xt_rate {
+    double smooth, start, partial_time, partial_count, partial_rate, count;
+    int have_partial_rate;
+} xt_rate;
+void xt_rate_init(xt_rate *t);
+void xt_rate_add(xt_rate *t, double count);
+double xt_rate_rate(xt_rate *t);
+double xt_rate_global(const xt_rate *t);
+double xt_wall_s(void);
+/* "[xla:0](20) Loss=0.52314 Rate=1234.56 GlobalRate=1180.02 Time=14:02:33" */
+void xt_log_train_update(int ordinal, long long step, double loss, double rate, double global_rate);
+void xt_progress(int epoch, int nepochs, long long done, long long total, double rate);
+void xt_progress_clear(void);
+int xt_progress_enabled(const xt_config *c);
+/* Print one whole line to stdout with a single write (workers share it). */
+void xt_out(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Append one JSON line to <outdir>/metrics.jsonl. */
+int xt_append_jsonl(const char *outdir, const char *line, xt_err *e);
+
+#endif

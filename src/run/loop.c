@@ -1,0 +1,310 @@
+/* loop.c — one replica's work, as the seed's train_mnist(): per epoch, train
+ * over its shard (trace forward + backward + all-reduce + optimizer as one
+ * graph, one barrier per step), then evaluate, log, and (master only) write
+ * metrics, checkpoints and curves; at the end, the master's outputs. Run in a
+ * forked worker per core, or in-process with one core.
+ * Not here: the step's graph (step.c), the evaluation pass (eval.c), the
+ * end-of-run files (finish.c), setup and spawning (run.c, train.c). */
+#include "run/loop.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <stdio.h>
+
+#include "data/loader.h"
+#include "data/sampler.h"
+#include "distributed/allreduce.h"
+#include "engine/metrics.h"
+#include "io/curves.h"
+#include "run/checkpoint.h"
+#include "run/eval.h"
+#include "run/finish.h"
+#include "run/log.h"
+#include "run/run.h"
+#include "run/signals.h"
+#include "run/step.h"
+
+/* One replica: its engine, its shard's loaders, and its running figures. */
+typedef struct worker {
+    xt_run *r;
+    int rank;
+    xt_engine *en;
+    xt_sampler sampler;
+    xt_loader loader;
+    int have_sampler, have_loader;
+    xt_eval eval;
+    int progress;           /* draw the progress bar (master on a terminal) */
+    xt_rate rate;
+    double final_loss;      /* of the last training step; NaN before any */
+} worker;
+
+/* One epoch's position and loss sums. */
+typedef struct epoch_pos {
+    int epoch;              /* 0-based */
+    long long nb, step;     /* batches in the epoch; batches done (skipped ones included) */
+    double loss_sum, lr;
+    long long loss_n;
+} epoch_pos;
+
+static int dist_allreduce(void *ctx, float *buf, size_t n, xt_err *e) {
+    worker *w = ctx;
+    return xt_allreduce(w->r->dist, w->rank, buf, n, e);
+}
+
+static int stop_requested(const worker *w) {
+    return w->r->dist ? xt_dist_should_stop(w->r->dist) : xt_stop_requested();
+}
+
+/* ---- setup ---------------------------------------------------------------- */
+
+static int open_engine(worker *w, xt_err *e) {
+    xt_run *r = w->r;
+    const xt_config *c = r->c;
+    openblas_set_num_threads(c->blas_threads > 0 ? c->blas_threads : 1);
+    xt_engine_opts eo = {.fuse = 1, .save_graphs_dir = c->save_graphs};
+    if (r->dist) {
+        eo.allreduce = dist_allreduce;
+        eo.allreduce_ctx = w;
+        eo.collective_buf = xt_dist_grad_row(r->dist, w->rank);
+        eo.collective_floats = xt_dist_grad_cap(r->dist);
+    }
+    w->en = xt_engine_new(&r->store, &eo);
+    if (!w->en) return xt_fail(e, XT_ERUNTIME, "out of memory creating the engine");
+    return 0;
+}
+
+static int open_train_loader(worker *w, xt_err *e) {
+    xt_run *r = w->r;
+    const xt_config *c = r->c;
+    if (xt_sampler_init(&w->sampler, r->train.n, r->world, w->rank, c->shuffle, (uint64_t)c->seed, 0, e)) return e->code;
+    w->have_sampler = 1;
+    xt_loader_opts o;
+    xt_loader_opts_defaults(&o);
+    o.num_workers = c->num_workers;
+    o.prefetch_size = c->loader_prefetch_size;
+    o.max_held = c->device_prefetch_size;
+    o.seed = (uint64_t)c->seed;
+    o.batch_size = c->batch_size;
+    o.drop_last = c->drop_last;
+    o.random_crop_padding = c->random_crop_padding;
+    if (xt_loader_open(&w->loader, &r->train, &w->sampler, &o, e)) return e->code;
+    w->have_loader = 1;
+    return 0;
+}
+
+static int open_worker(worker *w, xt_err *e) {
+    int rc;
+    if ((rc = open_engine(w, e))) return rc;
+    if (w->r->have_train && (rc = open_train_loader(w, e))) return rc;
+    if ((rc = xt_eval_open(&w->eval, w->r, w->rank, e))) return rc;
+    w->progress = w->rank == 0 && xt_progress_enabled(w->r->c);
+    xt_rate_init(&w->rate);
+    w->final_loss = NAN;
+    return 0;
+}
+
+static void close_worker(worker *w) {
+    if (w->have_loader) xt_loader_close(&w->loader);
+    xt_eval_close(&w->eval);
+    if (w->have_sampler) xt_sampler_free(&w->sampler);
+    xt_engine_free(w->en);
+}
+
+/* ---- a training epoch ---------------------------------------------------------- */
+
+/* The next training batch, or NULL at the end of the epoch; the wait is
+ * ~0 when the loader keeps up. */
+static const xt_batch *next_batch(worker *w) {
+    uint64_t t_wait = xt_now_ns();
+    const xt_batch *b = xt_loader_next(&w->loader);
+    uint64_t waited = xt_now_ns() - t_wait;
+    w->r->data_wait_ns += waited;
+    if (b) xt_metric_add("DataWaitTime", XT_UNIT_TIME_NS, (double)waited);
+    return b;
+}
+
+/* Every log_steps steps: the training-update line, and the master's metrics.jsonl line. */
+static int log_step(worker *w, const epoch_pos *p, float loss, xt_err *e) {
+    xt_run *r = w->r;
+    if (r->c->log_steps <= 0 || p->step % r->c->log_steps) return 0;
+    double rt = xt_rate_rate(&w->rate);
+    xt_log_train_update(w->rank, p->step, loss, rt, xt_rate_global(&w->rate));
+    if (w->rank != 0) return 0;
+    char line[300];
+    snprintf(line, sizeof line, "{\"type\":\"step\",\"epoch\":%d,\"step\":%lld,\"loss\":%.6g,\"rate\":%.2f,\"lr\":%.6g}",
+             p->epoch + 1, r->global_step, loss, rt, p->lr);
+    return xt_append_jsonl(r->outdir, line, e);
+}
+
+/* Train on batch b (released here) and account for it. */
+static int train_batch(worker *w, epoch_pos *p, const xt_batch *b, xt_err *e) {
+    xt_run *r = w->r;
+    p->lr = xt_schedule_lr(r->c, r->world, p->epoch, p->step, p->nb);
+    float loss = NAN;
+    int rc = xt_run_train_step(r, w->en, b, p->lr, &loss, e);
+    int n = b->n;
+    xt_loader_release(&w->loader, b);
+    if (rc) return rc;
+    r->global_step++;
+    p->step++;
+    if (!isfinite(loss))
+        return xt_fail(e, XT_ERUNTIME, "xla:%d: loss is %s at epoch %d step %lld (global step %lld); lower learning_rate (now %g) or check the data",
+                       w->rank, isnan(loss) ? "NaN" : "Inf", p->epoch + 1, p->step, r->global_step, p->lr);
+    p->loss_sum += loss;
+    p->loss_n++;
+    w->final_loss = loss;
+    xt_rate_add(&w->rate, n);
+    r->samples_trained += n;
+    if (r->dist) xt_dist_heartbeat(r->dist, w->rank, r->global_step);
+    if ((rc = log_step(w, p, loss, e))) return rc;
+    if (w->progress) xt_progress(p->epoch + 1, r->c->num_epochs, p->step, p->nb, xt_rate_global(&w->rate) * r->world);
+    return 0;
+}
+
+/* A stop request mid-epoch: the master checkpoints the position, every replica exits 130. */
+static int interrupted_mid_epoch(worker *w, const epoch_pos *p, xt_err *e) {
+    xt_run *r = w->r;
+    xt_progress_clear();
+    if (w->rank == 0) {
+        int rc = xt_ckpt_save(r, p->epoch + 1, p->epoch, p->step, e);
+        if (rc) return rc;
+        xt_out("xlatrain: interrupted at epoch %d step %lld; checkpoint written to %s (continue with --resume latest)", p->epoch + 1, p->step, r->outdir);
+    }
+    return xt_fail(e, XT_EINTR, "interrupted at epoch %d step %lld; checkpoint in %s", p->epoch + 1, p->step, r->outdir);
+}
+
+static int train_epoch(worker *w, epoch_pos *p, xt_err *e) {
+    xt_run *r = w->r;
+    xt_loader_start_epoch(&w->loader, p->epoch);
+    p->nb = xt_loader_num_batches(&w->loader);
+    uint64_t t_epoch = xt_now_ns();
+    const xt_batch *b;
+    while ((b = next_batch(w))) {
+        if (p->epoch == r->start_epoch && p->step < r->start_step_in_epoch) { /* resumed mid-epoch: these already ran */
+            xt_loader_release(&w->loader, b);
+            p->step++;
+            continue;
+        }
+        int rc = train_batch(w, p, b, e);
+        if (rc) return rc;
+        if (stop_requested(w)) return interrupted_mid_epoch(w, p, e);
+    }
+    r->train_ns += xt_now_ns() - t_epoch;
+    xt_progress_clear();
+    xt_out("Finished training epoch %d", p->epoch + 1);
+    return 0;
+}
+
+/* ---- after an epoch ------------------------------------------------------------ */
+
+/* Master-only epoch outputs: metrics line, curves, checkpoint. */
+static int master_epoch_outputs(worker *w, int epoch, double loss, double acc, double lr, xt_err *e) {
+    xt_run *r = w->r;
+    char line[512];
+    snprintf(line, sizeof line, "{\"type\":\"epoch\",\"epoch\":%d,\"step\":%lld,\"loss\":%.6g,\"accuracy\":%.4f,\"lr\":%.6g,\"time\":%.3f}",
+             epoch + 1, r->global_step, loss, acc, lr, xt_wall_s() - (double)r->t_start_ns / 1e9);
+    if (xt_append_jsonl(r->outdir, line, e)) return e->code;
+    char path[700];
+    snprintf(path, sizeof path, "%s/curves.png", r->outdir);
+    if (xt_curves_write(path, r->hist_loss, r->hist_acc, r->nhist, e)) return e->code;
+    int last = epoch + 1 == r->c->num_epochs;
+    if (r->c->checkpoint_every > 0 && ((epoch + 1) % r->c->checkpoint_every == 0 || last))
+        return xt_ckpt_save(r, epoch + 1, epoch + 1, 0, e);
+    if (last) return xt_ckpt_save(r, epoch + 1, epoch + 1, 0, e);
+    return 0;
+}
+
+/* Evaluate the shard and print this replica's accuracy. */
+static int evaluate_and_log(worker *w, long long *correct, long long *total, xt_err *e) {
+    int rc = xt_eval_run(&w->eval, w->r, w->en, correct, total, e);
+    if (rc) return rc;
+    xt_out("[xla:%d] Accuracy=%.2f%%", w->rank, *total ? 100.0 * (double)*correct / (double)*total : 0.0);
+    return 0;
+}
+
+static void metrics_debug_report(void) {
+    xt_progress_clear();
+    fflush(stdout);
+    xt_metrics_report(stdout);
+    fflush(stdout);
+}
+
+static void record_epoch(xt_run *r, double loss, double acc) {
+    if (r->nhist < XT_MAX_EPOCHS) {
+        r->hist_loss[r->nhist] = loss;
+        r->hist_acc[r->nhist] = acc;
+        r->nhist++;
+    }
+    if (acc > r->best_acc) r->best_acc = acc;
+}
+
+/* Evaluate, reduce accuracy and mean loss over the replicas, record them,
+ * and (master) write the epoch's outputs. */
+static int end_epoch(worker *w, const epoch_pos *p, xt_err *e) {
+    xt_run *r = w->r;
+    long long correct, total;
+    int rc = evaluate_and_log(w, &correct, &total, e);
+    if (rc) return rc;
+    /* before the mesh-reduce: every replica's report precedes the master's summary line */
+    if (r->c->metrics_debug) metrics_debug_report();
+    double counts[3] = {(double)correct, (double)total, p->loss_n ? p->loss_sum / (double)p->loss_n : NAN};
+    if (r->dist && (rc = xt_mesh_reduce_sum(r->dist, w->rank, counts, 3, e))) return rc;
+    double gacc = counts[1] > 0 ? 100.0 * counts[0] / counts[1] : 0.0;
+    double eloss = counts[2] / (r->dist ? r->world : 1);
+    if (r->world > 1 && w->rank == 0)
+        xt_out("Epoch %d global accuracy=%.2f%% (%.0f/%.0f over %d replicas)", p->epoch + 1, gacc, counts[0], counts[1], r->world);
+    record_epoch(r, eloss, gacc);
+    if (w->rank == 0 && (rc = master_epoch_outputs(w, p->epoch, eloss, gacc, p->lr, e))) return rc;
+    if (stop_requested(w)) return xt_fail(e, XT_EINTR, "interrupted after epoch %d; checkpoint in %s", p->epoch + 1, r->outdir);
+    return 0;
+}
+
+static int train_epochs(worker *w, xt_err *e) {
+    xt_run *r = w->r;
+    for (int epoch = r->start_epoch; epoch < r->c->num_epochs; epoch++) {
+        epoch_pos p = {.epoch = epoch};
+        int rc = train_epoch(w, &p, e);
+        if (!rc) rc = end_epoch(w, &p, e);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+/* --eval-only: one evaluation of the resumed checkpoint. */
+static int eval_only(worker *w, xt_err *e) {
+    xt_run *r = w->r;
+    long long correct, total;
+    int rc = xt_eval_run(&w->eval, r, w->en, &correct, &total, e);
+    if (rc) return rc;
+    double counts[2] = {(double)correct, (double)total};
+    if (r->dist && (rc = xt_mesh_reduce_sum(r->dist, w->rank, counts, 2, e))) return rc;
+    xt_out("[xla:%d] Accuracy=%.2f%%", w->rank, total ? 100.0 * (double)correct / (double)total : 0.0);
+    r->best_acc = counts[1] > 0 ? 100.0 * counts[0] / counts[1] : 0.0;
+    return 0;
+}
+
+/* The master writes the end-of-run outputs; the others only give the verdict. */
+static int finish(worker *w, xt_err *e) {
+    xt_run *r = w->r;
+    const xt_config *c = r->c;
+    if (w->rank == 0) return xt_run_finish(r, &w->eval.grid, w->final_loss, e);
+    if (c->target_accuracy > 0 && r->best_acc < c->target_accuracy)
+        return xt_fail(e, XT_EBELOW, "best accuracy %.2f%% is below target_accuracy %.2f%%", r->best_acc, c->target_accuracy);
+    return 0;
+}
+
+int xt_worker_main(int rank, void *arg) {
+    xt_run *r = arg;
+    worker w = {.r = r, .rank = rank};
+    xt_err e = {0};
+    int rc = open_worker(&w, &e);
+    if (!rc) rc = r->cli->eval_only ? eval_only(&w, &e) : train_epochs(&w, &e);
+    if (!rc) rc = finish(&w, &e);
+    xt_progress_clear();
+    close_worker(&w);
+    if (rc) {
+        if (r->dist) xt_dist_report(r->dist, rank, &e);
+        else r->err = e;
+    }
+    return rc;
+}

@@ -1,0 +1,127 @@
+/* run.c — setting up one run (xt_run): the output directory, the model,
+ * input and optimizer slots with their initial weights, and the data. Done
+ * in the parent before any worker forks, so every replica starts equal.
+ * Not here: training, evaluation or prediction (loop.c, eval.c, predict.c). */
+#include "run/run.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "data/download.h"
+#include "engine/metrics.h"
+
+static int mkdir_p(const char *path, xt_err *e) {
+    char tmp[600];
+    snprintf(tmp, sizeof tmp, "%s", path);
+    for (char *p = tmp + 1;; p++) {
+        if (*p == '/' || !*p) {
+            char saved = *p;
+            *p = 0;
+            if (mkdir(tmp, 0777) && errno != EEXIST)
+                return xt_fail(e, XT_EIO, "%s: cannot create the output directory: %s; set output_dir to a writable place", tmp, strerror(errno));
+            *p = saved;
+            if (!saved) break;
+        }
+    }
+    return 0;
+}
+
+static void note(void *ctx, const char *line) {
+    (void)ctx;
+    fprintf(stderr, "xlatrain: %s\n", line);
+}
+
+xt_data_kind xt_run_data_kind(xt_dataset_kind k) {
+    return k == XT_DS_FASHION_MNIST ? XT_DATA_FASHION_MNIST : k == XT_DS_SYNTHETIC ? XT_DATA_SYNTHETIC : XT_DATA_MNIST;
+}
+
+static void data_opts(const xt_config *c, xt_data_opts *o) {
+    xt_data_opts_defaults(o);
+    o->kind = xt_run_data_kind(c->dataset);
+    o->datadir = c->datadir;
+    o->train_images = c->train_images;
+    o->train_labels = c->train_labels;
+    o->test_images = c->test_images;
+    o->test_labels = c->test_labels;
+    memcpy(o->train_subset, c->train_subset, sizeof o->train_subset);
+    memcpy(o->test_subset, c->test_subset, sizeof o->test_subset);
+    o->seed = (uint64_t)c->seed;
+    o->synthetic_train_size = c->synthetic_train_size;
+    o->synthetic_test_size = c->synthetic_test_size;
+    o->norm_mean = c->norm_mean;
+    o->norm_std = c->norm_std;
+}
+
+static int check_input_shape(const xt_run *r, xt_err *e) {
+    const xt_spec *sp = &r->c->spec;
+    const xt_dataset *d = &r->test;
+    if (sp->input[0] != 1 || sp->input[1] != d->rows || sp->input[2] != d->cols)
+        return xt_fail(e, XT_EUSAGE, "%s: the model's input is [%d, %d, %d] but the data is [1, %d, %d]; set input: [1, %d, %d] in the model spec",
+                       sp->source, sp->input[0], sp->input[1], sp->input[2], d->rows, d->cols, d->rows, d->cols);
+    return 0;
+}
+
+int xt_run_open_data(xt_run *r, xt_err *e) {
+    const xt_config *c = r->c;
+    xt_data_opts o;
+    data_opts(c, &o);
+    if ((r->cli->download || c->download) && o.kind != XT_DATA_SYNTHETIC &&
+        xt_download_dataset(o.kind, c->datadir, note, NULL, e))
+        return e->code;
+    if (!r->cli->eval_only) {
+        if (xt_dataset_open(&r->train, &o, XT_SPLIT_TRAIN, e)) return e->code;
+        r->have_train = 1;
+    }
+    if (xt_dataset_open(&r->test, &o, XT_SPLIT_TEST, e)) return e->code;
+    return check_input_shape(r, e);
+}
+
+int xt_run_setup_model(xt_run *r, xt_err *e) {
+    const xt_config *c = r->c;
+    const xt_spec *sp = &c->spec;
+    xt_store_init(&r->store);
+    if (xt_model_declare(&r->model, sp, &r->store, e)) return e->code;
+    int32_t xs[4] = {c->batch_size, sp->input[0], sp->input[1], sp->input[2]};
+    r->slot_x = xt_store_add(&r->store, "input.x", XT_SLOT_INPUT, XT_F32, 4, xs);
+    r->slot_y = xt_store_add(&r->store, "input.y", XT_SLOT_INPUT, XT_I32, 1, xs);
+    r->slot_step = xt_store_add(&r->store, "step", XT_SLOT_STATE, XT_I32, 0, NULL);
+    if (r->slot_x < 0 || r->slot_y < 0 || r->slot_step < 0) return xt_fail(e, XT_ERUNTIME, "cannot declare the input slots");
+    if (xt_optim_declare(&r->optim, c, &r->model, &r->store, e)) return e->code;
+    if (xt_store_finalize(&r->store, e)) return e->code;
+    xt_model_init(&r->model, &r->store, (uint64_t)c->seed);
+    r->model_hash = xt_config_model_hash(c);
+    return 0;
+}
+
+size_t xt_run_grad_floats(const xt_run *r) {
+    size_t n = 0;
+    for (int i = 0; i < r->model.nparams; i++) n += ((size_t)r->store.slots[r->model.params[i]].numel + 15) & ~(size_t)15;
+    return n;
+}
+
+int xt_run_open(xt_run *r, const xt_config *c, const xt_cli *cli, xt_err *e) {
+    memset(r, 0, sizeof *r);
+    r->c = c;
+    r->cli = cli;
+    r->world = c->num_cores;
+    r->best_acc = -1;
+    r->t_start_ns = xt_now_ns();
+    snprintf(r->outdir, sizeof r->outdir, "%s", c->output_dir);
+    r->hist_loss = calloc(XT_MAX_EPOCHS, sizeof *r->hist_loss);
+    r->hist_acc = calloc(XT_MAX_EPOCHS, sizeof *r->hist_acc);
+    if (!r->hist_loss || !r->hist_acc) return xt_fail(e, XT_ERUNTIME, "out of memory");
+    if (mkdir_p(r->outdir, e)) return e->code;
+    return xt_run_setup_model(r, e);
+}
+
+void xt_run_close(xt_run *r) {
+    if (r->have_train) xt_dataset_free(&r->train);
+    xt_dataset_free(&r->test);
+    xt_model_free(&r->model);
+    xt_store_free(&r->store);
+    free(r->hist_loss);
+    free(r->hist_acc);
+}

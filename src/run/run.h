@@ -1,0 +1,68 @@
+/* run.h — the state of one run (xt_run) and its setup, shared by training,
+ * --eval-only and --predict: the output directory, the model, input and
+ * optimizer slots (declared and initialised before any fork, so every
+ * replica starts from the same weights, as xmp.MpModelWrapper), and the data.
+ * Not here: what a run does with it (step.h, loop.h, train.h, predict.h). */
+#ifndef XT_RUN_RUN_H
+#define XT_RUN_RUN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config/config.h"
+#include "data/dataset.h"
+#include "distributed/shm.h"
+#include "engine/store.h"
+#include "nn/model.h"
+#include "optim/optim.h"
+#include "run/cli.h"
+#include "util/err.h"
+
+#define XT_MAX_EPOCHS 100000
+
+typedef struct xt_run {
+    const xt_config *c;
+    const xt_cli *cli;
+    char outdir[600];
+    xt_dataset train, test;
+    int have_train;
+    xt_store store;
+    xt_model model;
+    xt_optim optim;
+    int slot_x, slot_y, slot_step;  /* inputs: batch images, labels, step counter (int32) */
+    int world;
+    xt_dist *dist;                  /* NULL with one process */
+    uint64_t model_hash;
+
+    /* training position (restored by --resume) */
+    int start_epoch;                /* 0-based epoch to run next */
+    long long start_step_in_epoch;  /* batches of start_epoch already trained */
+    long long global_step;
+    double best_acc;                /* percent; -1 before any evaluation */
+    double *hist_loss, *hist_acc;   /* per finished epoch (XT_MAX_EPOCHS cap) */
+    int nhist;
+    uint64_t t_start_ns;
+    long long samples_trained;      /* by this process, for results.json */
+    uint64_t train_ns;              /* in training epochs (not setup or evaluation) */
+    uint64_t data_wait_ns;          /* of which waiting for the loader */
+    xt_err err;                     /* a single-process run's failure */
+} xt_run;
+
+/* Set r up for config c and command line cli: create the output directory,
+ * declare and initialise the model, inputs and optimizer (no data read).
+ * Call xt_run_close afterwards whatever this returns. */
+int xt_run_open(xt_run *r, const xt_config *c, const xt_cli *cli, xt_err *e);
+/* Declare the model, inputs and optimizer slots in r->store and initialise
+ * the weights from the seed (only r->c needs to be set). */
+int xt_run_setup_model(xt_run *r, xt_err *e);
+/* Open the test set, and the training set unless --eval-only (downloading
+ * first when asked), and check the model's input shape against the data. */
+int xt_run_open_data(xt_run *r, xt_err *e);
+/* Free what xt_run_open and xt_run_open_data allocated. */
+void xt_run_close(xt_run *r);
+/* Floats of the all-reduce's packed gradient block (pieces 64-byte aligned). */
+size_t xt_run_grad_floats(const xt_run *r);
+/* The data module's name for the config's dataset. */
+xt_data_kind xt_run_data_kind(xt_dataset_kind k);
+
+#endif

@@ -1,0 +1,46 @@
+/* step.c — one step's graph: bind the batch to the input slots, trace the
+ * model to log-probabilities, and (training) add the loss, backward pass,
+ * all-reduce and optimizer update, then run it at the step's barrier.
+ * Not here: batches, epochs or what is done with the results (loop.c,
+ * eval.c, predict.c). */
+#include "run/step.h"
+
+void xt_run_bind_images(xt_run *r, float *x, int n, int rows, int cols) {
+    xt_store_set_input_shape(&r->store, r->slot_x, 4, (int32_t[]){n, 1, rows, cols});
+    xt_store_bind(&r->store, r->slot_x, x);
+}
+
+void xt_run_bind_batch(xt_run *r, const xt_batch *b) {
+    const int *in = r->c->spec.input; /* (C, H, W); C == 1 and H, W checked against the data at start */
+    xt_run_bind_images(r, b->x, b->n, in[1], in[2]);
+    xt_store_set_input_shape(&r->store, r->slot_y, 1, (int32_t[]){b->n});
+    xt_store_bind(&r->store, r->slot_y, b->y);
+}
+
+/* The model's log-probabilities: a spec that ends in logits gets
+ * log_softmax here, so the loss is always cross-entropy. */
+xt_t xt_run_trace_logp(xt_run *r, xt_graph *g, int mode) {
+    xt_t out = xt_model_forward(&r->model, g, xt_leaf(g, r->slot_x), mode, xt_leaf(g, r->slot_step), (uint64_t)r->c->seed);
+    const xt_spec *sp = r->model.spec;
+    if (sp->nlayers == 0 || sp->layers[sp->nlayers - 1].kind != XT_L_LOG_SOFTMAX) out = xt_log_softmax(g, out);
+    return out;
+}
+
+/* One training step: its whole graph, executed at the barrier. */
+int xt_run_train_step(xt_run *r, xt_engine *en, const xt_batch *b, double lr, float *loss, xt_err *e) {
+    xt_graph *g = xt_engine_graph(en);
+    xt_run_bind_batch(r, b);
+    *(int32_t *)r->store.slots[r->slot_step].data = (int32_t)r->global_step;
+    xt_optim_set_scalars(&r->optim, &r->store, lr);
+    xt_t P[XT_MODEL_MAX_PARAMS], G[XT_MODEL_MAX_PARAMS];
+    for (int i = 0; i < r->model.nparams; i++) P[i] = xt_leaf(g, r->model.params[i]);
+    xt_t l = xt_nll_loss(g, xt_run_trace_logp(r, g, XT_TRAIN), xt_leaf(g, r->slot_y));
+    xt_backward(g, l, P, r->model.nparams, G);
+    xt_all_reduce(g, G, r->model.nparams);
+    xt_optim_trace(&r->optim, g, G);
+    xt_fetch(g, l, loss, sizeof *loss);
+    int rc = xt_mark_step(en, e);
+    if (rc) return rc;
+    xt_model_after_train_step(&r->model);
+    return 0;
+}
