@@ -12,7 +12,8 @@
 #include "alloc_count.h"
 #include "data/loader.h"
 #include "engine/plan.h"
-#include "run/train_internal.h"
+#include "run/run.h"
+#include "run/step.h"
 #include "test.h"
 
 TEST(store_add_copies_the_callers_shape_before_growing) {

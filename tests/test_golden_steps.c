@@ -5,7 +5,7 @@
  * SGD (momentum; Nesterov + weight decay), Adam and AdamW give.
  *
  * The steps go through the trainer's own step, xt_run_train_step
- * (src/run/train_loop.c): bind the batch, write the learning rate into the
+ * (src/run/step.c): bind the batch, write the learning rate into the
  * optimizer's lr slot (xt_optim_set_scalars), trace the model, xt_backward,
  * xt_all_reduce, xt_optim_trace, xt_mark_step; the run is declared and set up
  * by xt_run_setup_model, as `xlatrain train` does, with world size 1.
@@ -34,7 +34,8 @@
 
 #include "data/loader.h"
 #include "io/safetensors.h"
-#include "run/train_internal.h"
+#include "run/run.h"
+#include "run/step.h"
 #include "test.h"
 
 #define FIXTURE "tests/golden/seed_cnn_steps.safetensors"
