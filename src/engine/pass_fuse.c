@@ -53,131 +53,120 @@ static int reads_group_through_alias(const xt_plan *p, int i, int cur, const int
     return 0;
 }
 
-/* Build the program of one group: members[0..m) in order. */
+/* Where instruction j reads operand `src` from: the register of an earlier
+ * member that lives only in registers, or else a group input (an external
+ * value, or an earlier member already written to memory, read back like an
+ * input; added to the input list on first use). */
+static int16_t operand_of(xt_ew_group *grp, const int32_t *members, int j, const int *out_of, const int *reg_of,
+                          int32_t src, int8_t *kind) {
+    for (int q = j - 1; q >= 0; q--)
+        if (members[q] == src && out_of[q] < 0) {
+            *kind = XT_OPND_REG;
+            return (int16_t)reg_of[q];
+        }
+    *kind = XT_OPND_INPUT;
+    for (int t = 0; t < grp->ninputs; t++)
+        if (grp->inputs[t] == src) return (int16_t)t;
+    grp->inputs[grp->ninputs] = src;
+    return (int16_t)grp->ninputs++;
+}
+
+/* Build the program of one group: members[0..m) in order; a member that
+ * something outside reads (needed_outside) is written to memory, the rest
+ * get a chunk register, freed after its last use. */
 static int build_group(xt_plan *p, xt_ew_group *grp, const int32_t *members, int m, const uint8_t *needed_outside) {
+    XT_CHECK(m >= 1 && m <= XT_FUSE_MAX_MEMBERS);
     const xt_node *first = &p->nodes[members[0]];
     grp->rank = first->rank;
     memcpy(grp->shape, first->shape, sizeof grp->shape);
     grp->inputs = malloc((size_t)(2 * m) * sizeof *grp->inputs);
     grp->outputs = malloc((size_t)m * sizeof *grp->outputs);
-    grp->instr = malloc((size_t)m * sizeof *grp->instr);
+    grp->instr = calloc((size_t)m, sizeof *grp->instr);
     if (!grp->inputs || !grp->outputs || !grp->instr) return -1;
-
-    XT_CHECK(m <= XT_FUSE_MAX_MEMBERS);
-    /* last use (instruction index) of each member inside the group */
     int last_use[XT_FUSE_MAX_MEMBERS], reg_of[XT_FUSE_MAX_MEMBERS], out_of[XT_FUSE_MAX_MEMBERS];
+    int reg_busy[XT_FUSE_MAX_MEMBERS] = {0}; /* a register per member at most */
     for (int j = 0; j < m; j++) {
         last_use[j] = -1;
         out_of[j] = needed_outside[j] ? grp->noutputs++ : -1;
         if (out_of[j] >= 0) grp->outputs[out_of[j]] = members[j];
-    }
-    for (int j = 0; j < m; j++) {
         const xt_node *n = &p->nodes[members[j]];
         for (int k = 0; k < n->nin; k++)
             for (int q = 0; q < j; q++)
                 if (members[q] == p->operands[n->in_off + k]) last_use[q] = j;
     }
-    int reg_busy[XT_FUSE_MAX_MEMBERS] = {0}; /* a register per member at most */
     for (int j = 0; j < m; j++) {
         const xt_node *n = &p->nodes[members[j]];
         xt_ew_instr *ins = &grp->instr[grp->ninstr++];
-        memset(ins, 0, sizeof *ins);
         ins->op = n->op;
-        for (int k = 0; k < n->nin && k < 2; k++) {
-            int32_t src = p->operands[n->in_off + k];
-            int q = -1;
-            for (int t = 0; t < j; t++)
-                if (members[t] == src) q = t;
-            int8_t kind;
-            int16_t idx;
-            if (q >= 0 && out_of[q] < 0) {
-                kind = XT_OPND_REG;
-                idx = (int16_t)reg_of[q];
-            } else {
-                /* an external input — or an earlier member already written
-                 * to memory, which is read back like an input */
-                kind = XT_OPND_INPUT;
-                int found = -1;
-                for (int t = 0; t < grp->ninputs; t++)
-                    if (grp->inputs[t] == src) found = t;
-                if (found < 0) {
-                    found = grp->ninputs++;
-                    grp->inputs[found] = src;
-                }
-                idx = (int16_t)found;
-            }
-            if (k == 0) { ins->akind = kind; ins->a = idx; }
-            else { ins->bkind = kind; ins->b = idx; }
-        }
-        /* free registers whose value is dead after this instruction */
-        for (int q = 0; q < j; q++)
+        ins->a = operand_of(grp, members, j, out_of, reg_of, p->operands[n->in_off], &ins->akind);
+        if (n->nin > 1) ins->b = operand_of(grp, members, j, out_of, reg_of, p->operands[n->in_off + 1], &ins->bkind);
+        for (int q = 0; q < j; q++) /* free registers whose value is dead after this instruction */
             if (out_of[q] < 0 && last_use[q] == j) reg_busy[reg_of[q]] = 0;
         if (out_of[j] >= 0) {
             ins->dst = (int16_t)(-1 - out_of[j]);
-        } else {
-            int r = 0;
-            while (reg_busy[r]) r++;
-            XT_CHECK(r < m);
-            reg_busy[r] = 1;
-            reg_of[j] = r;
-            ins->dst = (int16_t)r;
-            if (r + 1 > grp->nregs) grp->nregs = r + 1;
+            continue;
         }
+        int r = 0;
+        while (reg_busy[r]) r++;
+        XT_CHECK(r < m);
+        reg_busy[r] = 1;
+        reg_of[j] = r;
+        ins->dst = (int16_t)r;
+        if (r + 1 > grp->nregs) grp->nregs = r + 1;
     }
     return 0;
 }
 
-int xt_pass_fuse(xt_plan *p, const uint8_t *live, int fuse) {
-    int n = p->nnodes;
-    /* consumers outside a node's group are decided after grouping; first
-     * count every live consumer, and mark nodes the step's outputs need */
+/* Step 1: assign live elementwise nodes to groups (group_of); returns the
+ * number of groups. */
+static int form_runs(xt_plan *p, const uint8_t *live, int fuse) {
     int32_t *group_of = p->group_of;
-    for (int i = 0; i < n; i++) group_of[i] = -1;
-    uint8_t *is_out = calloc((size_t)n, 1);
-    int32_t *members = malloc((size_t)n * sizeof *members);
-    p->kernels = malloc((size_t)(n + 1) * sizeof *p->kernels);
-    p->groups = calloc((size_t)n + 1, sizeof *p->groups);
-    if (!is_out || !members || !p->kernels || !p->groups) goto oom;
-    for (int i = 0; i < p->nassign; i++) is_out[p->assigns[i].t] = 1;
-    for (int i = 0; i < p->nfetch; i++) is_out[p->fetch_nodes[i]] = 1;
-
-    /* 1. form runs */
     int ngroups = 0, cur = -1, cur_len = 0;
     const xt_node *cur_shape = NULL;
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < p->nnodes; i++) {
         const xt_node *nd = &p->nodes[i];
+        group_of[i] = -1;
         if (!live[i] || is_free(nd)) continue;
-        if (is_ew(nd)) {
-            if (fuse && cur >= 0 && cur_len < XT_FUSE_MAX_MEMBERS && xt_same_shape(cur_shape, nd) &&
-                !reads_group_through_alias(p, i, cur, group_of)) {
-                group_of[i] = cur;
-                cur_len++;
-                continue;
-            }
-            cur = ngroups++;
-            cur_len = 1;
-            cur_shape = nd;
-            group_of[i] = cur;
-        } else {
-            cur = -1;
+        if (!is_ew(nd)) {
+            cur = -1; /* a kernel ends the run */
+            continue;
         }
+        if (fuse && cur >= 0 && cur_len < XT_FUSE_MAX_MEMBERS && xt_same_shape(cur_shape, nd) &&
+            !reads_group_through_alias(p, i, cur, group_of)) {
+            group_of[i] = cur;
+            cur_len++;
+            continue;
+        }
+        cur = ngroups++;
+        cur_len = 1;
+        cur_shape = nd;
+        group_of[i] = cur;
     }
-    /* 2. a member is a group output when read outside its group */
-    for (int i = 0; i < n; i++) {
+    return ngroups;
+}
+
+/* Step 2: a member is a group output when the step's outputs need it or a
+ * live node outside its group reads it. */
+static void mark_group_outputs(const xt_plan *p, const uint8_t *live, uint8_t *is_out) {
+    for (int i = 0; i < p->nassign; i++) is_out[p->assigns[i].t] = 1;
+    for (int i = 0; i < p->nfetch; i++) is_out[p->fetch_nodes[i]] = 1;
+    for (int i = 0; i < p->nnodes; i++) {
         if (!live[i]) continue;
         const xt_node *nd = &p->nodes[i];
         for (int k = 0; k < nd->nin; k++) {
             int32_t src = p->operands[nd->in_off + k];
-            if (group_of[src] >= 0 && group_of[src] != group_of[i]) is_out[src] = 1;
+            if (p->group_of[src] >= 0 && p->group_of[src] != p->group_of[i]) is_out[src] = 1;
         }
     }
-    /* 3. kernels in order; build each group's program at its first member */
+}
+
+/* Step 3: kernels in order; each group's program is built at its first
+ * member and runs at its last member's place. */
+static int emit_kernels(xt_plan *p, const uint8_t *live, const uint8_t *is_out, int32_t *members) {
     p->nkernels = 0;
-    p->ngroups = ngroups;
-    for (int i = 0; i < n; i++) {
-        const xt_node *nd = &p->nodes[i];
-        if (!live[i] || is_free(nd)) continue;
-        int gi = group_of[i];
+    for (int i = 0; i < p->nnodes; i++) {
+        if (!live[i] || is_free(&p->nodes[i])) continue;
+        int gi = p->group_of[i];
         if (gi < 0) {
             p->kernels[p->nkernels++] = (xt_kernel){i, -1};
             continue;
@@ -185,16 +174,29 @@ int xt_pass_fuse(xt_plan *p, const uint8_t *live, int fuse) {
         if (p->groups[gi].instr) continue; /* already emitted */
         int m = 0;
         uint8_t outside[XT_FUSE_MAX_MEMBERS];
-        for (int j = i; j < n; j++)
-            if (group_of[j] == gi) {
+        for (int j = i; j < p->nnodes; j++)
+            if (p->group_of[j] == gi) {
                 XT_CHECK(m < XT_FUSE_MAX_MEMBERS);
                 outside[m] = is_out[j];
                 members[m++] = j;
             }
-        if (build_group(p, &p->groups[gi], members, m, outside)) goto oom;
+        if (build_group(p, &p->groups[gi], members, m, outside)) return -1;
         p->kernels[p->nkernels++] = (xt_kernel){members[m - 1], gi};
         if (m > 1) p->fused_kernels++;
     }
+    return 0;
+}
+
+int xt_pass_fuse(xt_plan *p, const uint8_t *live, int fuse) {
+    int n = p->nnodes;
+    uint8_t *is_out = calloc((size_t)n + 1, 1);
+    int32_t *members = malloc(((size_t)n + 1) * sizeof *members);
+    p->kernels = malloc(((size_t)n + 1) * sizeof *p->kernels);
+    p->groups = calloc((size_t)n + 1, sizeof *p->groups);
+    if (!is_out || !members || !p->kernels || !p->groups) goto oom;
+    p->ngroups = form_runs(p, live, fuse);
+    mark_group_outputs(p, live, is_out);
+    if (emit_kernels(p, live, is_out, members)) goto oom;
     free(is_out);
     free(members);
     return 0;
