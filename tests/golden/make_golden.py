@@ -18,28 +18,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from golden_util import SeedCNN  # the seed CNN, shared with the other golden scripts
+
 torch.manual_seed(0)
-
-
-class SeedCNN(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.conv1 = nn.Conv2d(1, 10, 5)
-        self.bn1 = nn.BatchNorm2d(10)
-        self.conv2 = nn.Conv2d(10, 20, 5)
-        self.bn2 = nn.BatchNorm2d(20)
-        self.fc1 = nn.Linear(320, 50)
-        self.fc2 = nn.Linear(50, 10)
-
-    def forward(self, x):
-        x = F.relu(F.max_pool2d(self.conv1(x), 2))
-        x = self.bn1(x)
-        x = F.relu(F.max_pool2d(self.conv2(x), 2))
-        x = self.bn2(x)
-        x = torch.flatten(x, 1)
-        x = F.relu(self.fc1(x))
-        x = self.fc2(x)
-        return F.log_softmax(x, dim=1)
 
 
 model = SeedCNN()
