@@ -9,6 +9,7 @@
 
 #include "config/config.h"
 #include "run/cli.h"
+#include "run/export.h"
 #include "run/predict.h"
 #include "run/train.h"
 #include "util/err.h"
@@ -19,6 +20,7 @@ static const char usage_line[] =
     "usage: xlatrain --config FILE [--set KEY=VALUE]... [--dry-run] [--download]\n"
     "                [--resume PATH|latest] [--eval-only]\n"
     "                [--predict IDX_FILE [--output CSV]]\n"
+    "       xlatrain --export CHECKPOINT|RUN_DIR --output FILE(.pt|.safetensors)\n"
     "       xlatrain --help | --version\n";
 
 static const char help_text[] =
@@ -42,6 +44,11 @@ static const char help_text[] =
     "                         CSV, with the --resume checkpoint (default: latest)\n"
     "  --output CSV           where --predict writes (default:\n"
     "                         OUTPUT_DIR/predictions.csv)\n"
+    "  --export CKPT          write the model's weights alone (PyTorch's state_dict\n"
+    "                         names, no optimizer state) of checkpoint CKPT, or of a\n"
+    "                         run directory's latest one, to --output FILE: PyTorch's\n"
+    "                         own format for FILE.pt / FILE.pth (torch.load reads it),\n"
+    "                         safetensors otherwise; needs no --config\n"
     "  --download             fetch the dataset into datadir first if it is missing\n"
     "  --help                 this text\n"
     "  --version              print the version\n"
@@ -88,7 +95,7 @@ static const struct option_def {
 } options[] = {
     {"--config", OPT_VALUE}, {"--set", OPT_VALUE},     {"--resume", OPT_VALUE},  {"--predict", OPT_VALUE},
     {"--output", OPT_VALUE}, {"--dry-run", OPT_FLAG},  {"--eval-only", OPT_FLAG}, {"--download", OPT_FLAG},
-    {"--help", OPT_FLAG},    {"--version", OPT_FLAG},
+    {"--help", OPT_FLAG},    {"--version", OPT_FLAG},    {"--export", OPT_VALUE},
 };
 
 /* Parse argv into cli. Returns -1 to go on, or an exit code (0 after
@@ -125,6 +132,7 @@ static int parse_args(int argc, char **argv, xt_cli *cli) {
         } else if (!strcmp(o->name, "--config")) slot = &cli->config_path;
         else if (!strcmp(o->name, "--resume")) slot = &cli->resume;
         else if (!strcmp(o->name, "--predict")) slot = &cli->predict;
+        else if (!strcmp(o->name, "--export")) slot = &cli->export_ckpt;
         else if (!strcmp(o->name, "--output")) slot = &cli->predict_out;
         else if (!strcmp(o->name, "--dry-run")) cli->dry_run = 1;
         else if (!strcmp(o->name, "--eval-only")) cli->eval_only = 1;
@@ -140,8 +148,14 @@ static int parse_args(int argc, char **argv, xt_cli *cli) {
             *slot = val;
         }
     }
+    if (cli->export_ckpt) {
+        if (!cli->predict_out) return usage_error("--export needs --output FILE (.pt for PyTorch's format, else safetensors)");
+        if (cli->config_path || cli->predict || cli->resume || cli->eval_only || cli->dry_run || cli->nset)
+            return usage_error("--export takes only --output: the checkpoint names its tensors");
+        return -1;
+    }
     if (!cli->config_path) return usage_error("missing --config FILE");
-    if (cli->predict_out && !cli->predict) return usage_error("--output goes with --predict IDX_FILE");
+    if (cli->predict_out && !cli->predict) return usage_error("--output goes with --predict IDX_FILE or --export CKPT");
     if (cli->predict && cli->eval_only) return usage_error("choose one of --eval-only and --predict");
     if ((cli->eval_only || cli->predict) && !cli->resume) cli->resume = "latest";
     return -1;
@@ -166,8 +180,13 @@ int main(int argc, char **argv) {
         if (fflush(stdout) != 0 && rc == 0) return XT_EIO;
         return rc;
     }
-    xt_config cfg;
     xt_err err = {0};
+    if (cli.export_ckpt) {
+        rc = xt_export_main(cli.export_ckpt, cli.predict_out, &err);
+        if (rc && err.msg[0]) fprintf(stderr, "xlatrain: %s\n", err.msg);
+        return rc;
+    }
+    xt_config cfg;
     rc = xt_config_load(&cfg, cli.config_path, cli.sets, cli.nset, &err);
     if (rc) {
         fprintf(stderr, "xlatrain: %s\n", err.msg);

@@ -12,7 +12,9 @@ typedef struct xt_cli {
     int eval_only;                        /* --eval-only: evaluate the --resume checkpoint */
     const char *resume;                   /* --resume PATH|latest */
     const char *predict;                  /* --predict IDX_FILE: write predictions CSV */
-    const char *predict_out;              /* --output CSV for --predict (default <output_dir>/predictions.csv) */
+    const char *predict_out;              /* --output: CSV for --predict (default <output_dir>/predictions.csv),
+                                             the weights file for --export */
+    const char *export_ckpt;              /* --export CKPT|RUN_DIR: write the state_dict to --output */
     int download;                         /* --download: fetch the dataset first */
 } xt_cli;
 
