@@ -6,7 +6,8 @@
 #   make bench      release build + benchmarks side by side with PyTorch
 #   make demo       a short training run on the built-in synthetic dataset
 #   make data       download MNIST (DATASET=fashion_mnist for FashionMNIST)
-#   make install    PREFIX=/usr/local: binary + man page
+#   make install    PREFIX=/usr/local DESTDIR=: binary, man page, models, configs, bash completion
+#   make uninstall  the same PREFIX/DESTDIR: removes them
 #   make deps       install the Debian packages when a pkg-config check fails
 #
 # The pkg-config flags are only read by the inner targets (_build, _test, ...)
@@ -43,7 +44,7 @@ REL_FLAGS  = -O3 -g $(ARCH_FLAGS) -DNDEBUG -fno-math-errno
 DEPFLAGS   = -MMD -MP
 ASAN_FLAGS = -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
-.PHONY: all test asan bench demo data install deps clean _build _test _asan _bench_bins
+.PHONY: all test asan bench demo data install uninstall deps clean _build _test _asan _bench_bins
 all: deps
 	@$(MAKE) --no-print-directory _build
 
@@ -122,10 +123,23 @@ data:
 -include $(shell find build -name '*.d' 2>/dev/null)
 
 # ---- install / clean --------------------------------------------------------
+# Everything under $(DESTDIR)$(PREFIX): the binary finds share/xlatrain from
+# its own path (src/config/model_find.h), so any PREFIX or DESTDIR works.
+SHARE_DIR := $(PREFIX)/share/xlatrain
+COMPLETION_DIR := $(PREFIX)/share/bash-completion/completions
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(SHARE_DIR)/models \
+	  $(DESTDIR)$(SHARE_DIR)/configs $(DESTDIR)$(COMPLETION_DIR)
 	install -m 755 xlatrain $(DESTDIR)$(PREFIX)/bin/xlatrain
 	install -m 644 man/xlatrain.1 $(DESTDIR)$(PREFIX)/share/man/man1/xlatrain.1
+	install -m 644 models/*.yaml $(DESTDIR)$(SHARE_DIR)/models/
+	install -m 644 configs/*.yaml $(DESTDIR)$(SHARE_DIR)/configs/
+	./xlatrain --bash-completion > $(DESTDIR)$(COMPLETION_DIR)/xlatrain
+	@echo "installed under $(DESTDIR)$(PREFIX): bin/xlatrain, share/xlatrain/{models,configs}, the man page, bash completion"
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/xlatrain $(DESTDIR)$(PREFIX)/share/man/man1/xlatrain.1 $(DESTDIR)$(COMPLETION_DIR)/xlatrain
+	rm -rf $(DESTDIR)$(SHARE_DIR)
 
 clean:
 	rm -rf build xlatrain

@@ -480,7 +480,7 @@ TEST(config_err_malformed_yaml) {
 
 TEST(config_err_model) {
     CFG_ERR("dataset: synthetic\n", ":1:1", "no model", "models/fashion_cnn.yaml");
-    CFG_ERR("dataset: synthetic\nmodel: models/nope.yaml\n", ":2:1", "model file 'models/nope.yaml' not found", NULL);
+    CFG_ERR("dataset: synthetic\nmodel: models/nope.yaml\n", ":2:1", "model 'models/nope.yaml' not found", NULL);
     CFG_ERR("dataset: synthetic\nmodel: [a]\n", ":2:8", "model: expected a layer-spec path", "got a list");
     test_write_file("rgb.yaml", "input: [3, 32, 32]\nlayers: [flatten, {linear: {out: 10}}]\n");
     CFG_ERR("dataset: synthetic\nmodel: rgb.yaml\n", ":2:1", "the model's input is [3, 32, 32] but synthetic images "
@@ -526,7 +526,7 @@ TEST(config_err_set) {
     SET_ERR(OK_HEAD, "batch_size=[1", "--set batch_size=[1:2:1", "invalid YAML", NULL);
     SET_ERR(OK_HEAD, "optimizer=adam", "--set optimizer=adam", "'optimizer' holds nested keys", "optimizer.name");
     SET_ERR(OK_HEAD, "momentum=", "--set momentum=", "momentum: expected a number, got nothing", NULL);
-    SET_ERR(OK_HEAD, "model=models/nope.yaml", "--set model=models/nope.yaml", "model file 'models/nope.yaml' not found",
+    SET_ERR(OK_HEAD, "model=models/nope.yaml", "--set model=models/nope.yaml", "model 'models/nope.yaml' not found",
             NULL);
     SET_ERR("model: models/mlp.yaml\n", "dataset=mnist", "--set dataset=mnist", "datadir is not set", NULL);
     SET_ERR(OK_HEAD, "model={input: [1, 28, 28], layers: [relu, {linear: {out: 10}}]}", "--set model:1:37",

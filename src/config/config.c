@@ -16,6 +16,7 @@
 
 #include "config/config_keys.h"
 #include "config/config_yaml.h"
+#include "config/model_find.h"
 
 /* What every dataset delivers (all three are MNIST-shaped). */
 static const int dataset_input[3] = {1, 28, 28};
@@ -228,30 +229,23 @@ static int apply_set(lctx *x, int i) {
 
 /* ---- after all values: the model and checks across keys ---------------------------- */
 
-static int is_file(const char *p) {
-    struct stat st;
-    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
-}
-
-/* `model: path` is tried relative to the current directory, then relative
- * to the config file's directory (so configs can sit next to their models). */
+/* `model:` is a path or a bare model name, found as model_find.h says:
+ * as written, next to the config file, then in the models directories of
+ * the installation and the source tree. */
 static int resolve_model(lctx *x) {
     xt_config *c = x->c;
     int ki = xt_key_find("model");
     if (x->model_from == 2) return 0;
     if (x->model_from == 0)
-        return fail_key(x, ki, "no model; set model: models/fashion_cnn.yaml (a layer-spec file) or an inline mapping "
-                        "with input and layers");
-    char path[1100];
-    snprintf(path, sizeof path, "%s", c->model_path);
-    if (!is_file(path) && c->model_path[0] != '/' && x->file) {
-        const char *slash = strrchr(x->file, '/');
-        if (slash) snprintf(path, sizeof path, "%.*s/%s", (int)(slash - x->file), x->file, c->model_path);
-    }
-    if (!is_file(path)) {
-        char q[64];
-        return fail_key(x, ki, "model file %s not found (looked in the current directory%s%s)",
-                        xt_quote(c->model_path, q, sizeof q), x->file ? " and next to " : "", x->file ? x->file : "");
+        return fail_key(x, ki, "no model; set model: fashion_cnn (a name from xlatrain --list-models), a layer-spec file "
+                        "(model: models/fashion_cnn.yaml), or an inline mapping with input and layers");
+    char path[4096], hint[64], q[64];
+    if (xt_model_find(c->model_path, x->file, path, sizeof path, hint, sizeof hint)) {
+        if (hint[0])
+            return fail_key(x, ki, "model %s not found; did you mean '%s'? (xlatrain --list-models lists them)",
+                            xt_quote(c->model_path, q, sizeof q), hint);
+        return fail_key(x, ki, "model %s not found (%s); xlatrain --list-models lists the models",
+                        xt_quote(c->model_path, q, sizeof q), path);
     }
     if (strlen(path) >= sizeof c->model_path) return fail_key(x, ki, "model: the resolved path is too long");
     memcpy(c->model_path, path, strlen(path) + 1);
