@@ -4,10 +4,12 @@
  * Not here: what the lines say about the run (loop.c, finish.c). */
 #include "run/log.h"
 
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "engine/metrics.h"
@@ -40,13 +42,25 @@ double xt_rate_global(const xt_rate *t) {
     return delta > 0 ? (t->partial_count + t->count) / delta : 0.0;
 }
 
+/* 1 when a progress bar may be on the terminal (set by xt_progress_enabled
+ * in every worker, though only the master draws it): each line then starts
+ * by erasing the bar's row, in the same write, so no worker's line is ever
+ * appended to the master's bar. */
+static int g_erase_bar_row;
+
 void xt_out(const char *fmt, ...) {
     char line[2048];
+    int o = 0;
+    if (g_erase_bar_row) {
+        memcpy(line, "\r\033[K", 4);
+        o = 4;
+    }
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(line, sizeof line - 1, fmt, ap);
+    int n = vsnprintf(line + o, sizeof line - 1 - (size_t)o, fmt, ap);
     va_end(ap);
     if (n < 0) return;
+    n += o;
     if (n > (int)sizeof line - 2) n = (int)sizeof line - 2;
     line[n++] = '\n';
     xt_progress_clear();
@@ -67,33 +81,101 @@ void xt_log_train_update(int ordinal, long long step, double loss, double rate, 
     xt_out("[xla:%d](%lld) Loss=%.5f Rate=%.2f GlobalRate=%.2f Time=%s", ordinal, step, loss, rate, global_rate, ts);
 }
 
+/* ---- the progress bar ----------------------------------------------------
+ * One line on stderr, redrawn in place at most 10 times a second: never
+ * wider than the terminal (its width from TIOCGWINSZ, asked again after
+ * SIGWINCH, which also forces a redraw), erased before every log line, so
+ * a 60-column terminal never wraps it into stale copies. */
 static int g_progress_shown;
+static volatile sig_atomic_t g_winch = 1; /* 1: ask the width (again) */
+static int g_cols = 80;
 
-int xt_progress_enabled(const xt_config *c) {
-    if (c->progress == 0) return 0;
-    if (c->progress == 1) return 1;
-    return isatty(STDERR_FILENO) && isatty(STDOUT_FILENO);
+static void on_winch(int sig) {
+    (void)sig;
+    g_winch = 1;
 }
 
-void xt_progress(int epoch, int nepochs, long long done, long long total, double rate) {
+/* The terminal's width, asked once and again after each SIGWINCH. */
+static int terminal_cols(void) {
+    static int installed;
+    if (!installed) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_winch;
+        sa.sa_flags = SA_RESTART; /* a resize never interrupts the run's own I/O */
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGWINCH, &sa, NULL);
+        installed = 1;
+    }
+    if (g_winch) {
+        g_winch = 0;
+        struct winsize ws;
+        if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) g_cols = ws.ws_col;
+    }
+    return g_cols;
+}
+
+/* The bar is drawn when progress is forced on, or by default when both
+ * stdout and stderr are terminals (never into a pipe or a log file). */
+int xt_progress_enabled(const xt_config *c) {
+    int on = c->progress == 1 || (c->progress != 0 && isatty(STDERR_FILENO) && isatty(STDOUT_FILENO));
+    g_erase_bar_row = on && isatty(STDOUT_FILENO); /* never escape codes into a file */
+    return on;
+}
+
+static void mmss(char *buf, size_t cap, double s) {
+    int t = s > 0 && s < 360000 ? (int)(s + 0.5) : 0; /* under 100 hours */
+    if (t >= 3600) snprintf(buf, cap, "%d:%02d:%02d", t / 3600 % 100, t / 60 % 60, t % 60);
+    else snprintf(buf, cap, "%02d:%02d", t / 60 % 60, t % 60);
+}
+
+void xt_progress(int epoch, int nepochs, long long done, long long total, double rate, double batch_samples) {
     static double last;
     double now = xt_wall_s();
-    if (now - last < 0.1 && done < total) return; /* 10 redraws a second are plenty for a person */
+    int resized = g_winch;
+    if (!resized && now - last < 0.1 && done < total) return; /* 10 redraws a second are plenty for a person */
     last = now;
-    char bar[31];
-    int fill = total > 0 ? (int)(30 * done / total) : 0;
-    for (int i = 0; i < 30; i++) bar[i] = i < fill ? '=' : (i == fill ? '>' : ' ');
-    bar[30] = 0;
-    double eta = rate > 0 && total > done ? (double)(total - done) / rate : 0;
-    fprintf(stderr, "\repoch %d/%d [%s] %3d%% %8.0f samples/s ETA %02d:%02d ", epoch, nepochs, bar,
-            total > 0 ? (int)(100 * done / total) : 0, rate, (int)eta / 60, (int)eta % 60);
+    int cols = terminal_cols();
+    /* time left: this epoch's batches, then the later epochs' (assumed as long) */
+    double per_batch = rate > 0 ? batch_samples / rate : 0;
+    long long left = total > done ? total - done : 0;
+    char eta[48], run_eta[48], head[48], tail[160], bar[64];
+    mmss(eta, sizeof eta, (double)left * per_batch);
+    mmss(run_eta, sizeof run_eta, (double)(left + (long long)(nepochs - epoch) * total) * per_batch);
+    int pct = total > 0 ? (int)(100 * done / total) : 0;
+    snprintf(head, sizeof head, "epoch %d/%d", epoch, nepochs);
+    /* the widest tail that fits beside the head; the bar takes what is left (at most 30) */
+    const char *tails[3] = {" %3d%% %.0f samples/s ETA %s, run %s", " %3d%% ETA %s, run %s", " %3d%%"};
+    int room = cols - 1 - (int)strlen(head); /* never the last column: writing there wraps on many terminals */
+    for (int t = 0; t < 3; t++) {
+        if (t == 0) snprintf(tail, sizeof tail, tails[0], pct, rate, eta, run_eta);
+        else if (t == 1) snprintf(tail, sizeof tail, tails[1], pct, eta, run_eta);
+        else snprintf(tail, sizeof tail, tails[2], pct);
+        if ((int)strlen(tail) + 7 <= room) break; /* a bar of at least 5 fits */
+        if (t == 2 && (int)strlen(tail) > room) tail[0] = 0;
+    }
+    int width = room - (int)strlen(tail) - 3;
+    if (width > 30) width = 30;
+    bar[0] = 0;
+    if (width >= 5) {
+        int fill = total > 0 ? (int)(width * done / total) : 0;
+        bar[0] = ' ';
+        bar[1] = '[';
+        for (int i = 0; i < width; i++) bar[2 + i] = i < fill ? '=' : (i == fill ? '>' : ' ');
+        bar[2 + width] = ']';
+        bar[3 + width] = 0;
+    }
+    char line[sizeof head + sizeof bar + sizeof tail];
+    snprintf(line, sizeof line, "%s%s%s", head, bar, tail);
+    if ((int)strlen(line) > cols - 1) line[cols > 1 ? cols - 1 : 0] = 0;
+    fprintf(stderr, "\r%s\033[K", line); /* erase what a longer earlier frame left */
     fflush(stderr);
     g_progress_shown = 1;
 }
 
 void xt_progress_clear(void) {
     if (!g_progress_shown) return;
-    fprintf(stderr, "\r%78s\r", "");
+    fputs("\r\033[K", stderr);
     fflush(stderr);
     g_progress_shown = 0;
 }

@@ -18,8 +18,13 @@ double xt_rate_global(const xt_rate *t);
 double xt_wall_s(void);
 /* "[xla:0](20) Loss=0.52314 Rate=1234.56 GlobalRate=1180.02 Time=14:02:33" */
 void xt_log_train_update(int ordinal, long long step, double loss, double rate, double global_rate);
-void xt_progress(int epoch, int nepochs, long long done, long long total, double rate);
+/* Redraw the progress bar (a terminal only: see xt_progress_enabled): batch
+ * `done` of `total` in epoch `epoch` of `nepochs`, at `rate` samples/s over
+ * all workers, `batch_samples` samples per step over all workers. */
+void xt_progress(int epoch, int nepochs, long long done, long long total, double rate, double batch_samples);
 void xt_progress_clear(void);
+/* Whether this run shows the bar; call it in every worker (only the master
+ * draws), so that every worker's lines erase the bar's row first. */
 int xt_progress_enabled(const xt_config *c);
 /* Print one whole line to stdout with a single write (workers share it). */
 void xt_out(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -97,7 +97,8 @@ static int open_worker(worker *w, xt_err *e) {
     if ((rc = open_engine(w, e))) return rc;
     if (w->r->have_train && (rc = open_train_loader(w, e))) return rc;
     if ((rc = xt_eval_open(&w->eval, w->r, w->rank, e))) return rc;
-    w->progress = w->rank == 0 && xt_progress_enabled(w->r->c);
+    int tty = xt_progress_enabled(w->r->c); /* in every worker: see log.h */
+    w->progress = w->rank == 0 && tty;
     xt_rate_init(&w->rate);
     w->final_loss = NAN;
     return 0;
@@ -157,7 +158,9 @@ static int train_batch(worker *w, epoch_pos *p, const xt_batch *b, xt_err *e) {
     r->samples_trained += n;
     if (r->dist) xt_dist_heartbeat(r->dist, w->rank, r->global_step);
     if ((rc = log_step(w, p, loss, e))) return rc;
-    if (w->progress) xt_progress(p->epoch + 1, r->c->num_epochs, p->step, p->nb, xt_rate_global(&w->rate) * r->world);
+    if (w->progress)
+        xt_progress(p->epoch + 1, r->c->num_epochs, p->step, p->nb, xt_rate_global(&w->rate) * r->world,
+                    (double)r->c->batch_size * r->world);
     return 0;
 }
 
