@@ -10,6 +10,7 @@
 
 #include "config/config.h"
 #include "config/config_keys.h"
+#include "config/config_yaml.h"
 #include "config/model_find.h"
 #include "run/cli.h"
 #include "run/export.h"
@@ -177,7 +178,15 @@ static int parse_args(int argc, char **argv, xt_cli *cli) {
         for (size_t k = 0; k < sizeof options / sizeof *options && !o; k++)
             if ((val = match(arg, options[k].name))) o = &options[k];
         if (!o) {
-            if (arg[0] == '-') return usage_error("unknown option '%s'", arg);
+            if (arg[0] == '-') {
+                const char *names[sizeof options / sizeof *options], *h;
+                char word[64];
+                for (size_t k = 0; k < sizeof options / sizeof *options; k++) names[k] = options[k].name;
+                snprintf(word, sizeof word, "%.*s", (int)strcspn(arg, "="), arg);
+                if ((h = xt_suggest(word, names, (int)(sizeof options / sizeof *options))))
+                    return usage_error("unknown option '%s' (did you mean '%s'?)", word, h);
+                return usage_error("unknown option '%s'", arg);
+            }
             return usage_error("unexpected argument '%s' (the config file goes after --config)", arg);
         }
         if (o->kind == OPT_FLAG && *val) return usage_error("option '%s' takes no value", o->name);
@@ -265,6 +274,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "xlatrain: %s\n", err.msg);
         return rc;
     }
+    for (int i = 0; i < cfg.nnotes; i++) fprintf(stderr, "xlatrain: note: %s\n", cfg.notes[i]);
     if (cli.dry_run) {
         rc = dry_run(&cfg);
     } else {

@@ -435,7 +435,7 @@ TEST(dataset_explicit_paths_and_subsets_split_one_file) {
     /* an explicit path that does not exist names the key */
     o.train_labels = tmp("missing-labels.gz");
     CHECK_EQ(xt_dataset_open(&tr, &o, XT_SPLIT_TRAIN, &e), XT_EDATA);
-    CHECK_STR_CONTAINS(e.msg, "missing-labels.gz: no such file (from train_labels)");
+    CHECK_STR_CONTAINS(e.msg, "missing-labels.gz: no such file (the value of train_labels)");
 }
 
 TEST(dataset_rejects_subsets_outside_the_data) {

@@ -284,6 +284,12 @@ static int validate(lctx *x) {
     if (c->nesterov && (c->optimizer != XT_OPT_SGD || c->momentum <= 0))
         return fail_key(x, xt_key_find("optimizer.nesterov"), "optimizer.nesterov needs optimizer.name: sgd and "
                         "momentum > 0 (as in PyTorch)");
+    int km = xt_key_find("momentum");
+    if (c->optimizer != XT_OPT_SGD && c->momentum != 0 && x->org[km].how && c->nnotes < 2)
+        /* torch.optim.Adam has no momentum argument; its beta1 plays that part */
+        snprintf(c->notes[c->nnotes++], sizeof c->notes[0], "momentum %g is not used by %s (SGD only); %s uses "
+                 "optimizer.beta1 (%g) instead", c->momentum, xt_keys[xt_key_find("optimizer.name")].choices[c->optimizer],
+                 xt_keys[xt_key_find("optimizer.name")].choices[c->optimizer], c->beta1);
     if (c->warmup_epochs >= c->num_epochs && c->warmup_epochs > 0)
         return fail_key(x, xt_key_find("schedule.warmup_epochs"), "schedule.warmup_epochs (%d) must be less than "
                         "num_epochs (%d)", c->warmup_epochs, c->num_epochs);

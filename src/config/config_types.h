@@ -72,6 +72,11 @@ typedef struct xt_config {
     int pin_cores;             /* false */
     int worker_timeout;        /* seconds without progress before a worker is declared hung: 300 */
     int blas_threads;          /* per worker: 1 */
+
+    /* what the config sets that has no effect, for main to print as notes
+     * ("momentum 0.5 is not used by adam"); library code never prints */
+    char notes[2][240];
+    int nnotes;
 } xt_config;
 
 #endif

@@ -46,7 +46,7 @@ static int locate(const xt_data_opts *o, const char *explicit_path, const char *
                   size_t cap, xt_err *e) {
     if (set(explicit_path)) {
         if (access(explicit_path, F_OK) != 0)
-            return xt_fail(e, XT_EDATA, "%s: no such file (from %s); fix the path in the config", explicit_path, key);
+            return xt_fail(e, XT_EDATA, "%s: no such file (the value of %s); correct %s where it is set (the config file or --set)", explicit_path, key, key);
         snprintf(out, cap, "%s", explicit_path);
         return 0;
     }

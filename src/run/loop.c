@@ -194,7 +194,7 @@ static int train_epoch(worker *w, epoch_pos *p, xt_err *e) {
     }
     r->train_ns += xt_now_ns() - t_epoch;
     xt_progress_clear();
-    xt_out("Finished training epoch %d", p->epoch + 1);
+    if (w->rank == 0) xt_out("Finished training epoch %d", p->epoch + 1); /* xm.master_print, as torch_xla's script */
     return 0;
 }
 

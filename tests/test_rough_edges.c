@@ -1,0 +1,58 @@
+/* test_rough_edges.c — the small inconsistencies a careful new user meets,
+ * each pinned down through the binary: option typos get a suggestion,
+ * momentum with Adam is named as unused, a missing data file given with
+ * --set is not blamed on the config file, and "Finished training epoch" is
+ * printed once per epoch (by the master, as torch_xla's xm.master_print). */
+#include <string.h>
+
+#include "test.h"
+
+static char g_out[1 << 16];
+
+static int run(const char *args) {
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "%s %s", test_bin(), args);
+    return test_run(cmd, g_out, sizeof g_out);
+}
+
+static int count(const char *hay, const char *needle) {
+    int n = 0;
+    for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle)) n++;
+    return n;
+}
+
+TEST(rough_option_typos_get_a_suggestion) {
+    CHECK_EQ(run("--confg configs/smoke.yaml"), 2);
+    CHECK_STR_CONTAINS(g_out, "unknown option '--confg' (did you mean '--config'?)");
+    CHECK_EQ(run("--eval_only --config configs/smoke.yaml"), 2);
+    CHECK_STR_CONTAINS(g_out, "did you mean '--eval-only'?");
+    CHECK_EQ(run("--frobnicate"), 2);
+    CHECK(strstr(g_out, "did you mean") == NULL);
+}
+
+TEST(rough_momentum_with_adam_is_named_as_unused) {
+    CHECK_EQ(run("--config configs/smoke.yaml --set optimizer.name=adam --dry-run"), 0);
+    CHECK_STR_CONTAINS(g_out, "note: momentum 0.5 is not used by adam");
+    CHECK_EQ(run("--config configs/smoke.yaml --dry-run"), 0); /* SGD uses it: no note */
+    CHECK(strstr(g_out, "note:") == NULL);
+}
+
+TEST(rough_missing_data_file_from_set_is_not_blamed_on_the_config) {
+    char args[2048];
+    snprintf(args, sizeof args, "--config configs/smoke.yaml --set dataset=mnist --set datadir=%s --set train_images=%s/nope.gz "
+             "--set output_dir=%s/r", test_tmpdir(), test_tmpdir(), test_tmpdir());
+    CHECK(run(args) != 0);
+    CHECK_STR_CONTAINS(g_out, "nope.gz: no such file");
+    CHECK(strstr(g_out, "in the config") == NULL);
+    CHECK_STR_CONTAINS(g_out, "where it is set (the config file or --set)");
+}
+
+TEST(rough_finished_training_epoch_is_printed_once_per_epoch) {
+    char args[2048];
+    snprintf(args, sizeof args, "--config configs/smoke.yaml --set synthetic_train_size=512 --set synthetic_test_size=128 "
+             "--set num_epochs=2 --set num_cores=2 --set log_steps=0 --set target_accuracy=0 --set output_dir=%s/r2", test_tmpdir());
+    int rc = run(args);
+    CHECK_MSG(rc == 0, "%s", g_out);
+    CHECK_EQ(count(g_out, "Finished training epoch 1"), 1);
+    CHECK_EQ(count(g_out, "Finished training epoch 2"), 1);
+}
