@@ -56,3 +56,19 @@ TEST(rough_finished_training_epoch_is_printed_once_per_epoch) {
     CHECK_EQ(count(g_out, "Finished training epoch 1"), 1);
     CHECK_EQ(count(g_out, "Finished training epoch 2"), 1);
 }
+
+TEST(rough_metrics_jsonl_step_counts_within_the_epoch_as_stdout_does) {
+    char args[2048];
+    /* 512 images, batch 128: 4 steps per epoch */
+    snprintf(args, sizeof args, "--config configs/smoke.yaml --set synthetic_train_size=512 --set synthetic_test_size=128 "
+             "--set num_epochs=2 --set num_cores=1 --set log_steps=2 --set target_accuracy=0 --set output_dir=%s/m", test_tmpdir());
+    int rc = run(args);
+    CHECK_MSG(rc == 0, "%s", g_out);
+    CHECK_EQ(count(g_out, "[xla:0](4) Loss="), 2); /* step 4 of epoch 1 and of epoch 2 */
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "cat %s/m/metrics.jsonl", test_tmpdir());
+    CHECK_EQ(test_run(cmd, g_out, sizeof g_out), 0);
+    CHECK_STR_CONTAINS(g_out, "\"epoch\":1,\"step\":4,\"global_step\":4,");
+    CHECK_STR_CONTAINS(g_out, "\"epoch\":2,\"step\":4,\"global_step\":8,");
+    CHECK_STR_CONTAINS(g_out, "\"type\":\"epoch\",\"epoch\":2,\"global_step\":8,");
+}
