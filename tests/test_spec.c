@@ -385,3 +385,18 @@ TEST(spec_layer_count_limit) {
     for (int i = 0; i <= XT_SPEC_MAX_LAYERS; i++) strcat(text, "  - relu\n");
     SPEC_ERR(text, 3, 3, "257 layers; at most 256", NULL);
 }
+
+/* The benchmark's FLOP count comes from the spec: the seed CNN's forward
+ * pass is 480,500 multiply-adds by hand (conv1 10x24x24 x 1x5x5 = 144,000;
+ * conv2 20x8x8 x 10x5x5 = 320,000; fc1 320x50 = 16,000; fc2 50x10 = 500). */
+TEST(spec_forward_macs_of_the_seed_cnn_match_the_hand_count) {
+    xt_spec s;
+    xt_err e = {0};
+    CHECK_MSG(xt_spec_load(&s, "models/fashion_cnn.yaml", &e) == 0, "%s", e.msg);
+    CHECK_EQ(xt_spec_forward_macs(&s), 480500);
+    xt_spec_free(&s);
+    CHECK_MSG(xt_spec_load(&s, "models/wide_cnn.yaml", &e) == 0, "%s", e.msg);
+    /* conv1 32x26x26 x 1x3x3 + conv2 64x24x24 x 32x3x3 + fc1 9216x128 + fc2 128x10 */
+    CHECK_EQ(xt_spec_forward_macs(&s), 32LL * 26 * 26 * 9 + 64LL * 24 * 24 * 32 * 9 + 9216LL * 128 + 128 * 10);
+    xt_spec_free(&s);
+}

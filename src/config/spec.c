@@ -508,6 +508,18 @@ long xt_spec_total_params(const xt_spec *s) {
     return t;
 }
 
+long long xt_spec_forward_macs(const xt_spec *s) {
+    long long t = 0;
+    for (int i = 0; i < s->nlayers; i++) {
+        const xt_layer *l = &s->layers[i];
+        if (l->kind == XT_L_CONV2D)
+            t += (long long)l->out_shape[0] * l->out_shape[1] * l->out_shape[2] * l->in_shape[0] * l->kernel[0] * l->kernel[1];
+        else if (l->kind == XT_L_LINEAR)
+            t += (long long)l->in_shape[0] * l->out;
+    }
+    return t;
+}
+
 long xt_spec_total_buffers(const xt_spec *s) {
     long t = 0;
     for (int i = 0; i < s->nlayers; i++)

@@ -61,6 +61,10 @@ int xt_spec_infer(xt_spec *s, xt_err *e);
 /* Keras-style summary table: name, type, output shape, params; totals. */
 void xt_spec_summary(const xt_spec *s, FILE *out);
 long xt_spec_total_params(const xt_spec *s);
+/* Multiply-adds of one sample's forward pass through the conv2d and linear
+ * layers (the rest is a rounding error): the FLOP count the benchmark's
+ * yardstick uses, 2 per multiply-add, and 3x the forward pass for training. */
+long long xt_spec_forward_macs(const xt_spec *s);
 /* Non-trainable buffers (BatchNorm running_mean + running_var: 2*C each). */
 long xt_spec_total_buffers(const xt_spec *s);
 /* Write the spec back as YAML (`input:` and `layers:` with every parameter

@@ -123,7 +123,8 @@ static void bench_gemm(void) {
         fill(g.a, (size_t)g.n * g.n, 1);
         fill(g.b, (size_t)g.n * g.n, 2);
         double t = time_it(run_gemm, &g, 0.2);
-        printf("%-34s %10.1f us %8.1f GFLOP/s\n", name, t * 1e6, 2.0 * g.n * g.n * g.n / t * 1e-9);
+        printf("%-34s %10.1f us %8.1f GFLOP/s (OpenBLAS %s kernels)\n", name, t * 1e6, 2.0 * g.n * g.n * g.n / t * 1e-9,
+               openblas_get_corename());
         free(g.a), free(g.b), free(g.c);
     }
 }

@@ -48,13 +48,23 @@ tmed() { # file key-regex (torch_ref's RESULT keys)
 
 echo "xlatrain benchmark — $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, $REPS repetitions (medians)"
 echo
-echo "== sgemm peak (one core) and kernels"
+echo "== the arithmetic limit: fp32 FMA throughput of one core (tests/bench/fma_limit.c)"
+FMA=nan
+if [ -x $B/fma_limit ]; then
+    $B/fma_limit > "$tmp/fma" 2>&1
+    grep -v '^FMA_LIMIT' "$tmp/fma"
+    FMA=$(field gflops "$(grep '^FMA_LIMIT' "$tmp/fma")")
+    echo "  FMA limit: $FMA GFLOP/s per core on $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //') ($(nproc) cores here)"
+fi
+[ -n "$FMA" ] || FMA=nan
+echo
+echo "== sgemm (one core; a second reference: it depends on the kernels OpenBLAS picked for this CPU) and kernels"
 if [ -x $B/kernel_bench ]; then
     $B/kernel_bench > "$tmp/kernels" 2>&1
     grep -i '^sgemm' "$tmp/kernels"
     grep -v -i '^sgemm' "$tmp/kernels" | tail -n 25
 fi
-PEAK=$(grep -i '^sgemm 1024' "$tmp/kernels" 2>/dev/null | awk '{print $(NF-1)}')
+PEAK=$(grep -i '^sgemm 1024' "$tmp/kernels" 2>/dev/null | awk '{for (i = 2; i <= NF; i++) if ($i == "GFLOP/s") print $(i-1)}')
 [ -n "$PEAK" ] || PEAK=nan
 echo
 echo "== loader (batch 128)"
@@ -103,9 +113,21 @@ echo "  arena $(field arena_kb "$l") KiB for $(field intermediates_kb "$l") KiB 
 x2="$tmp/x.fashion_cnn.2"
 awk -v a="$(med "$x2" train_sps)" -v b="$(med "$x" train_sps)" -v ar="$(med "$x2" allreduce_ms)" -v s2="$(med "$x2" step_ms)" \
     'BEGIN{ if (b>0) printf "  scaling 1 -> 2 workers: %.2fx (goal >= 1.85x); all-reduce %.2f%% of the 2-worker step (goal < 2%%)\n", a/b, 100*ar/s2 }'
-awk -v a="$(med "$x" train_sps)" -v p="$PEAK" 'BEGIN{ printf "  seed CNN at 2.883 MFLOP/sample: %.1f GFLOP/s on one core = %.0f%% of the measured sgemm peak (%s GFLOP/s)\n", a*2.883e-3, 100*a*2.883e-3/p, p }'
-awk -v a="$(med "$tmp/x.wide_cnn.1" train_sps)" -v p="$PEAK" 'BEGIN{ printf "  wide_cnn at 71.95 MFLOP/sample: %.1f GFLOP/s on one core = %.0f%% of the sgemm peak\n", a*71.95e-3, 100*a*71.95e-3/p }'
 echo "  (the all-reduce share includes waiting at its barrier for the slower worker; the zero-copy collective itself: see == all-reduce)"
+
+printf '\n== against the FMA limit (%s GFLOP/s per core; FLOPs from each spec: 2 per multiply-add, training = 3x forward)\n' "$FMA"
+for name in seed_cnn wide_cnn; do
+    spec=fashion_cnn; [ $name = wide_cnn ] && spec=wide_cnn
+    for p in 1 2; do
+        x="$tmp/x.$spec.$p"
+        [ -s "$x" ] || continue
+        macs=$(field fwd_macs "$(head -n 1 "$x")")
+        awk -v n=$name -v p=$p -v m="$macs" -v t="$(med "$x" train_sps)" -v i="$(med "$x" infer_sps)" -v f="$FMA" -v s="$PEAK" \
+            'BEGIN{ tf=t*6*m/1e9; inf=i*2*m/1e9;
+                    printf "  %-9s %d worker(s): %.3f MFLOP/sample; train %6.1f GFLOP/s = %3.0f%% of the FMA limit of %d core(s) (%3.0f%% of sgemm); infer %6.1f GFLOP/s = %3.0f%%\n",
+                           n, p, 6*m/1e6, tf, 100*tf/(f*p), p, 100*tf/(s*p), inf, 100*inf/(f*p) }'
+    done
+done
 
 printf '\n== data wait in a real training run (synthetic 25,600 images, 1 epoch, 1 and 2 workers)\n'
 for p in 1 2; do

@@ -1,0 +1,135 @@
+/* fma_limit.c — the arithmetic limit of one core: fp32 fused multiply-adds
+ * per second, measured directly.
+ *
+ * Is: for every vector width this CPU runs (128-bit SSE FMA, 256-bit AVX2,
+ * 512-bit AVX-512), a loop of independent accumulator chains (more chains
+ * than FMA latency x FMA ports, so the units never wait on a result), best
+ * of several timed runs. Prints one line per width and a last line
+ *   "FMA_LIMIT gflops=228.1 width=512 model=AMD EPYC ..."
+ * that tests/bench/run.sh uses as the yardstick: a model's FLOP rate is
+ * reported as a share of it (2 FLOPs per FMA per lane). Is not: a GEMM (that
+ * is kernel_bench's sgemm line, a second reference that depends on which
+ * kernels OpenBLAS picked for this CPU). ../shared/bench/fma_peak.c is an
+ * independent cross-check.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define HAVE_X86 1
+#endif
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+#ifdef HAVE_X86
+/* 12 independent chains a_i = a_i * m + c (written out: an array would go
+ * through memory), `iters` times; returns the lanes' sum so the compiler
+ * keeps the work. 12 chains cover 2 FMA ports x 4-6 cycles of latency. */
+#define CHAINS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
+#define FMA_KERNEL(name, TGT, VEC, SET1, FMA, ADD, STORE, LANES)                 \
+    static TGT float name(long iters) {                                           \
+        CHAINS(DECL_##name)                                                       \
+        const VEC m = SET1(0.999999f), c = SET1(1e-7f);                           \
+        for (long i = 0; i < iters; i++) {                                        \
+            CHAINS(STEP_##name)                                                   \
+            __asm__ volatile("" ::: "memory");                                    \
+        }                                                                         \
+        VEC s = SET1(0.0f);                                                       \
+        CHAINS(SUM_##name)                                                        \
+        float out[LANES];                                                         \
+        STORE(out, s);                                                            \
+        float t = 0;                                                              \
+        for (int k = 0; k < LANES; k++) t += out[k];                              \
+        return t;                                                                 \
+    }
+#define DECL_fma512(i) __m512 a##i = _mm512_set1_ps(1.0f + 1e-3f * i);
+#define STEP_fma512(i) a##i = _mm512_fmadd_ps(a##i, m, c);
+#define SUM_fma512(i) s = _mm512_add_ps(s, a##i);
+#define DECL_fma256(i) __m256 a##i = _mm256_set1_ps(1.0f + 1e-3f * i);
+#define STEP_fma256(i) a##i = _mm256_fmadd_ps(a##i, m, c);
+#define SUM_fma256(i) s = _mm256_add_ps(s, a##i);
+#define DECL_fma128(i) __m128 a##i = _mm_set1_ps(1.0f + 1e-3f * i);
+#define STEP_fma128(i) a##i = _mm_fmadd_ps(a##i, m, c);
+#define SUM_fma128(i) s = _mm_add_ps(s, a##i);
+FMA_KERNEL(fma512, __attribute__((target("avx512f"))), __m512, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_add_ps,
+           _mm512_storeu_ps, 16)
+FMA_KERNEL(fma256, __attribute__((target("avx2,fma"))), __m256, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_add_ps,
+           _mm256_storeu_ps, 8)
+FMA_KERNEL(fma128, __attribute__((target("fma"))), __m128, _mm_set1_ps, _mm_fmadd_ps, _mm_add_ps, _mm_storeu_ps, 4)
+#endif
+
+typedef float (*kernel_fn)(long iters);
+
+/* Best GFLOP/s of 5 runs of ~0.1 s each. */
+static double measure(kernel_fn f, int lanes, int chains) {
+    long iters = 1 << 16;
+    volatile float sink = 0;
+    for (;;) { /* size a run to about 0.1 s */
+        double t0 = now_s();
+        sink += f(iters);
+        if (now_s() - t0 > 0.05) break;
+        iters *= 2;
+    }
+    double best = 0;
+    for (int r = 0; r < 5; r++) {
+        double t0 = now_s();
+        sink += f(iters);
+        double g = 2.0 * lanes * chains * (double)iters / (now_s() - t0) * 1e-9;
+        if (g > best) best = g;
+    }
+    (void)sink;
+    return best;
+}
+
+static void model_name(char *out, size_t cap) {
+    snprintf(out, cap, "unknown");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) return;
+    char line[512];
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, "model name", 10)) {
+            const char *v = strchr(line, ':');
+            if (v) {
+                v++;
+                while (*v == ' ') v++;
+                snprintf(out, cap, "%s", v);
+                out[strcspn(out, "\n")] = 0;
+            }
+            break;
+        }
+    fclose(f);
+}
+
+int main(void) {
+    char model[256];
+    model_name(model, sizeof model);
+    double best = 0;
+    int best_width = 0;
+#ifdef HAVE_X86
+    __builtin_cpu_init();
+    struct {
+        const char *feature;
+        kernel_fn f;
+        int width, lanes, chains;
+    } widths[] = {{"fma", fma128, 128, 4, 12}, {"avx2", fma256, 256, 8, 12}, {"avx512f", fma512, 512, 16, 12}};
+    for (int i = 0; i < 3; i++) {
+        int have = i == 0 ? __builtin_cpu_supports("fma") : i == 1 ? __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")
+                                                                   : __builtin_cpu_supports("avx512f");
+        if (!have) {
+            printf("fma %3d-bit: not on this CPU\n", widths[i].width);
+            continue;
+        }
+        double g = measure(widths[i].f, widths[i].lanes, widths[i].chains);
+        printf("fma %3d-bit: %7.1f GFLOP/s (%d chains)\n", widths[i].width, g, widths[i].chains);
+        if (g > best) best = g, best_width = widths[i].width;
+    }
+#endif
+    printf("FMA_LIMIT gflops=%.1f width=%d model=%s\n", best, best_width, model);
+    return best > 0 ? 0 : 1;
+}
