@@ -1,6 +1,7 @@
 /* compile.c — from a traced graph to an executable plan: copy the graph,
  * run the passes in a fixed order (live/DCE -> fusion -> memory plan) and
- * allocate the plan's arena once. The compile cache lives in engine.c. */
+ * size the arena the plan needs. The compile cache, and the one arena its
+ * plans share, live in engine.c. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,7 +24,6 @@ void xt_plan_free(xt_plan *p) {
     free(p->group_of);
     free(p->kernels);
     free(p->late_assigns);
-    free(p->arena);
     free(p->operand_ptrs);
     free(p->ew_scratch);
     free(p);
@@ -95,9 +95,6 @@ xt_plan *xt_compile(const xt_graph *g, const xt_compile_opts *o, xt_err *e) {
     if (xt_pass_fuse(p, live, o->fuse)) goto oom;
     if (xt_pass_memplan(p, live, o->plan_memory, o->have_collective)) goto oom;
     if (alloc_exec_scratch(p)) goto oom;
-    size_t bytes = p->arena_bytes + p->scratch_bytes;
-    p->arena = aligned_alloc(64, bytes ? (bytes + 63) & ~(size_t)63 : 64);
-    if (!p->arena) goto oom;
     free(live);
     return p;
 oom:

@@ -17,6 +17,11 @@ struct xt_engine {
     xt_engine_opts opts;
     xt_plan *cache[CACHE_MAX];
     int ncache;
+    /* One arena for every cached plan (the largest one's size): plans never
+     * run at once and no arena value outlives its step, so the training
+     * plan and the evaluation plan need not each hold their own. */
+    void *arena;
+    size_t arena_cap;
     int warned;
     xt_exec_stats last;
 };
@@ -39,6 +44,7 @@ xt_engine *xt_engine_new(xt_store *store, const xt_engine_opts *opts) {
 void xt_engine_free(xt_engine *en) {
     if (!en) return;
     for (int i = 0; i < en->ncache; i++) xt_plan_free(en->cache[i]);
+    free(en->arena);
     xt_graph_destroy(&en->g);
     free(en);
 }
@@ -98,6 +104,17 @@ static int find_or_compile(xt_engine *en, xt_plan **out, xt_err *e) {
                           .have_collective = en->opts.collective_buf != NULL};
     xt_plan *p = xt_compile(g, &co, e);
     if (!p) return e ? e->code : XT_ERUNTIME;
+    if (xt_plan_arena_bytes(p) > en->arena_cap) { /* grows on a compile only: a cached step allocates nothing */
+        size_t cap = xt_plan_arena_bytes(p);
+        void *a = aligned_alloc(64, cap);
+        if (!a) {
+            xt_plan_free(p);
+            return xt_fail(e, XT_ERUNTIME, "out of memory: a %zu-byte arena for a graph of %d nodes", cap, g->n);
+        }
+        free(en->arena);
+        en->arena = a;
+        en->arena_cap = cap;
+    }
     xt_counter_add("UncachedCompile", 1);
     xt_metric_add("CompileTime", XT_UNIT_TIME_NS, (double)(xt_now_ns() - t_lookup));
     xt_metric_add("IrNodes", XT_UNIT_COUNT, g->n);
@@ -125,7 +142,7 @@ int xt_mark_step(xt_engine *en, xt_err *e) {
     if (g->nassign == 0 && g->nfetch == 0) goto done; /* nothing asked for: nothing to run */
     xt_plan *p = NULL;
     if ((rc = find_or_compile(en, &p, e))) goto done;
-    xt_exec_ctx ctx = {.store = en->store, .collective = en->opts.collective_buf,
+    xt_exec_ctx ctx = {.store = en->store, .arena = en->arena, .collective = en->opts.collective_buf,
                        .allreduce = en->opts.allreduce, .allreduce_ctx = en->opts.allreduce_ctx,
                        .profile = en->opts.profile};
     uint64_t t0 = xt_now_ns();

@@ -1,6 +1,6 @@
 /* exec.c — run a plan: resolve each kernel's operand locations to pointers
  * and call it; then the all-reduce's collective, late assigns and fetches.
- * No allocation: the arena was allocated when the plan was compiled. */
+ * No allocation: the engine's arena was sized when the plan was compiled. */
 #include <string.h>
 
 #include "engine/plan.h"
@@ -9,7 +9,7 @@
 static void *resolve(const xt_plan *p, const xt_exec_ctx *c, int32_t node) {
     const xt_loc *l = &p->loc[node];
     switch (l->kind) {
-    case XT_LOC_ARENA: return (char *)p->arena + l->offset;
+    case XT_LOC_ARENA: return (char *)c->arena + l->offset;
     case XT_LOC_SLOT: return (char *)c->store->slots[l->slot].data + l->offset;
     case XT_LOC_COLLECTIVE: return (char *)c->collective + l->offset;
     case XT_LOC_CONST: return (void *)&p->nodes[node].fattr[0];
@@ -36,7 +36,7 @@ static int run_kernel(xt_plan *p, const xt_exec_ctx *c, const xt_kernel *kr, voi
 }
 
 int xt_execute(xt_plan *p, const xt_exec_ctx *c, xt_fetch_rec *fetches, xt_err *e) {
-    char *scratch = (char *)p->arena + ((p->arena_bytes + 63) & ~(size_t)63);
+    char *scratch = (char *)c->arena + ((p->arena_bytes + 63) & ~(size_t)63);
     for (int k = 0; k < p->nkernels; k++) {
         const xt_kernel *kr = &p->kernels[k];
         uint64_t t0 = c->profile ? xt_now_ns() : 0;

@@ -71,7 +71,8 @@ typedef struct xt_plan {
     size_t arena_bytes;       /* planned peak of intermediates */
     size_t scratch_bytes;     /* conv scratch, shared by all conv kernels */
     size_t intermediate_bytes;/* sum of materialized intermediates (what a naive allocator would use) */
-    void *arena;              /* arena_bytes + scratch_bytes, allocated once per plan */
+    /* the arena itself is the engine's, shared by every cached plan: plans
+     * run one at a time and nothing in an arena outlives its step */
     int fused_kernels;
     /* execution scratch, sized when the plan is compiled so that running it
      * allocates nothing and has no fixed cap */
@@ -99,12 +100,17 @@ int xt_plan_matches(const xt_plan *p, const xt_graph *g);
 /* exec.c */
 typedef struct xt_exec_ctx {
     xt_store *store;
+    void *arena;             /* xt_plan_arena_bytes(p) bytes, 64-byte aligned: intermediates, then scratch */
     float *collective;
     int (*allreduce)(void *ctx, float *buf, size_t n, xt_err *e);
     void *allreduce_ctx;
     int profile;             /* time each kernel into metrics Kernel.<class> */
 } xt_exec_ctx;
 int xt_execute(xt_plan *p, const xt_exec_ctx *c, xt_fetch_rec *fetches, xt_err *e);
+/* The arena a plan runs in: its intermediates, then its scratch area. */
+static inline size_t xt_plan_arena_bytes(const xt_plan *p) {
+    return ((p->arena_bytes + 63) & ~(size_t)63) + ((p->scratch_bytes + 63) & ~(size_t)63);
+}
 
 /* exec_ops.c: one kernel per KERNEL op of ops.def, dispatched by op id. */
 typedef struct xt_kcall {
