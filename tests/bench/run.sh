@@ -129,6 +129,21 @@ for name in seed_cnn wide_cnn; do
     done
 done
 
+printf '\n== the seed CNN across batch sizes (1 worker, %s repetitions, medians; ratio to batch 128)\n' "$REPS"
+for bsz in 16 32 64 128 256 512 1024; do
+    out="$tmp/sweep.$bsz"
+    : > "$out"
+    i=0
+    while [ $i -lt "$REPS" ]; do
+        $B/train_bench models/fashion_cnn.yaml --procs 1 --batch $bsz --steps $((25600 / bsz)) --infer-steps 0 2>/dev/null >> "$out"
+        i=$((i + 1))
+    done
+done
+for bsz in 16 32 64 128 256 512 1024; do
+    awk -v b=$bsz -v v="$(med "$tmp/sweep.$bsz" train_sps)" -v r="$(med "$tmp/sweep.128" train_sps)" \
+        'BEGIN{ printf "  batch %5d: %9.1f samples/s  %.2f of batch 128\n", b, v, (r > 0 ? v / r : 0) }'
+done
+
 printf '\n== data wait in a real training run (synthetic 25,600 images, 1 epoch, 1 and 2 workers)\n'
 for p in 1 2; do
     ./xlatrain --config configs/smoke.yaml --set synthetic_train_size=25600 --set synthetic_test_size=1000 --set num_epochs=1 \
