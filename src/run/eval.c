@@ -1,7 +1,19 @@
 /* eval.c — one replica's evaluation: its shard of the test set in batches of
  * test_batch_size, the model traced in eval mode to the argmax class, the
  * correct/total counts, and the last batch's first samples for the
- * predictions grid. Not here: reducing over replicas (loop.c). */
+ * predictions grid. Not here: reducing over replicas (loop.c).
+ *
+ * A large test batch runs through the model in chunks (ev->chunk images,
+ * at most XT_EVAL_CHUNK_MAX, an equal divisor of test_batch_size where one
+ * exists): evaluation is per sample (batch-norm uses its running statistics,
+ * dropout is off), so the predictions are those of one big batch, while the
+ * activations of one chunk, not of the whole batch, set the memory peak
+ * (wide_cnn's conv2 output alone is 147 MB at 1000 images). A chunk's
+ * arithmetic per image is the same as in a whole batch except where a
+ * kernel takes a different path for a different remainder of images (the
+ * direct convolution runs 16 images at a time): the rounding of those
+ * images' scores may then differ in the last bit, not their classes in
+ * practice. */
 #include "run/eval.h"
 
 #include <stdlib.h>
@@ -9,9 +21,20 @@
 
 #include "run/step.h"
 
+/* The largest divisor of the test batch up to XT_EVAL_CHUNK_MAX, so that a
+ * full test batch splits into equal chunks (one compiled graph); a batch
+ * with no divisor of at least half the maximum gets the maximum. */
+static int chunk_for(int test_batch) {
+    if (test_batch <= XT_EVAL_CHUNK_MAX) return test_batch;
+    for (int c = XT_EVAL_CHUNK_MAX; c >= XT_EVAL_CHUNK_MAX / 2; c--)
+        if (test_batch % c == 0) return c;
+    return XT_EVAL_CHUNK_MAX;
+}
+
 int xt_eval_open(xt_eval *ev, const xt_run *r, int rank, xt_err *e) {
     const xt_config *c = r->c;
     memset(ev, 0, sizeof *ev);
+    ev->chunk = chunk_for(c->test_batch_size);
     ev->pred = malloc((size_t)c->test_batch_size * sizeof *ev->pred);
     if (!ev->pred) return xt_fail(e, XT_ERUNTIME, "out of memory for a test batch of %d", c->test_batch_size);
     if (xt_sampler_init(&ev->sampler, r->test.n, r->world, rank, 0, (uint64_t)c->seed, 0, e)) return e->code;
@@ -39,15 +62,29 @@ static void keep_grid_samples(xt_grid_samples *gs, const int32_t *pred, const xt
     }
 }
 
+/* Predict images [off, off + n) of batch b into ev->pred[off ...]. */
+static int predict_chunk(xt_eval *ev, xt_run *r, xt_engine *en, const xt_batch *b, int off, int n, xt_err *e) {
+    const int *in = r->c->spec.input;
+    size_t image = (size_t)in[0] * in[1] * in[2];
+    xt_batch part = *b;
+    part.n = n;
+    part.x = b->x + (size_t)off * image;
+    part.y = b->y + off;
+    part.index = b->index ? b->index + off : NULL;
+    xt_graph *g = xt_engine_graph(en);
+    xt_run_bind_batch(r, &part);
+    xt_fetch(g, xt_argmax(g, xt_run_trace_logp(r, g, XT_EVAL)), ev->pred + off, (size_t)n * sizeof *ev->pred);
+    return xt_mark_step(en, e);
+}
+
 int xt_eval_run(xt_eval *ev, xt_run *r, xt_engine *en, long long *correct, long long *total, xt_err *e) {
     *correct = *total = 0;
     xt_loader_start_epoch(&ev->loader, 0);
     const xt_batch *b;
     while ((b = xt_loader_next(&ev->loader))) {
-        xt_graph *g = xt_engine_graph(en);
-        xt_run_bind_batch(r, b);
-        xt_fetch(g, xt_argmax(g, xt_run_trace_logp(r, g, XT_EVAL)), ev->pred, (size_t)b->n * sizeof *ev->pred);
-        int rc = xt_mark_step(en, e);
+        int rc = 0;
+        for (int off = 0; off < b->n && !rc; off += ev->chunk)
+            rc = predict_chunk(ev, r, en, b, off, b->n - off < ev->chunk ? b->n - off : ev->chunk, e);
         if (rc) {
             xt_loader_release(&ev->loader, b);
             return rc;

@@ -22,11 +22,17 @@ typedef struct xt_grid_samples {
     int n;
 } xt_grid_samples;
 
+/* The most images one evaluation step runs at once: the training rate is
+ * flat from 16 to 256 images on these CPUs, and 256 keeps wide_cnn's
+ * evaluation arena under its training arena. */
+#define XT_EVAL_CHUNK_MAX 256
+
 typedef struct xt_eval {
     xt_sampler sampler;
     xt_loader loader;
     int have_sampler, have_loader;
     int32_t *pred;                  /* (test_batch_size) predicted classes of a batch */
+    int chunk;                      /* images per evaluation step (see eval.c) */
     xt_grid_samples grid;
 } xt_eval;
 

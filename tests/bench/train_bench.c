@@ -28,6 +28,7 @@
 #include "distributed/spawn.h"
 #include "engine/metrics.h"
 #include "run/run.h"
+#include "run/eval.h"
 #include "run/step.h"
 
 typedef struct bench {
@@ -119,10 +120,17 @@ static int worker(int rank, void *arg) {
                 if (r->dist) rc = xt_dist_barrier(r->dist, rank, &e);
                 i0 = xt_now_ns();
             }
-            xt_graph *g = xt_engine_graph(en);
-            xt_run_bind_batch(r, &ib);
-            xt_fetch(g, xt_argmax(g, xt_run_trace_logp(r, g, XT_EVAL)), pred, (size_t)b->infer_batch * 4);
-            rc = xt_mark_step(en, &e);
+            /* in chunks of at most XT_EVAL_CHUNK_MAX images, as the trainer's evaluation (run/eval.c) */
+            for (int off = 0; off < b->infer_batch && !rc; off += XT_EVAL_CHUNK_MAX) {
+                xt_batch part = ib;
+                part.n = b->infer_batch - off < XT_EVAL_CHUNK_MAX ? b->infer_batch - off : XT_EVAL_CHUNK_MAX;
+                part.x = x + (size_t)off * 784;
+                part.y = y + off;
+                xt_graph *g = xt_engine_graph(en);
+                xt_run_bind_batch(r, &part);
+                xt_fetch(g, xt_argmax(g, xt_run_trace_logp(r, g, XT_EVAL)), pred + off, (size_t)part.n * 4);
+                rc = xt_mark_step(en, &e);
+            }
         }
         v[V_INFER_SPS] = (double)b->infer_steps * b->infer_batch / ((double)(xt_now_ns() - i0) / 1e9);
         free(pred);
