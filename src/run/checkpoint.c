@@ -106,10 +106,12 @@ static int write_checkpoint(xt_run *r, int epoch_label, const saved *sv, const p
         {"xlatrain.world_size", p->world},
         {"xlatrain.history.loss", p->hist_loss},
         {"xlatrain.history.accuracy", p->hist_acc},
+        {"xlatrain.resolved_config", r->config_yaml ? r->config_yaml : ""}, /* what --resume compares (record.h) */
     };
     char path[1024];
     if (xt_st_checkpoint_path(path, sizeof path, r->outdir, epoch_label, e)) return e->code;
     if (xt_st_write(path, sv->t, sv->nt, m, (int)(sizeof m / sizeof *m), e)) return e->code;
+    snprintf(r->last_ckpt, sizeof r->last_ckpt, "%s", path); /* for the run's summary */
     return xt_st_prune_checkpoints(r->outdir, r->c->keep_checkpoints, epoch_label, e);
 }
 
@@ -139,6 +141,25 @@ static int meta_ll(const xt_st_file *f, const char *key, long long *v, xt_err *e
     if (!s) return xt_fail(e, XT_ERUNTIME, "%s: no '%s' in the metadata: not an xlatrain training checkpoint; use one written by xlatrain", f->path, key);
     *v = strtoll(s, &end, 10);
     if (*end) return xt_fail(e, XT_ERUNTIME, "%s: metadata '%s' is not a number ('%s'); the file is damaged", f->path, key, s);
+    return 0;
+}
+
+static int split(const char *s, double *out, int cap);
+
+/* The best accuracy and history only, for the summary of a run whose
+ * workers held them (checkpoint.h). */
+int xt_ckpt_load_progress(xt_run *r, const char *path, xt_err *e) {
+    xt_st_file f;
+    if (xt_st_read(path, &f, e)) return e->code;
+    const char *best = xt_st_meta_get(&f, "xlatrain.best_accuracy");
+    if (best) r->best_acc = strtod(best, NULL);
+    double *acc = r->hist_acc, *loss = r->hist_loss;
+    int nl = split(xt_st_meta_get(&f, "xlatrain.history.loss"), loss, XT_MAX_EPOCHS);
+    int na = split(xt_st_meta_get(&f, "xlatrain.history.accuracy"), acc, XT_MAX_EPOCHS);
+    r->nhist = nl < na ? nl : na;
+    long long gs = 0;
+    if (!meta_ll(&f, "xlatrain.global_step", &gs, e)) r->global_step = gs;
+    xt_st_close(&f);
     return 0;
 }
 
@@ -203,6 +224,9 @@ int xt_ckpt_load(xt_run *r, const char *path, xt_err *e) {
     r->nhist = split(xt_st_meta_get(&f, "xlatrain.history.loss"), r->hist_loss, XT_MAX_EPOCHS);
     int na = split(xt_st_meta_get(&f, "xlatrain.history.accuracy"), r->hist_acc, XT_MAX_EPOCHS);
     if (na < r->nhist) r->nhist = na;
+    const char *rec = xt_st_meta_get(&f, "xlatrain.resolved_config");
+    free(r->resumed_config);
+    r->resumed_config = rec && *rec ? strdup(rec) : NULL;
 out:
     xt_st_close(&f);
     return rc;

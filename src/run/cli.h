@@ -14,6 +14,10 @@ typedef struct xt_cli {
     const char *predict;                  /* --predict IDX_FILE: write predictions CSV */
     const char *predict_out;              /* --output CSV for --predict (default <output_dir>/predictions.csv) */
     int download;                         /* --download: fetch the dataset first */
+    int overwrite;                        /* --overwrite: replace the run already in output_dir */
+    int allow_config_change;              /* --allow-config-change: resume despite a changed trajectory key */
+    int argc;                             /* the command line, recorded in config.yaml */
+    char **argv;
 } xt_cli;
 
 #endif

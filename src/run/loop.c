@@ -153,6 +153,7 @@ static int train_batch(worker *w, epoch_pos *p, const xt_batch *b, xt_err *e) {
     p->loss_sum += loss;
     p->loss_n++;
     w->final_loss = loss;
+    r->last_loss = loss;
     xt_rate_add(&w->rate, n);
     r->samples_trained += n;
     if (r->dist) xt_dist_heartbeat(r->dist, w->rank, r->global_step);
@@ -168,7 +169,7 @@ static int interrupted_mid_epoch(worker *w, const epoch_pos *p, xt_err *e) {
     if (w->rank == 0) {
         int rc = xt_ckpt_save(r, p->epoch + 1, p->epoch, p->step, e);
         if (rc) return rc;
-        xt_out("xlatrain: interrupted at epoch %d step %lld; checkpoint written to %s (continue with --resume latest)", p->epoch + 1, p->step, r->outdir);
+        xt_out("xlatrain: interrupted at epoch %d step %lld; checkpoint written to %s (continue with --resume latest --set output_dir=%s)", p->epoch + 1, p->step, r->outdir, r->outdir);
     }
     return xt_fail(e, XT_EINTR, "interrupted at epoch %d step %lld; checkpoint in %s", p->epoch + 1, p->step, r->outdir);
 }
@@ -288,7 +289,7 @@ static int finish(worker *w, xt_err *e) {
     xt_run *r = w->r;
     const xt_config *c = r->c;
     if (w->rank == 0) return xt_run_finish(r, &w->eval.grid, w->final_loss, e);
-    if (c->target_accuracy > 0 && r->best_acc < c->target_accuracy)
+    if (!r->cli->eval_only && c->target_accuracy > 0 && r->best_acc < c->target_accuracy)
         return xt_fail(e, XT_EBELOW, "best accuracy %.2f%% is below target_accuracy %.2f%%", r->best_acc, c->target_accuracy);
     return 0;
 }

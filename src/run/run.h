@@ -16,6 +16,7 @@
 #include "nn/model.h"
 #include "optim/optim.h"
 #include "run/cli.h"
+#include "run/rundir.h"
 #include "util/err.h"
 
 #define XT_MAX_EPOCHS 100000
@@ -46,6 +47,15 @@ typedef struct xt_run {
     uint64_t train_ns;              /* in training epochs (not setup or evaluation) */
     uint64_t data_wait_ns;          /* of which waiting for the loader */
     xt_err err;                     /* a single-process run's failure */
+    char last_ckpt[1024];           /* newest checkpoint written or loaded ("" when none) */
+    int summary_written;            /* this process wrote the summary (results.json/eval.json) */
+    xt_rundir rundir;               /* the claimed output directory and its lock */
+    int claimed;                    /* the directory is ours: every ending writes a summary */
+    char *config_yaml;              /* the resolved config as recorded (record.h) */
+    char *resumed_config;           /* the one the --resume checkpoint recorded, NULL if none */
+    double last_loss;               /* of the last training step in this process; NaN before any */
+    int resumed;                    /* --resume loaded and accepted its checkpoint */
+    int config_changed;             /* resumed with --allow-config-change over a changed key */
 } xt_run;
 
 /* Set r up for config c and command line cli: create the output directory,
