@@ -181,7 +181,8 @@ TEST(dist_sigterm_stops_all_workers_after_the_master_checkpoints) {
     test_run(cmd, out, sizeof out);
     CHECK_STR_CONTAINS(out, "exit=130");
     CHECK_STR_CONTAINS(out, "left=0");
-    CHECK_STR_CONTAINS(out, "checkpoint-epoch001.safetensors");
+    CHECK_STR_CONTAINS(out, "checkpoint-epoch001-step"); /* mid-epoch: named by its step, not as a finished epoch */
+    CHECK(strstr(out, "checkpoint-epoch001.safetensors") == NULL);
     CHECK_STR_CONTAINS(out, "checkpoint written to");
     /* and the run continues from there */
     snprintf(cmd, sizeof cmd, "%s --config configs/smoke.yaml --set num_cores=2 --set synthetic_train_size=60000 --set synthetic_test_size=256 "

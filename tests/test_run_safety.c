@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "io/ckptdir.h"
 #include "test.h"
 
 #define SMALL "--config configs/smoke.yaml --set synthetic_train_size=1024 --set synthetic_test_size=256 --set log_steps=4 --set num_epochs=1 --set target_accuracy=0"
@@ -260,4 +261,52 @@ TEST(run_safety_unreadable_inputs_are_not_the_output_error) {
     CHECK_EQ(sh("$XL " SMALL " --set output_dir=%s/a > /dev/null 2>&1", d), 0);
     CHECK_EQ(sh("$XL " SMALL " --set output_dir=%s/a --predict %s/missing-images-idx3-ubyte 2>&1", d, d), 3);
     CHECK_EQ(sh("$XL --config %s/missing.yaml 2>&1", d), 2);
+}
+
+/* ---- 6. honest mid-epoch checkpoints ------------------------------------------- */
+
+/* metrics.jsonl without the wall-clock fields (rate, time), which no two runs share. */
+#define STRIP "sed -e 's/\"rate\":[^,]*,//' -e 's/,\"time\":[^}]*//'"
+
+/* A run interrupted mid-epoch and resumed ends with the same final
+ * checkpoint, curves.png and metrics.jsonl as one that ran straight
+ * through; its interrupt checkpoint is named by epoch and step. */
+static void interrupted_run_matches(int cores) {
+    const char *d = test_tmpdir();
+    char base[512];
+    snprintf(base, sizeof base, "--config configs/smoke.yaml --set synthetic_train_size=12000 --set synthetic_test_size=256 "
+             "--set log_steps=1 --set num_epochs=2 --set target_accuracy=0 --set num_cores=%d", cores);
+    CHECK_EQ(sh("$XL %s --set output_dir=%s/full > /dev/null 2>&1", base, d), 0);
+    int rc = sh("$XL %s --set output_dir=%s/part > %s/log 2>&1 & p=$!; "
+                "for i in $(seq 400); do grep -q '(7) Loss' %s/log 2>/dev/null && break; sleep 0.02; done; "
+                "kill -TERM $p; wait $p", base, d, d, d);
+    CHECK_MSG(rc == 130, "exit %d: %s", rc, slurp("%s/log", d));
+    CHECK_EQ(sh("ls %s/part | grep -c 'checkpoint-epoch001-step[0-9]*.safetensors'", d), 0);
+    CHECK_EQ(sh("ls %s/part | grep -c '^checkpoint-epoch001.safetensors'", d), 1);
+    CHECK_EQ(sh("$XL %s --set output_dir=%s/part --resume latest > /dev/null 2>&1", base, d), 0);
+    CHECK_EQ(sh("cmp %s/full/checkpoint-epoch002.safetensors %s/part/checkpoint-epoch002.safetensors", d, d), 0);
+    CHECK_EQ(sh("cmp %s/full/curves.png %s/part/curves.png", d, d), 0);
+    CHECK_EQ(sh(STRIP " %s/full/metrics.jsonl > %s/m.full && " STRIP " %s/part/metrics.jsonl > %s/m.part && "
+                "cmp %s/m.full %s/m.part", d, d, d, d, d, d), 0);
+}
+
+TEST(run_safety_mid_epoch_interrupt_and_resume_match_one_core) { interrupted_run_matches(1); }
+TEST(run_safety_mid_epoch_interrupt_and_resume_match_two_cores) { interrupted_run_matches(2); }
+
+/* latest is by training position: epoch 4 step 18 comes after the end of
+ * epoch 3 and before the end of epoch 4; pruning keeps the newest. */
+TEST(run_safety_latest_orders_mid_epoch_checkpoints_by_position) {
+    const char *d = test_tmpdir();
+    CHECK_EQ(sh("cd %s && touch checkpoint-epoch003.safetensors checkpoint-epoch004-step018.safetensors "
+                "checkpoint-epoch004-step002.safetensors checkpoint-epoch002.safetensors", d), 0);
+    char path[1024];
+    xt_err e = {0};
+    CHECK_EQ(xt_st_find_latest(d, path, sizeof path, &e), 0);
+    CHECK_STR_CONTAINS(path, "/checkpoint-epoch004-step018.safetensors");
+    CHECK_EQ(sh("touch %s/checkpoint-epoch004.safetensors", d), 0);
+    CHECK_EQ(xt_st_find_latest(d, path, sizeof path, &e), 0);
+    CHECK_STR_CONTAINS(path, "/checkpoint-epoch004.safetensors");
+    CHECK_EQ(xt_st_prune_checkpoints(d, 2, 4, &e), 0);
+    CHECK_EQ(sh("ls %s | tr '\\n' ' '", d), 0);
+    CHECK(!strcmp(g_out, "checkpoint-epoch004-step018.safetensors checkpoint-epoch004.safetensors "));
 }

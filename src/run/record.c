@@ -34,6 +34,16 @@ char *xt_record_config_yaml(const xt_config *c) {
     return buf;
 }
 
+char *xt_record_config_portable(const xt_config *c) {
+    char *yaml = xt_record_config_yaml(c);
+    char *at = yaml ? strstr(yaml, "\noutput_dir: ") : NULL;
+    if (at) {
+        char *end = strchr(at + 1, '\n');
+        memmove(at, end ? end : at + strlen(at), strlen(end ? end : at + strlen(at)) + 1);
+    }
+    return yaml;
+}
+
 /* "# command: ..." with every argument, newlines flattened so the comment stays one line. */
 static void command_comment(FILE *f, const xt_cli *cli) {
     fputs("# command:", f);

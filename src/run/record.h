@@ -16,6 +16,10 @@
  * applied), malloc'd; NULL when out of memory. */
 char *xt_record_config_yaml(const xt_config *c);
 
+/* The same without output_dir: the copy a checkpoint carries, so two runs
+ * of one config into two directories write the same bytes. */
+char *xt_record_config_portable(const xt_config *c);
+
 /* The same, headed by YAML comments: the command line, version and date. */
 char *xt_record_config_file(const xt_config *c, const xt_cli *cli);
 

@@ -116,7 +116,7 @@ int xt_run_open(xt_run *r, const xt_config *c, const xt_cli *cli, xt_err *e) {
     r->hist_acc = calloc(XT_MAX_EPOCHS, sizeof *r->hist_acc);
     if (!r->hist_loss || !r->hist_acc) return xt_fail(e, XT_ERUNTIME, "out of memory");
     if (claim_outdir(r, e)) return e->code;
-    r->config_yaml = xt_record_config_yaml(c);
+    r->config_yaml = xt_record_config_portable(c);
     if (!r->config_yaml) return xt_fail(e, XT_ERUNTIME, "out of memory");
     return xt_run_setup_model(r, e);
 }

@@ -20,6 +20,7 @@
 #include "util/err.h"
 
 #define XT_MAX_EPOCHS 100000
+#define XT_MAX_REPLICAS 256         /* num_cores' maximum */
 
 typedef struct xt_run {
     const xt_config *c;
@@ -54,6 +55,11 @@ typedef struct xt_run {
     char *config_yaml;              /* the resolved config as recorded (record.h) */
     char *resumed_config;           /* the one the --resume checkpoint recorded, NULL if none */
     double last_loss;               /* of the last training step in this process; NaN before any */
+    /* each replica's loss sums in a partial epoch: gathered on an interrupt
+     * (loop.c), saved and restored with the checkpoint */
+    double part_loss_sum[XT_MAX_REPLICAS];
+    long long part_loss_n[XT_MAX_REPLICAS];
+    int npart;
     int resumed;                    /* --resume loaded and accepted its checkpoint */
     int config_changed;             /* resumed with --allow-config-change over a changed key */
 } xt_run;
