@@ -115,8 +115,9 @@ static const char *failure_status(const xt_run *r, const xt_err *e, int in_repli
  * them. */
 static void failure_summary(xt_run *r, const xt_err *e, int in_replicas) {
     if (!r->claimed || r->summary_written) return;
-    /* a refused --resume (bad checkpoint, changed config) leaves the run there as it was */
-    if (r->cli->resume && !r->cli->eval_only && !r->resumed) return;
+    /* a refused --resume or --eval-only (no or bad checkpoint, changed config)
+     * leaves the directory as it was */
+    if (r->cli->resume && !r->resumed) return;
     char ckpt[1024] = "";
     xt_err ignored = {0};
     if (!xt_st_find_latest(r->outdir, ckpt, sizeof ckpt, &ignored) && r->world > 1 && in_replicas)
