@@ -231,9 +231,11 @@ TEST(run_safety_eval_only_leaves_results_json_unchanged) {
     char png[700];
     snprintf(png, sizeof png, "%s/a/eval-predictions.png", d);
     CHECK_EQ(access(png, F_OK), 0);
-    /* --resume of a finished run trains nothing and leaves its results.json too */
+    /* --resume of a finished run trains nothing and leaves its results.json and config.yaml too */
+    CHECK_EQ(sh("cd %s/a && md5sum config.yaml >> ../before", d), 0);
     CHECK_EQ(sh("$XL " SMALL " --set output_dir=%s/a --resume latest > %s/stdout 2>&1", d, d), 0);
     CHECK_EQ(sh("cd %s/a && md5sum -c ../before", d), 0);
+    CHECK_EQ(sh("tail -n 1 %s/stdout | cmp - %s/a/results.json", d, d), 0);
 }
 
 /* ---- 5. resume guard ------------------------------------------------------------ */

@@ -55,7 +55,7 @@ static int resume(xt_run *r, xt_err *e) {
     r->resumed = 1;
     if (cli->eval_only) return 0;
     fprintf(stderr, "xlatrain: resuming from %s at epoch %d step %lld\n", path, r->start_epoch + 1, r->start_step_in_epoch);
-    return xt_record_write_config(r->outdir, r->c, cli, e);
+    return 0;
 }
 
 /* --resume of a run with nothing left to train: its results.json stands
@@ -137,6 +137,8 @@ int xt_train_main(const xt_config *c, const xt_cli *cli, xt_err *e) {
         rc = already_finished(&r, e);
         r.summary_written = 1;
     } else {
+        /* a resumed run records the config it goes on with, once --resume has accepted it */
+        if (!rc && cli->resume && !cli->eval_only) rc = xt_record_write_config(r.outdir, c, cli, e);
         if (!rc) rc = xt_run_open_data(&r, e);
         if (!rc) {
             print_banner(&r);
