@@ -15,14 +15,15 @@
 #include "run/cli.h"
 #include "run/export.h"
 #include "run/predict.h"
+#include "run/record.h"
 #include "run/train.h"
 #include "util/err.h"
-
-#define XT_VERSION "0.1.0"
+#include "util/version.h"
 
 static const char usage_line[] =
     "usage: xlatrain --config FILE [--set KEY=VALUE]... [--dry-run] [--download]\n"
-    "                [--resume PATH|latest] [--eval-only]\n"
+    "                [--resume PATH|latest [--allow-config-change]] [--overwrite]\n"
+    "                [--eval-only]\n"
     "                [--predict IDX_FILE [--output CSV]]\n"
     "       xlatrain --export CHECKPOINT|RUN_DIR --output FILE(.pt|.safetensors)\n"
     "       xlatrain --list-models | --help | --version\n";
@@ -38,10 +39,16 @@ static const char help_text[] =
     "  --set KEY=VALUE        override a key after FILE is read; dotted keys reach\n"
     "                         nested maps (--set optimizer.name=adam); repeatable,\n"
     "                         the last one wins\n"
-    "  --dry-run              print the resolved configuration and the model summary,\n"
-    "                         then exit without reading any data\n"
+    "  --dry-run              print the resolved configuration as YAML that --config\n"
+    "                         reads back (the model summary goes to stderr), then\n"
+    "                         exit without reading any data\n"
+    "  --overwrite            output_dir already holds a run: remove its files (only\n"
+    "                         the ones xlatrain writes) and start afresh\n"
     "  --resume PATH|latest   continue from a checkpoint (.safetensors), or from the\n"
     "                         newest one in output_dir\n"
+    "  --allow-config-change  let --resume continue although a key that changes the\n"
+    "                         trajectory differs from the checkpoint's (recorded in\n"
+    "                         results.json; the run is no longer bit-identical)\n"
     "  --eval-only            evaluate the --resume checkpoint (default: latest) on\n"
     "                         the test set and exit\n"
     "  --predict IDX_FILE     write the predicted class of every image in IDX_FILE as\n"
@@ -59,14 +66,25 @@ static const char help_text[] =
     "  --help                 this text\n"
     "  --version              print the version\n"
     "\n"
-    "exit status:\n"
-    "  0    success\n"
-    "  2    usage, configuration or layer-spec error\n"
-    "  3    data error: dataset files missing, truncated or corrupt\n"
-    "  4    runtime or training failure: NaN loss, a worker died, a bad checkpoint\n"
-    "  5    I/O error writing an output file\n"
+    "output directory: one run per directory. A fresh run refuses an output_dir\n"
+    "that holds a run (--resume latest continues it, --overwrite replaces it);\n"
+    "without output_dir it takes the first free runs/NAME, runs/NAME-2, ... A\n"
+    "lock (output_dir/xlatrain.lock) keeps a second run out while one is alive.\n"
+    "The run records config.yaml there, and every ending after that writes\n"
+    "results.json (eval.json for --eval-only) and prints it as the last line.\n"
+    "\n"
+    "exit status (results.json \"status\" in brackets):\n"
+    "  0    success [ok]\n"
+    "  2    usage, configuration or layer-spec error; output_dir holds another run\n"
+    "       or is in use; --resume with a config that changes the trajectory [error]\n"
+    "  3    an input cannot be read: dataset files missing, truncated or corrupt;\n"
+    "       the --predict images or --resume checkpoint missing or unreadable [error]\n"
+    "  4    training failed: loss NaN/Inf [diverged], a worker died or hung\n"
+    "       [worker_failed], a damaged or foreign checkpoint [error]\n"
+    "  5    an output file cannot be written [error]\n"
     "  6    finished, but the best test accuracy is below target_accuracy\n"
-    "  130  interrupted (SIGINT or SIGTERM)\n"
+    "       [below_target]\n"
+    "  130  interrupted by SIGINT or SIGTERM, checkpoint written [interrupted]\n"
     "\n"
     "environment:\n"
     "  XLATRAIN_SAVE_GRAPHS   directory for graph dumps when save_graphs is not set\n"
@@ -101,8 +119,8 @@ static const struct option_def {
 } options[] = {
     {"--config", OPT_VALUE}, {"--set", OPT_VALUE},     {"--resume", OPT_VALUE},  {"--predict", OPT_VALUE},
     {"--output", OPT_VALUE}, {"--dry-run", OPT_FLAG},  {"--eval-only", OPT_FLAG}, {"--download", OPT_FLAG},
-    {"--help", OPT_FLAG},    {"--version", OPT_FLAG},    {"--export", OPT_VALUE},
-    {"--list-models", OPT_FLAG}, {"--bash-completion", OPT_FLAG},
+    {"--help", OPT_FLAG},    {"--version", OPT_FLAG},   {"--overwrite", OPT_FLAG}, {"--allow-config-change", OPT_FLAG},
+    {"--export", OPT_VALUE}, {"--list-models", OPT_FLAG}, {"--bash-completion", OPT_FLAG},
 };
 
 /* --list-models: every model `model: NAME` finds, one line each. */
@@ -219,6 +237,8 @@ static int parse_args(int argc, char **argv, xt_cli *cli) {
         else if (!strcmp(o->name, "--dry-run")) cli->dry_run = 1;
         else if (!strcmp(o->name, "--eval-only")) cli->eval_only = 1;
         else if (!strcmp(o->name, "--download")) cli->download = 1;
+        else if (!strcmp(o->name, "--overwrite")) cli->overwrite = 1;
+        else if (!strcmp(o->name, "--allow-config-change")) cli->allow_config_change = 1;
         else if (!strcmp(o->name, "--set")) {
             if (!strchr(val, '=') || val[0] == '=')
                 return usage_error("--set %s: expected KEY=VALUE, e.g. --set batch_size=64", val);
@@ -239,15 +259,28 @@ static int parse_args(int argc, char **argv, xt_cli *cli) {
     if (!cli->config_path) return usage_error("missing --config FILE");
     if (cli->predict_out && !cli->predict) return usage_error("--output goes with --predict IDX_FILE or --export CKPT");
     if (cli->predict && cli->eval_only) return usage_error("choose one of --eval-only and --predict");
+    if (cli->overwrite && (cli->resume || cli->eval_only || cli->predict))
+        return usage_error("--overwrite starts a new run; it does not go with --resume, --eval-only or --predict");
+    if (cli->allow_config_change && (!cli->resume || cli->eval_only || cli->predict))
+        return usage_error("--allow-config-change goes with --resume when training");
     if ((cli->eval_only || cli->predict) && !cli->resume) cli->resume = "latest";
     return -1;
 }
 
-static int dry_run(const xt_config *c) {
-    printf("# resolved configuration (%s)\n", c->source);
-    xt_config_print(c, stdout);
-    printf("\n# model\n");
-    xt_spec_summary(&c->spec, stdout);
+/* The resolved config on stdout, as config.yaml records it (so the output
+ * is a config --config reads back); the model summary on stderr. */
+static int dry_run(const xt_config *c, const xt_cli *cli) {
+    char *text = xt_record_config_file(c, cli);
+    if (!text) {
+        fprintf(stderr, "xlatrain: out of memory\n");
+        return XT_ERUNTIME;
+    }
+    printf("# resolved configuration (%s)\n", c->source[0] ? c->source : "defaults");
+    if (!c->output_dir_set) printf("# output_dir is the default: a run takes the first free one of %s, %s-2, ...\n", c->output_dir, c->output_dir);
+    fputs(text, stdout);
+    free(text);
+    fprintf(stderr, "# model\n");
+    xt_spec_summary(&c->spec, stderr);
     if (fflush(stdout) != 0 || ferror(stdout)) {
         fprintf(stderr, "xlatrain: cannot write to standard output\n");
         return XT_EIO;
@@ -256,7 +289,7 @@ static int dry_run(const xt_config *c) {
 }
 
 int main(int argc, char **argv) {
-    xt_cli cli = {0};
+    xt_cli cli = {.argc = argc, .argv = argv};
     int rc = parse_args(argc, argv, &cli);
     if (rc >= 0) {
         if (fflush(stdout) != 0 && rc == 0) return XT_EIO;
@@ -276,7 +309,7 @@ int main(int argc, char **argv) {
     }
     for (int i = 0; i < cfg.nnotes; i++) fprintf(stderr, "xlatrain: note: %s\n", cfg.notes[i]);
     if (cli.dry_run) {
-        rc = dry_run(&cfg);
+        rc = dry_run(&cfg, &cli);
     } else {
         rc = cli.predict ? xt_predict_main(&cfg, &cli, &err) : xt_train_main(&cfg, &cli, &err);
         fflush(stdout);

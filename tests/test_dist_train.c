@@ -155,10 +155,12 @@ TEST(dist_killed_worker_stops_the_run_cleanly) {
              "t0=$(date +%%s%%N); kill -9 $victim; wait $pid; rc=$?; t1=$(date +%%s%%N); "
              "echo \"exit=$rc\"; echo \"ms=$(( (t1 - t0) / 1000000 ))\"; "
              "left=0; for k in $kids; do kill -0 $k 2>/dev/null && left=$((left + 1)); done; echo \"left=$left kids=$kids\"; "
-             "ls /dev/shm | sort > %s/shm.after; echo \"shm=$(comm -13 %s/shm.before %s/shm.after | wc -l)\"; tail -n 3 %s/log",
-             d, test_bin(), d, d, d, d, d, d, d);
+             "ls /dev/shm | sort > %s/shm.after; echo \"shm=$(comm -13 %s/shm.before %s/shm.after | wc -l)\"; tail -n 3 %s/log; "
+             "cat %s/r/results.json",
+             d, test_bin(), d, d, d, d, d, d, d, d);
     test_run(cmd, out, sizeof out);
     CHECK_STR_CONTAINS(out, "exit=4");
+    CHECK_STR_CONTAINS(out, "\"status\":\"worker_failed\",\"exit_code\":4"); /* the summary survives the worker */
     CHECK_STR_CONTAINS(out, "was killed by signal 9");
     CHECK_STR_CONTAINS(out, "left=0");
     CHECK_STR_CONTAINS(out, "shm=0");
@@ -181,7 +183,8 @@ TEST(dist_sigterm_stops_all_workers_after_the_master_checkpoints) {
     test_run(cmd, out, sizeof out);
     CHECK_STR_CONTAINS(out, "exit=130");
     CHECK_STR_CONTAINS(out, "left=0");
-    CHECK_STR_CONTAINS(out, "checkpoint-epoch001.safetensors");
+    CHECK_STR_CONTAINS(out, "checkpoint-epoch001-step"); /* mid-epoch: named by its step, not as a finished epoch */
+    CHECK(strstr(out, "checkpoint-epoch001.safetensors") == NULL);
     CHECK_STR_CONTAINS(out, "checkpoint written to");
     /* and the run continues from there */
     snprintf(cmd, sizeof cmd, "%s --config configs/smoke.yaml --set num_cores=2 --set synthetic_train_size=60000 --set synthetic_test_size=256 "

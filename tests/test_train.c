@@ -197,12 +197,16 @@ TEST(train_metrics_debug_prints_the_torch_xla_report) {
     CHECK_STR_CONTAINS(g_out, "same");
 }
 
+/* num_cores changes the trajectory, so the resume needs --allow-config-change
+ * (test_run_safety.c checks the refusal without it). */
 TEST(train_resume_with_a_different_num_cores) {
     const char *d = test_tmpdir();
     int rc = xl(g_out, sizeof g_out, SMALL " --set num_cores=1 --set num_epochs=1 --set target_accuracy=0 --set output_dir=%s/r", d);
     CHECK_MSG(rc == 0, "%s", g_out);
-    rc = xl(g_out, sizeof g_out, SMALL " --set num_cores=2 --set num_epochs=2 --set target_accuracy=0 --set output_dir=%s/r --resume latest", d);
+    rc = xl(g_out, sizeof g_out, SMALL " --set num_cores=2 --set num_epochs=2 --set target_accuracy=0 --set output_dir=%s/r --resume latest --allow-config-change", d);
     CHECK_MSG(rc == 0, "%s", g_out);
+    CHECK_STR_CONTAINS(g_out, "num_cores: 1 -> 2");
+    CHECK_STR_CONTAINS(g_out, "\"config_changed_on_resume\":true");
     CHECK_STR_CONTAINS(g_out, "resuming from");
     CHECK_STR_CONTAINS(g_out, "[xla:1](4) Loss=");
     CHECK_STR_CONTAINS(g_out, "Finished training epoch 2");

@@ -295,6 +295,7 @@ static int validate(lctx *x) {
                         "num_epochs (%d)", c->warmup_epochs, c->num_epochs);
     if ((rc = check_model_fits_data(x))) return rc;
     int ko = xt_key_find("output_dir"), kg = xt_key_find("save_graphs");
+    c->output_dir_set = x->org[ko].how != 0;
     if (!x->org[ko].how) snprintf(c->output_dir, sizeof c->output_dir, "runs/%s", c->name);
     else if (!c->output_dir[0])
         return fail_key(x, ko, "output_dir is empty; name a directory for checkpoints and metrics");

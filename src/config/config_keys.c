@@ -50,7 +50,7 @@ const xt_key xt_keys[] = {
      "spec file (from the current dir, else the config's dir) or an inline spec"},
     {"seed", XT_K_I64, F(seed), 0, 0, "1", 0, HUGE_VAL, 0, NULL, "seed for initialization, shuffling, dropout and synthetic data"},
     {"output_dir", XT_K_STR, F(output_dir), 0, S(output_dir), "runs/<config name>", 0, 0, XT_KF_COMPUTED, NULL,
-     "where checkpoints, metrics and plots are written"},
+     "the run's directory: checkpoints, metrics, plots, config.yaml, results.json; one run per directory (unset: the first free runs/<config name>, -2, -3, ...)"},
     FLOAT_KEY("target_accuracy", target_accuracy, "0", 0, 100, 0,
               "exit 6 if the best test accuracy (percent) ends below this; 0 = no target"),
     INT_KEY("test_batch_size", test_batch_size, "1000", 1, 65536, "evaluation batch"),

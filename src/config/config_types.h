@@ -34,6 +34,7 @@ typedef struct xt_config {
     xt_spec spec;              /* the parsed model (from model_path or inline) */
     long long seed;            /* 1 */
     char output_dir[512];      /* default runs/<name> */
+    int output_dir_set;        /* output_dir was given (file or --set), not the default */
     double target_accuracy;    /* 0 = none; percent */
     int test_batch_size;       /* 1000 */
     char save_graphs[512];     /* "" = off; also env XLATRAIN_SAVE_GRAPHS */

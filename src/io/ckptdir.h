@@ -1,7 +1,10 @@
 /* ckptdir.h — the checkpoint directory: names, listing, "latest", pruning.
  *
  * Checkpoints are "<dir>/checkpoint-epoch<NNN>.safetensors" with the epoch
- * zero-padded to 3 digits (more when it needs them), so `ls` sorts them.
+ * zero-padded to 3 digits (more when it needs them), so `ls` sorts them;
+ * one written mid-epoch (on an interrupt) is
+ * "<dir>/checkpoint-epoch<EEE>-step<SSS>.safetensors": epoch EEE (1-based)
+ * after SSS of its batches, before checkpoint-epochEEE.
  *
  *   char path[4096];
  *   xt_st_checkpoint_path(path, sizeof path, dir, epoch, e);
@@ -23,6 +26,7 @@
 
 typedef struct xt_st_ckpt {
     int epoch;
+    long long step;  /* batches into `epoch` for a mid-epoch checkpoint; 0 for its end */
     char name[48];   /* file name inside the directory */
 } xt_st_ckpt;
 
@@ -30,11 +34,14 @@ typedef struct xt_st_ckpt {
  * does not fit (or epoch < 0). */
 int xt_st_checkpoint_path(char *out, size_t cap, const char *dir, int epoch, xt_err *e);
 
-/* The checkpoints in `dir`, ascending by epoch (ties by name), in a malloc'd
+/* "<dir>/checkpoint-epoch<EEE>-step<SSS>.safetensors" (epoch, step >= 1). */
+int xt_st_checkpoint_step_path(char *out, size_t cap, const char *dir, int epoch, long long step, xt_err *e);
+
+/* The checkpoints in `dir`, ascending by training position (ties by name), in a malloc'd
  * array the caller frees. A missing directory is an empty list. 0 or XT_EIO. */
 int xt_st_list_checkpoints(const char *dir, xt_st_ckpt **list, int *n, xt_err *e);
 
-/* The path of the highest-epoch checkpoint in `dir`. 0; XT_EUSAGE when there
+/* The path of the newest checkpoint in `dir` (by training position). 0; XT_EUSAGE when there
  * is none ("no checkpoint-epochNNN.safetensors in DIR; ..."); XT_EIO when the
  * directory cannot be read or the path does not fit. */
 int xt_st_find_latest(const char *dir, char *out, size_t cap, xt_err *e);
@@ -43,5 +50,7 @@ int xt_st_find_latest(const char *dir, char *out, size_t cap, xt_err *e);
  * the one for `keep_epoch` (the one just written). keep < 1 keeps all.
  * 0 or XT_EIO. */
 int xt_st_prune_checkpoints(const char *dir, int keep, int keep_epoch, xt_err *e);
+/* The same, never deleting checkpoint (keep_epoch, keep_step). */
+int xt_st_prune_checkpoints_at(const char *dir, int keep, int keep_epoch, long long keep_step, xt_err *e);
 
 #endif

@@ -6,8 +6,10 @@
  * (optim.momentum_buffer.conv1.weight, optim.exp_avg.fc1.bias). The training
  * position lives in __metadata__ ("xlatrain.*" keys): the next epoch and
  * batch, the global step, optimizer steps, best accuracy, the loss/accuracy
- * history for curves.png, and the model hash that refuses a checkpoint of
- * another model. RNG state needs no saving: every stream (sampler order,
+ * history for curves.png, each replica's loss sums of a partial epoch (so
+ * a resumed epoch's mean loss covers all of it), the resolved config that
+ * --resume compares, and the model hash that refuses a checkpoint of
+ * another model. One written mid-epoch is named by epoch and step. RNG state needs no saving: every stream (sampler order,
  * dropout masks, crops) is a pure function of (seed, epoch/step, index).
  * Written by the master only, atomically (io/safetensors.c).
  */
@@ -68,10 +70,21 @@ static int collect_tensors(const xt_run *r, saved *sv, xt_err *e) {
     return 0;
 }
 
+/* "v0,v1,..." exactly ("%.17g" round-trips a double), NULL when out of memory. */
+static char *join_exact(const double *v, int n) {
+    size_t cap = (size_t)n * 26 + 1, o = 0;
+    char *out = malloc(cap);
+    if (!out) return NULL;
+    out[0] = 0;
+    for (int i = 0; i < n; i++) o += (size_t)snprintf(out + o, cap - o, i ? ",%.17g" : "%.17g", v[i]);
+    return out;
+}
+
 /* The training position as metadata text. */
 typedef struct position {
     char hash[32], ep[16], st[32], gs[32], os[32], best[32], seed[32], world[16];
     char *hist_loss, *hist_acc;                 /* malloc'd */
+    char *part_sum, *part_n;                    /* malloc'd: each replica's loss sums so far in a partial epoch */
 } position;
 
 static int position_text(const xt_run *r, int next_epoch, long long step_in_epoch, position *p, xt_err *e) {
@@ -85,7 +98,12 @@ static int position_text(const xt_run *r, int next_epoch, long long step_in_epoc
     snprintf(p->world, sizeof p->world, "%d", r->world);
     p->hist_loss = join(r->hist_loss, r->nhist);
     p->hist_acc = join(r->hist_acc, r->nhist);
-    if (!p->hist_loss || !p->hist_acc) return xt_fail(e, XT_ERUNTIME, "out of memory writing a checkpoint");
+    int np = step_in_epoch > 0 ? r->npart : 0;
+    double nn[XT_MAX_REPLICAS];
+    for (int i = 0; i < np; i++) nn[i] = (double)r->part_loss_n[i];
+    p->part_sum = join_exact(r->part_loss_sum, np);
+    p->part_n = join_exact(nn, np);
+    if (!p->hist_loss || !p->hist_acc || !p->part_sum || !p->part_n) return xt_fail(e, XT_ERUNTIME, "out of memory writing a checkpoint");
     return 0;
 }
 
@@ -106,11 +124,20 @@ static int write_checkpoint(xt_run *r, int epoch_label, const saved *sv, const p
         {"xlatrain.world_size", p->world},
         {"xlatrain.history.loss", p->hist_loss},
         {"xlatrain.history.accuracy", p->hist_acc},
+        {"xlatrain.resolved_config", r->config_yaml ? r->config_yaml : ""}, /* what --resume compares (record.h) */
+        {"xlatrain.partial_epoch.loss_sum", p->part_sum},   /* per replica, so the resumed epoch's mean covers all of it */
+        {"xlatrain.partial_epoch.loss_count", p->part_n},
     };
+    /* mid-epoch: named by the epoch in progress and its step, never as a finished epoch */
+    long long step = atoll(p->st);
+    int mid = step > 0, ep = mid ? atoi(p->ep) + 1 : epoch_label;
     char path[1024];
-    if (xt_st_checkpoint_path(path, sizeof path, r->outdir, epoch_label, e)) return e->code;
+    if (mid ? xt_st_checkpoint_step_path(path, sizeof path, r->outdir, ep, step, e)
+            : xt_st_checkpoint_path(path, sizeof path, r->outdir, ep, e))
+        return e->code;
     if (xt_st_write(path, sv->t, sv->nt, m, (int)(sizeof m / sizeof *m), e)) return e->code;
-    return xt_st_prune_checkpoints(r->outdir, r->c->keep_checkpoints, epoch_label, e);
+    snprintf(r->last_ckpt, sizeof r->last_ckpt, "%s", path); /* for the run's summary */
+    return xt_st_prune_checkpoints_at(r->outdir, r->c->keep_checkpoints, ep, mid ? step : 0, e);
 }
 
 int xt_ckpt_save(xt_run *r, int epoch_label, int next_epoch, long long step_in_epoch, xt_err *e) {
@@ -122,6 +149,8 @@ int xt_ckpt_save(xt_run *r, int epoch_label, int next_epoch, long long step_in_e
     if (!rc) rc = write_checkpoint(r, epoch_label, sv, &p, e);
     free(p.hist_loss);
     free(p.hist_acc);
+    free(p.part_sum);
+    free(p.part_n);
     if (sv) free(sv->t);
     free(sv);
     return rc;
@@ -142,6 +171,25 @@ static int meta_ll(const xt_st_file *f, const char *key, long long *v, xt_err *e
     return 0;
 }
 
+static int split(const char *s, double *out, int cap);
+
+/* The best accuracy and history only, for the summary of a run whose
+ * workers held them (checkpoint.h). */
+int xt_ckpt_load_progress(xt_run *r, const char *path, xt_err *e) {
+    xt_st_file f;
+    if (xt_st_read(path, &f, e)) return e->code;
+    const char *best = xt_st_meta_get(&f, "xlatrain.best_accuracy");
+    if (best) r->best_acc = strtod(best, NULL);
+    double *acc = r->hist_acc, *loss = r->hist_loss;
+    int nl = split(xt_st_meta_get(&f, "xlatrain.history.loss"), loss, XT_MAX_EPOCHS);
+    int na = split(xt_st_meta_get(&f, "xlatrain.history.accuracy"), acc, XT_MAX_EPOCHS);
+    r->nhist = nl < na ? nl : na;
+    long long gs = 0;
+    if (!meta_ll(&f, "xlatrain.global_step", &gs, e)) r->global_step = gs;
+    xt_st_close(&f);
+    return 0;
+}
+
 static int split(const char *s, double *out, int cap) {
     int n = 0;
     while (s && *s && n < cap) {
@@ -151,6 +199,8 @@ static int split(const char *s, double *out, int cap) {
     }
     return n;
 }
+
+static int split_exact(const char *s, double *out, int cap) { return s && *s ? split(s, out, cap) : 0; }
 
 int xt_ckpt_load(xt_run *r, const char *path, xt_err *e) {
     xt_st_file f;
@@ -203,6 +253,13 @@ int xt_ckpt_load(xt_run *r, const char *path, xt_err *e) {
     r->nhist = split(xt_st_meta_get(&f, "xlatrain.history.loss"), r->hist_loss, XT_MAX_EPOCHS);
     int na = split(xt_st_meta_get(&f, "xlatrain.history.accuracy"), r->hist_acc, XT_MAX_EPOCHS);
     if (na < r->nhist) r->nhist = na;
+    double nn[XT_MAX_REPLICAS];
+    r->npart = split_exact(xt_st_meta_get(&f, "xlatrain.partial_epoch.loss_sum"), r->part_loss_sum, XT_MAX_REPLICAS);
+    if (split_exact(xt_st_meta_get(&f, "xlatrain.partial_epoch.loss_count"), nn, XT_MAX_REPLICAS) != r->npart) r->npart = 0;
+    for (int i = 0; i < r->npart; i++) r->part_loss_n[i] = (long long)nn[i];
+    const char *rec = xt_st_meta_get(&f, "xlatrain.resolved_config");
+    free(r->resumed_config);
+    r->resumed_config = rec && *rec ? strdup(rec) : NULL;
 out:
     xt_st_close(&f);
     return rc;

@@ -15,6 +15,9 @@
 int xt_ckpt_save(xt_run *r, int epoch_label, int next_epoch, long long step_in_epoch, xt_err *e);
 /* Restore r's weights (and, when training, optimizer state and position). */
 int xt_ckpt_load(xt_run *r, const char *path, xt_err *e);
+/* Only the best accuracy, history and global step of a checkpoint (for
+ * the summary of a multi-process run that failed). */
+int xt_ckpt_load_progress(xt_run *r, const char *path, xt_err *e);
 /* The checkpoint --resume ARG names: a path, or "latest" in the output dir. */
 int xt_ckpt_resolve(const xt_run *r, const char *arg, char *out, size_t cap, xt_err *e);
 

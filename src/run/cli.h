@@ -16,6 +16,10 @@ typedef struct xt_cli {
                                              the weights file for --export */
     const char *export_ckpt;              /* --export CKPT|RUN_DIR: write the state_dict to --output */
     int download;                         /* --download: fetch the dataset first */
+    int overwrite;                        /* --overwrite: replace the run already in output_dir */
+    int allow_config_change;              /* --allow-config-change: resume despite a changed trajectory key */
+    int argc;                             /* the command line, recorded in config.yaml */
+    char **argv;
 } xt_cli;
 
 #endif

@@ -1,6 +1,7 @@
 /* finish.c — the master's end-of-run outputs: predictions.png (the last test
- * batch's first samples), results.json, the same JSON object as the last
- * stdout line, and the target_accuracy verdict.
+ * batch's first samples), results.json (eval.json for --eval-only), the same
+ * JSON object as the last stdout line, and the target_accuracy verdict; and
+ * the summary any other ending writes (train.c).
  * Not here: per-epoch outputs (loop.c) or checkpoints (checkpoint.c). */
 #include "run/finish.h"
 
@@ -14,6 +15,7 @@
 #include "io/grid.h"
 #include "io/jsonw.h"
 #include "run/log.h"
+#include "util/version.h"
 
 static const char *const g_fashion_names[10] = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
                                                 "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"};
@@ -30,66 +32,143 @@ static int write_grid(const xt_run *r, const xt_grid_samples *gs, xt_err *e) {
         prd[i] = gs->pred[i];
     }
     char path[700];
-    snprintf(path, sizeof path, "%s/predictions.png", r->outdir);
+    snprintf(path, sizeof path, "%s/%s", r->outdir, r->cli->eval_only ? "eval-predictions.png" : "predictions.png"); /* --eval-only keeps the run's own */
     if (xt_grid_write(path, imgs, r->test.rows, r->test.cols, act, prd, gs->n,
                       r->c->dataset == XT_DS_FASHION_MNIST ? g_fashion_names : NULL, e))
         return e->code;
     return 0;
 }
 
-/* The results object: what ran, how well, how fast. */
-static void results_json(const xt_run *r, xt_jsonw *w, double final_loss, int below) {
+static const char *optimizer_name(xt_optim_kind k) { return k == XT_OPT_SGD ? "sgd" : k == XT_OPT_ADAM ? "adam" : "adamw"; }
+static const char *schedule_name(xt_sched_kind k) { return k == XT_SCHED_STEP ? "step" : k == XT_SCHED_COSINE ? "cosine" : "constant"; }
+
+static void subset(xt_jsonw *w, const char *key, const long v[2]) {
+    xt_jw_key(w, key);
+    xt_jw_arr(w);
+    xt_jw_int(w, v[0]);
+    xt_jw_int(w, v[1]);
+    xt_jw_end(w);
+}
+
+static void str_or_null(xt_jsonw *w, const char *key, const char *s) {
+    xt_jw_key(w, key);
+    xt_jw_str(w, s && *s ? s : NULL);
+}
+
+/* Every setting that shapes the trajectory: with these a run can be told
+ * apart from its neighbours in a sweep without opening config.yaml. */
+static void hyperparameters(const xt_run *r, xt_jsonw *w) {
+    const xt_config *c = r->c;
+    char hash[32];
+    snprintf(hash, sizeof hash, "%016llx", (unsigned long long)r->model_hash);
+    xt_jw_key(w, "model_hash"); xt_jw_str(w, hash);
+    xt_jw_key(w, "num_cores"); xt_jw_int(w, r->world);
+    xt_jw_key(w, "batch_size"); xt_jw_int(w, c->batch_size);
+    xt_jw_key(w, "test_batch_size"); xt_jw_int(w, c->test_batch_size);
+    xt_jw_key(w, "num_epochs"); xt_jw_int(w, c->num_epochs);
+    xt_jw_key(w, "seed"); xt_jw_int(w, c->seed);
+    xt_jw_key(w, "optimizer"); xt_jw_str(w, optimizer_name(c->optimizer));
+    xt_jw_key(w, "learning_rate"); xt_jw_num(w, c->learning_rate);
+    xt_jw_key(w, "effective_learning_rate"); xt_jw_num(w, c->learning_rate * (c->scale_lr_by_world_size ? r->world : 1));
+    xt_jw_key(w, "scale_lr_by_world_size"); xt_jw_bool(w, c->scale_lr_by_world_size);
+    xt_jw_key(w, "momentum"); xt_jw_num(w, c->momentum);
+    xt_jw_key(w, "nesterov"); xt_jw_bool(w, c->nesterov);
+    xt_jw_key(w, "weight_decay"); xt_jw_num(w, c->weight_decay);
+    xt_jw_key(w, "betas"); xt_jw_arr(w); xt_jw_num(w, c->beta1); xt_jw_num(w, c->beta2); xt_jw_end(w);
+    xt_jw_key(w, "eps"); xt_jw_num(w, c->adam_eps);
+    xt_jw_key(w, "schedule"); xt_jw_str(w, schedule_name(c->schedule));
+    xt_jw_key(w, "step_size"); xt_jw_int(w, c->step_size);
+    xt_jw_key(w, "gamma"); xt_jw_num(w, c->gamma);
+    xt_jw_key(w, "warmup_epochs"); xt_jw_int(w, c->warmup_epochs);
+    xt_jw_key(w, "random_crop_padding"); xt_jw_int(w, c->random_crop_padding);
+    xt_jw_key(w, "shuffle"); xt_jw_bool(w, c->shuffle);
+    xt_jw_key(w, "drop_last"); xt_jw_bool(w, c->drop_last);
+    str_or_null(w, "datadir", c->datadir);
+    str_or_null(w, "train_images", c->train_images);
+    str_or_null(w, "train_labels", c->train_labels);
+    str_or_null(w, "test_images", c->test_images);
+    str_or_null(w, "test_labels", c->test_labels);
+    subset(w, "train_subset", c->train_subset);
+    subset(w, "test_subset", c->test_subset);
+    if (c->dataset == XT_DS_SYNTHETIC) {
+        xt_jw_key(w, "synthetic_train_size"); xt_jw_int(w, c->synthetic_train_size);
+        xt_jw_key(w, "synthetic_test_size"); xt_jw_int(w, c->synthetic_test_size);
+    }
+}
+
+static void num_or_null(xt_jsonw *w, const char *key, double v) {
+    xt_jw_key(w, key);
+    if (isfinite(v) && v >= 0) xt_jw_numg(w, v, 6); else xt_jw_null(w);
+}
+
+/* The summary object: how it ended, what ran, how well, how fast. */
+static void results_json(const xt_run *r, xt_jsonw *w, const xt_summary *s) {
     const xt_config *c = r->c;
     double wall = (double)(xt_now_ns() - r->t_start_ns) / 1e9;
     double final_acc = r->nhist ? r->hist_acc[r->nhist - 1] : r->best_acc;
     double train_s = (double)r->train_ns / 1e9;
     xt_jw_obj(w);
+    xt_jw_key(w, "status"); xt_jw_str(w, s->status);
+    xt_jw_key(w, "exit_code"); xt_jw_int(w, s->exit_code);
+    xt_jw_key(w, "message"); xt_jw_str(w, s->message);
+    xt_jw_key(w, "version"); xt_jw_str(w, XT_VERSION);
     xt_jw_key(w, "config"); xt_jw_str(w, c->source);
+    xt_jw_key(w, "output_dir"); xt_jw_str(w, r->outdir);
     xt_jw_key(w, "dataset"); xt_jw_str(w, xt_data_kind_name(xt_run_data_kind(c->dataset)));
     xt_jw_key(w, "model"); xt_jw_str(w, c->spec.source);
     xt_jw_key(w, "epochs"); xt_jw_int(w, r->nhist);
-    xt_jw_key(w, "best_accuracy"); xt_jw_numg(w, r->best_acc, 6);
-    xt_jw_key(w, "final_accuracy"); xt_jw_numg(w, final_acc, 6);
-    xt_jw_key(w, "final_loss"); if (isfinite(final_loss)) xt_jw_numg(w, final_loss, 6); else xt_jw_null(w);
+    xt_jw_key(w, "global_step"); xt_jw_int(w, r->global_step);
+    num_or_null(w, "best_accuracy", r->best_acc);
+    num_or_null(w, "final_accuracy", final_acc);
+    xt_jw_key(w, "final_loss"); if (isfinite(s->final_loss)) xt_jw_numg(w, s->final_loss, 6); else xt_jw_null(w);
     xt_jw_key(w, "target_accuracy"); if (c->target_accuracy > 0) xt_jw_numg(w, c->target_accuracy, 6); else xt_jw_null(w);
+    str_or_null(w, "last_checkpoint", s->checkpoint);
     xt_jw_key(w, "samples_per_sec"); xt_jw_numg(w, train_s > 0 ? (double)r->samples_trained * r->world / train_s : 0, 6);
     xt_jw_key(w, "train_time_s"); xt_jw_numg(w, train_s, 6);
     xt_jw_key(w, "data_wait_s"); xt_jw_numg(w, (double)r->data_wait_ns / 1e9, 6);
     xt_jw_key(w, "wall_time_s"); xt_jw_numg(w, wall, 6);
-    xt_jw_key(w, "num_cores"); xt_jw_int(w, r->world);
-    xt_jw_key(w, "batch_size"); xt_jw_int(w, c->batch_size);
-    xt_jw_key(w, "learning_rate"); xt_jw_numg(w, c->learning_rate, 6);
-    xt_jw_key(w, "seed"); xt_jw_int(w, c->seed);
-    xt_jw_key(w, "output_dir"); xt_jw_str(w, r->outdir);
-    xt_jw_key(w, "status"); xt_jw_str(w, below ? "below_target" : "ok");
+    xt_jw_key(w, "config_changed_on_resume"); xt_jw_bool(w, r->config_changed);
+    hyperparameters(r, w);
     xt_jw_end(w);
 }
 
-/* results.json with a trailing newline, then the same object on stdout. */
-static int write_results(const xt_run *r, const xt_jsonw *w, xt_err *e) {
+/* The summary file with a trailing newline, then the same object as the
+ * last stdout line. */
+static int write_results(const xt_run *r, const char *name, const xt_jsonw *w, xt_err *e) {
     char path[700];
-    snprintf(path, sizeof path, "%s/results.json", r->outdir);
+    snprintf(path, sizeof path, "%s/%s", r->outdir, name);
     char *text = malloc(w->len + 2);
     if (!text) return xt_fail(e, XT_ERUNTIME, "out of memory");
     memcpy(text, w->buf, w->len);
     text[w->len] = '\n';
     int rc = xt_write_file_atomic(path, text, w->len + 1, e);
-    if (!rc) xt_out("%s", w->buf); /* the last stdout line: the same summary, one JSON object */
+    xt_out("%s", w->buf); /* the last stdout line: the same summary, one JSON object, even if the file failed */
     free(text);
+    return rc;
+}
+
+int xt_run_summary(xt_run *r, const xt_summary *s, xt_err *e) {
+    xt_jsonw w;
+    xt_jw_init(&w);
+    results_json(r, &w, s);
+    const char *name = r->cli->eval_only ? "eval.json" : "results.json";
+    int rc = xt_jw_finish(&w, name, e);
+    if (!rc) rc = write_results(r, name, &w, e);
+    xt_jw_free(&w);
     return rc;
 }
 
 int xt_run_finish(xt_run *r, const xt_grid_samples *grid, double final_loss, xt_err *e) {
     const xt_config *c = r->c;
     if (write_grid(r, grid, e)) return e->code;
-    int below = c->target_accuracy > 0 && r->best_acc < c->target_accuracy;
-    xt_jsonw w;
-    xt_jw_init(&w);
-    results_json(r, &w, final_loss, below);
-    int rc = xt_jw_finish(&w, "results.json", e);
-    if (!rc) rc = write_results(r, &w, e);
-    xt_jw_free(&w);
+    int below = !r->cli->eval_only && c->target_accuracy > 0 && r->best_acc < c->target_accuracy;
+    xt_err verdict = {0};
+    if (below) xt_fail(&verdict, XT_EBELOW, "best accuracy %.2f%% is below target_accuracy %.2f%% (outputs written to %s)", r->best_acc, c->target_accuracy, r->outdir);
+    xt_summary s = {.status = below ? "below_target" : "ok", .exit_code = verdict.code, .message = below ? verdict.msg : "finished",
+                    .final_loss = final_loss, .checkpoint = r->last_ckpt};
+    int rc = xt_run_summary(r, &s, e);
+    r->summary_written = 1;
     if (rc) return rc;
-    if (below) return xt_fail(e, XT_EBELOW, "best accuracy %.2f%% is below target_accuracy %.2f%% (outputs written to %s)", r->best_acc, c->target_accuracy, r->outdir);
-    return 0;
+    if (below) *e = verdict;
+    return verdict.code;
 }

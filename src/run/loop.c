@@ -14,6 +14,7 @@
 #include "data/loader.h"
 #include "data/sampler.h"
 #include "distributed/allreduce.h"
+#include "distributed/shm.h"
 #include "engine/metrics.h"
 #include "io/curves.h"
 #include "run/checkpoint.h"
@@ -155,6 +156,7 @@ static int train_batch(worker *w, epoch_pos *p, const xt_batch *b, xt_err *e) {
     p->loss_sum += loss;
     p->loss_n++;
     w->final_loss = loss;
+    r->last_loss = loss;
     xt_rate_add(&w->rate, n);
     r->samples_trained += n;
     if (r->dist) xt_dist_heartbeat(r->dist, w->rank, r->global_step);
@@ -165,14 +167,42 @@ static int train_batch(worker *w, epoch_pos *p, const xt_batch *b, xt_err *e) {
     return 0;
 }
 
+/* Every replica's loss sums so far into r->part_loss_* (the master's copy
+ * goes into the checkpoint). Each rank fills only its own slots of a zeroed
+ * vector, so the sum over ranks is each value exactly. */
+static int gather_partial_loss(worker *w, const epoch_pos *p, xt_err *e) {
+    xt_run *r = w->r;
+    int world = r->dist ? r->world : 1, per = XT_MESH_MAX / 2;
+    r->npart = world;
+    for (int base = 0; base < world; base += per) {
+        int k = world - base < per ? world - base : per;
+        double v[XT_MESH_MAX] = {0};
+        if (w->rank >= base && w->rank < base + k) {
+            v[2 * (w->rank - base)] = p->loss_sum;
+            v[2 * (w->rank - base) + 1] = (double)p->loss_n;
+        }
+        if (r->dist) {
+            int rc = xt_mesh_reduce_sum(r->dist, w->rank, v, 2 * k, e);
+            if (rc) return rc;
+        }
+        for (int i = 0; i < k; i++) {
+            r->part_loss_sum[base + i] = v[2 * i];
+            r->part_loss_n[base + i] = (long long)v[2 * i + 1];
+        }
+    }
+    return 0;
+}
+
 /* A stop request mid-epoch: the master checkpoints the position, every replica exits 130. */
 static int interrupted_mid_epoch(worker *w, const epoch_pos *p, xt_err *e) {
     xt_run *r = w->r;
     xt_progress_clear();
+    int rc = gather_partial_loss(w, p, e);
+    if (rc) return rc;
     if (w->rank == 0) {
-        int rc = xt_ckpt_save(r, p->epoch + 1, p->epoch, p->step, e);
+        rc = xt_ckpt_save(r, p->epoch + 1, p->epoch, p->step, e);
         if (rc) return rc;
-        xt_out("xlatrain: interrupted at epoch %d step %lld; checkpoint written to %s (continue with --resume latest)", p->epoch + 1, p->step, r->outdir);
+        xt_out("xlatrain: interrupted at epoch %d step %lld; checkpoint written to %s (continue with --resume latest --set output_dir=%s)", p->epoch + 1, p->step, r->outdir, r->outdir);
     }
     return xt_fail(e, XT_EINTR, "interrupted at epoch %d step %lld; checkpoint in %s", p->epoch + 1, p->step, r->outdir);
 }
@@ -182,6 +212,11 @@ static int train_epoch(worker *w, epoch_pos *p, xt_err *e) {
     xt_loader_start_epoch(&w->loader, p->epoch);
     p->nb = xt_loader_num_batches(&w->loader);
     uint64_t t_epoch = xt_now_ns();
+    if (p->epoch == r->start_epoch && r->start_step_in_epoch > 0 && w->rank < r->npart) {
+        /* resumed mid-epoch: the epoch's mean loss also covers the steps before the interrupt */
+        p->loss_sum = r->part_loss_sum[w->rank];
+        p->loss_n = r->part_loss_n[w->rank];
+    }
     const xt_batch *b;
     while ((b = next_batch(w))) {
         if (p->epoch == r->start_epoch && p->step < r->start_step_in_epoch) { /* resumed mid-epoch: these already ran */
@@ -292,7 +327,7 @@ static int finish(worker *w, xt_err *e) {
     xt_run *r = w->r;
     const xt_config *c = r->c;
     if (w->rank == 0) return xt_run_finish(r, &w->eval.grid, w->final_loss, e);
-    if (c->target_accuracy > 0 && r->best_acc < c->target_accuracy)
+    if (!r->cli->eval_only && c->target_accuracy > 0 && r->best_acc < c->target_accuracy)
         return xt_fail(e, XT_EBELOW, "best accuracy %.2f%% is below target_accuracy %.2f%%", r->best_acc, c->target_accuracy);
     return 0;
 }

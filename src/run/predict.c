@@ -5,6 +5,7 @@
  * Not here: the model's setup and trace (run.c, step.c), training (train.c). */
 #include "run/predict.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -100,6 +101,8 @@ out:
 static int predict_file(xt_run *r, xt_err *e) {
     const xt_spec *sp = &r->c->spec;
     xt_idx img = {0}, lab = {0};
+    if (access(r->cli->predict, R_OK)) /* an input that cannot be read is a data error, not an output one */
+        return xt_fail(e, XT_EDATA, "--predict %s: cannot read it: %s; check the path", r->cli->predict, strerror(errno));
     int rc = xt_idx_read_images(r->cli->predict, sp->input[1], sp->input[2], &img, e);
     if (rc) return rc;
     char lpath[1024];

@@ -1,33 +1,18 @@
 /* run.c — setting up one run (xt_run): the output directory, the model,
- * input and optimizer slots with their initial weights, and the data. Done
+ * input and optimizer slots with their initial weights, and the data.
+ * Claiming the directory (and its lock) comes first, before any output. Done
  * in the parent before any worker forks, so every replica starts equal.
  * Not here: training, evaluation or prediction (loop.c, eval.c, predict.c). */
 #include "run/run.h"
 
-#include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "data/download.h"
 #include "engine/metrics.h"
-
-static int mkdir_p(const char *path, xt_err *e) {
-    char tmp[600];
-    snprintf(tmp, sizeof tmp, "%s", path);
-    for (char *p = tmp + 1;; p++) {
-        if (*p == '/' || !*p) {
-            char saved = *p;
-            *p = 0;
-            if (mkdir(tmp, 0777) && errno != EEXIST)
-                return xt_fail(e, XT_EIO, "%s: cannot create the output directory: %s; set output_dir to a writable place", tmp, strerror(errno));
-            *p = saved;
-            if (!saved) break;
-        }
-    }
-    return 0;
-}
+#include "run/record.h"
 
 static void note(void *ctx, const char *line) {
     (void)ctx;
@@ -102,6 +87,21 @@ size_t xt_run_grad_floats(const xt_run *r) {
     return n;
 }
 
+/* One run per directory: a fresh run claims an unused output_dir (the
+ * default moves on to runs/<name>-2, ...), --resume the run that is there,
+ * --eval-only and --predict share it. Training records its config there. */
+static int claim_outdir(xt_run *r, xt_err *e) {
+    const xt_cli *cli = r->cli;
+    xt_claim_kind kind = cli->eval_only || cli->predict ? XT_CLAIM_READ : cli->resume ? XT_CLAIM_CONTINUE : XT_CLAIM_NEW;
+    if (xt_rundir_claim(&r->rundir, r->c->output_dir, kind, !r->c->output_dir_set, cli->overwrite, e)) return e->code;
+    r->claimed = 1;
+    snprintf(r->outdir, sizeof r->outdir, "%s", r->rundir.dir);
+    if (kind == XT_CLAIM_READ) return 0;
+    fprintf(stderr, "xlatrain: run directory %s\n", r->outdir);
+    /* a resumed run records its config only once --resume has accepted it (train.c) */
+    return kind == XT_CLAIM_NEW ? xt_record_write_config(r->outdir, r->c, cli, e) : 0;
+}
+
 int xt_run_open(xt_run *r, const xt_config *c, const xt_cli *cli, xt_err *e) {
     memset(r, 0, sizeof *r);
     r->c = c;
@@ -109,11 +109,15 @@ int xt_run_open(xt_run *r, const xt_config *c, const xt_cli *cli, xt_err *e) {
     r->world = c->num_cores;
     r->best_acc = -1;
     r->t_start_ns = xt_now_ns();
+    r->rundir.lock_fd = -1;
+    r->last_loss = NAN;
     snprintf(r->outdir, sizeof r->outdir, "%s", c->output_dir);
     r->hist_loss = calloc(XT_MAX_EPOCHS, sizeof *r->hist_loss);
     r->hist_acc = calloc(XT_MAX_EPOCHS, sizeof *r->hist_acc);
     if (!r->hist_loss || !r->hist_acc) return xt_fail(e, XT_ERUNTIME, "out of memory");
-    if (mkdir_p(r->outdir, e)) return e->code;
+    if (claim_outdir(r, e)) return e->code;
+    r->config_yaml = xt_record_config_portable(c);
+    if (!r->config_yaml) return xt_fail(e, XT_ERUNTIME, "out of memory");
     return xt_run_setup_model(r, e);
 }
 
@@ -122,6 +126,9 @@ void xt_run_close(xt_run *r) {
     xt_dataset_free(&r->test);
     xt_model_free(&r->model);
     xt_store_free(&r->store);
+    xt_rundir_release(&r->rundir);
+    free(r->config_yaml);
+    free(r->resumed_config);
     free(r->hist_loss);
     free(r->hist_acc);
 }

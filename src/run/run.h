@@ -16,9 +16,11 @@
 #include "nn/model.h"
 #include "optim/optim.h"
 #include "run/cli.h"
+#include "run/rundir.h"
 #include "util/err.h"
 
 #define XT_MAX_EPOCHS 100000
+#define XT_MAX_REPLICAS 256         /* num_cores' maximum */
 
 typedef struct xt_run {
     const xt_config *c;
@@ -46,6 +48,20 @@ typedef struct xt_run {
     uint64_t train_ns;              /* in training epochs (not setup or evaluation) */
     uint64_t data_wait_ns;          /* of which waiting for the loader */
     xt_err err;                     /* a single-process run's failure */
+    char last_ckpt[1024];           /* newest checkpoint written or loaded ("" when none) */
+    int summary_written;            /* this process wrote the summary (results.json/eval.json) */
+    xt_rundir rundir;               /* the claimed output directory and its lock */
+    int claimed;                    /* the directory is ours: every ending writes a summary */
+    char *config_yaml;              /* the resolved config as recorded (record.h) */
+    char *resumed_config;           /* the one the --resume checkpoint recorded, NULL if none */
+    double last_loss;               /* of the last training step in this process; NaN before any */
+    /* each replica's loss sums in a partial epoch: gathered on an interrupt
+     * (loop.c), saved and restored with the checkpoint */
+    double part_loss_sum[XT_MAX_REPLICAS];
+    long long part_loss_n[XT_MAX_REPLICAS];
+    int npart;
+    int resumed;                    /* --resume loaded and accepted its checkpoint */
+    int config_changed;             /* resumed with --allow-config-change over a changed key */
 } xt_run;
 
 /* Set r up for config c and command line cli: create the output directory,

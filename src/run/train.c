@@ -1,41 +1,79 @@
 /* train.c — a training run (or --eval-only) from start to end: set the run
  * up (run.c) before any fork, so every replica starts equal, resume from a
- * checkpoint, open the data, then run the loop in-process (one core) or in N
- * supervised worker processes. Not here: the loop itself (loop.c), the
+ * checkpoint (refusing one made with another trajectory), open the data,
+ * then run the loop in-process (one core) or in N supervised worker
+ * processes; whatever ends the run after its directory is claimed, write
+ * the summary. Not here: the loop itself (loop.c), the
  * end-of-run outputs (finish.c), or --predict (predict.c). */
 #include "run/train.h"
 
 #include <errno.h>
+#include <math.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "distributed/spawn.h"
+#include "io/ckptdir.h"
 #include "run/checkpoint.h"
+#include "run/finish.h"
+#include "run/record.h"
+#include "run/log.h"
 #include "run/loop.h"
 #include "run/run.h"
 #include "run/signals.h"
 
-/* --resume: load the checkpoint it names into r. */
+/* --resume over a checkpoint whose recorded config differs in a key that
+ * changes the trajectory: refused, or (--allow-config-change) accepted and
+ * recorded as no longer bit-identical. */
+static int check_config(xt_run *r, const char *path, xt_err *e) {
+    if (!r->resumed_config || r->cli->eval_only) return 0;
+    char diff[900];
+    int n = xt_record_trajectory_diff(r->resumed_config, r->config_yaml, diff, sizeof diff);
+    if (!n) return 0;
+    if (!r->cli->allow_config_change)
+        return xt_fail(e, XT_EUSAGE, "%s was made with another config (%s); resume with the same settings, or add --allow-config-change to continue anyway", path, diff);
+    fprintf(stderr, "xlatrain: resuming with a changed config (%s); the run is no longer bit-identical to an uninterrupted one\n", diff);
+    r->config_changed = 1;
+    return 0;
+}
+
+/* --resume: load the checkpoint it names into r. A path that cannot be
+ * read is an input error (3), not an output one. */
 static int resume(xt_run *r, xt_err *e) {
     const xt_cli *cli = r->cli;
-    if (cli->eval_only && !cli->resume)
-        return xt_fail(e, XT_EUSAGE, "--eval-only needs trained weights: add --resume PATH (or --resume latest for the newest checkpoint in %s)", r->outdir);
     if (!cli->resume) return 0;
     char path[1024];
     int rc = xt_ckpt_resolve(r, cli->resume, path, sizeof path, e);
+    if (!rc && access(path, R_OK))
+        rc = xt_fail(e, XT_EDATA, "--resume %s: cannot read it: %s; check the path (or use --resume latest)", path, strerror(errno));
     if (!rc) rc = xt_ckpt_load(r, path, e);
-    if (!rc && !cli->eval_only)
-        fprintf(stderr, "xlatrain: resuming from %s at epoch %d step %lld\n", path, r->start_epoch + 1, r->start_step_in_epoch);
-    return rc;
+    if (!rc) rc = check_config(r, path, e);
+    if (rc) return rc;
+    snprintf(r->last_ckpt, sizeof r->last_ckpt, "%s", path);
+    r->resumed = 1;
+    if (cli->eval_only) return 0;
+    fprintf(stderr, "xlatrain: resuming from %s at epoch %d step %lld\n", path, r->start_epoch + 1, r->start_step_in_epoch);
+    return 0;
 }
 
-/* A fresh run starts a fresh metrics log. */
-static int remove_old_metrics(const xt_run *r, xt_err *e) {
-    char path[700];
-    snprintf(path, sizeof path, "%s/metrics.jsonl", r->outdir);
-    if (unlink(path) && errno != ENOENT) return xt_fail(e, XT_EIO, "%s: cannot remove the old metrics log: %s", path, strerror(errno));
-    return 0;
+/* --resume of a run with nothing left to train: its results.json stands
+ * (reprinted as the last line), with the exit code it recorded. */
+static int already_finished(const xt_run *r, xt_err *e) {
+    char path[700], text[8192];
+    snprintf(path, sizeof path, "%s/results.json", r->outdir);
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
+    if (f) fclose(f);
+    text[n] = 0;
+    while (n && text[n - 1] == '\n') text[--n] = 0;
+    fprintf(stderr, "xlatrain: %s already trained %d epochs; raise num_epochs to train further\n", r->outdir, r->c->num_epochs);
+    const char *code = strstr(text, "\"exit_code\":");
+    int rc = code ? atoi(code + 12) : 0;
+    if (n) xt_out("%s", text);
+    if (rc) xt_fail(e, rc, "%s: the run ended with exit code %d (see results.json)", r->outdir, rc);
+    return rc;
 }
 
 static void print_banner(const xt_run *r) {
@@ -62,16 +100,53 @@ static int run_replicas(xt_run *r, xt_err *e) {
     return rc;
 }
 
+/* The status a failure gets in the summary. */
+static const char *failure_status(const xt_run *r, const xt_err *e, int in_replicas) {
+    if (e->code == XT_EINTR) return "interrupted";
+    if (e->code == XT_EBELOW) return "below_target";
+    if (e->code == XT_ERUNTIME && (strstr(e->msg, "loss is NaN") || strstr(e->msg, "loss is Inf"))) return "diverged";
+    if (e->code == XT_ERUNTIME && in_replicas && r->world > 1) return "worker_failed";
+    return "error";
+}
+
+/* Every ending of a claimed run leaves a summary (finish.c writes the
+ * successful one): what was learned so far, and why it stopped. With
+ * several workers their figures died with them; the newest checkpoint has
+ * them. */
+static void failure_summary(xt_run *r, const xt_err *e, int in_replicas) {
+    if (!r->claimed || r->summary_written) return;
+    /* a refused --resume or --eval-only (no or bad checkpoint, changed config)
+     * leaves the directory as it was */
+    if (r->cli->resume && !r->resumed) return;
+    char ckpt[1024] = "";
+    xt_err ignored = {0};
+    if (!xt_st_find_latest(r->outdir, ckpt, sizeof ckpt, &ignored) && r->world > 1 && in_replicas)
+        xt_ckpt_load_progress(r, ckpt, &ignored);
+    if (r->cli->eval_only) snprintf(ckpt, sizeof ckpt, "%s", r->last_ckpt);
+    xt_summary s = {.status = failure_status(r, e, in_replicas), .exit_code = e->code, .message = e->msg,
+                    .final_loss = r->world == 1 ? r->last_loss : NAN, .checkpoint = ckpt};
+    xt_run_summary(r, &s, &ignored); /* the run's own error is the one to report */
+    r->summary_written = 1;
+}
+
 int xt_train_main(const xt_config *c, const xt_cli *cli, xt_err *e) {
     static xt_run r;
-    int rc = xt_run_open(&r, c, cli, e);
+    int rc = xt_run_open(&r, c, cli, e), in_replicas = 0;
     if (!rc) rc = resume(&r, e);
-    if (!rc) rc = xt_run_open_data(&r, e);
-    if (!rc && !cli->resume) rc = remove_old_metrics(&r, e);
-    if (!rc) {
-        print_banner(&r);
-        rc = run_replicas(&r, e);
+    if (!rc && cli->resume && !cli->eval_only && r.start_epoch >= c->num_epochs) {
+        rc = already_finished(&r, e);
+        r.summary_written = 1;
+    } else {
+        /* a resumed run records the config it goes on with, once --resume has accepted it */
+        if (!rc && cli->resume && !cli->eval_only) rc = xt_record_write_config(r.outdir, c, cli, e);
+        if (!rc) rc = xt_run_open_data(&r, e);
+        if (!rc) {
+            print_banner(&r);
+            in_replicas = 1;
+            rc = run_replicas(&r, e);
+        }
     }
+    if (rc) failure_summary(&r, e, in_replicas);
     xt_run_close(&r);
     return rc;
 }
