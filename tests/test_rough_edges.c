@@ -72,3 +72,22 @@ TEST(rough_metrics_jsonl_step_counts_within_the_epoch_as_stdout_does) {
     CHECK_STR_CONTAINS(g_out, "\"epoch\":2,\"step\":4,\"global_step\":8,");
     CHECK_STR_CONTAINS(g_out, "\"type\":\"epoch\",\"epoch\":2,\"global_step\":8,");
 }
+
+/* results.json's final_loss is the last epoch's mean loss, as curves.png and
+ * metrics.jsonl's epoch line show it (not the last batch's); target_accuracy
+ * is written as configured. */
+TEST(rough_final_loss_is_the_epoch_mean_and_target_is_as_configured) {
+    char args[2048], cmd[2048];
+    snprintf(args, sizeof args, "--config configs/smoke.yaml --set synthetic_train_size=512 --set synthetic_test_size=128 "
+             "--set num_epochs=2 --set num_cores=1 --set log_steps=0 --set target_accuracy=0 --set output_dir=%s/f", test_tmpdir());
+    int rc = run(args);
+    CHECK_MSG(rc == 0, "%s", g_out);
+    snprintf(cmd, sizeof cmd, "grep -o '\"final_loss\":[^,]*' %s/f/results.json | cut -d: -f2; "
+             "grep '\"type\":\"epoch\",\"epoch\":2' %s/f/metrics.jsonl | grep -o '\"loss\":[^,]*' | cut -d: -f2; "
+             "grep -o '\"target_accuracy\":[^,]*' %s/f/results.json", test_tmpdir(), test_tmpdir(), test_tmpdir());
+    CHECK_EQ(test_run(cmd, g_out, sizeof g_out), 0);
+    double final_loss = 0, epoch_loss = -1;
+    CHECK(sscanf(g_out, "%lf\n%lf", &final_loss, &epoch_loss) == 2);
+    CHECK_NEAR(final_loss, epoch_loss, 1e-5 * epoch_loss);
+    CHECK_STR_CONTAINS(g_out, "\"target_accuracy\":0");
+}

@@ -121,7 +121,7 @@ static void results_json(const xt_run *r, xt_jsonw *w, const xt_summary *s) {
     num_or_null(w, "best_accuracy", r->best_acc);
     num_or_null(w, "final_accuracy", final_acc);
     xt_jw_key(w, "final_loss"); if (isfinite(s->final_loss)) xt_jw_numg(w, s->final_loss, 6); else xt_jw_null(w);
-    xt_jw_key(w, "target_accuracy"); if (c->target_accuracy > 0) xt_jw_numg(w, c->target_accuracy, 6); else xt_jw_null(w);
+    xt_jw_key(w, "target_accuracy"); xt_jw_numg(w, c->target_accuracy, 6); /* as configured: 0 = no target */
     str_or_null(w, "last_checkpoint", s->checkpoint);
     xt_jw_key(w, "samples_per_sec"); xt_jw_numg(w, train_s > 0 ? (double)r->samples_trained * r->world / train_s : 0, 6);
     xt_jw_key(w, "train_time_s"); xt_jw_numg(w, train_s, 6);

@@ -326,7 +326,7 @@ static int eval_only(worker *w, xt_err *e) {
 static int finish(worker *w, xt_err *e) {
     xt_run *r = w->r;
     const xt_config *c = r->c;
-    if (w->rank == 0) return xt_run_finish(r, &w->eval.grid, w->final_loss, e);
+    if (w->rank == 0) return xt_run_finish(r, &w->eval.grid, xt_run_final_loss(r), e);
     if (!r->cli->eval_only && c->target_accuracy > 0 && r->best_acc < c->target_accuracy)
         return xt_fail(e, XT_EBELOW, "best accuracy %.2f%% is below target_accuracy %.2f%%", r->best_acc, c->target_accuracy);
     return 0;

@@ -7,6 +7,7 @@
 #define XT_RUN_RUN_H
 
 #include <stddef.h>
+#include <math.h>
 #include <stdint.h>
 
 #include "config/config.h"
@@ -80,5 +81,10 @@ void xt_run_close(xt_run *r);
 size_t xt_run_grad_floats(const xt_run *r);
 /* The data module's name for the config's dataset. */
 xt_data_kind xt_run_data_kind(xt_dataset_kind k);
+
+/* results.json's final_loss: the mean training loss of the last finished
+ * epoch over all replicas (what curves.png and metrics.jsonl's epoch line
+ * show, and Keras' history reports), NaN before the first epoch ends. */
+static inline double xt_run_final_loss(const xt_run *r) { return r->nhist > 0 ? r->hist_loss[r->nhist - 1] : (double)NAN; }
 
 #endif

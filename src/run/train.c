@@ -124,7 +124,7 @@ static void failure_summary(xt_run *r, const xt_err *e, int in_replicas) {
         xt_ckpt_load_progress(r, ckpt, &ignored);
     if (r->cli->eval_only) snprintf(ckpt, sizeof ckpt, "%s", r->last_ckpt);
     xt_summary s = {.status = failure_status(r, e, in_replicas), .exit_code = e->code, .message = e->msg,
-                    .final_loss = r->world == 1 ? r->last_loss : NAN, .checkpoint = ckpt};
+                    .final_loss = xt_run_final_loss(r), .checkpoint = ckpt};
     xt_run_summary(r, &s, &ignored); /* the run's own error is the one to report */
     r->summary_written = 1;
 }
