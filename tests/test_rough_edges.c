@@ -91,3 +91,17 @@ TEST(rough_final_loss_is_the_epoch_mean_and_target_is_as_configured) {
     CHECK_NEAR(final_loss, epoch_loss, 1e-5 * epoch_loss);
     CHECK_STR_CONTAINS(g_out, "\"target_accuracy\":0");
 }
+
+/* --eval-only loads no training data: its banner says what it evaluates,
+ * not "(0 train / N test samples)". */
+TEST(rough_eval_only_banner_names_what_it_evaluates) {
+    char args[2048];
+    snprintf(args, sizeof args, "--config configs/smoke.yaml --set synthetic_train_size=512 --set synthetic_test_size=128 "
+             "--set num_epochs=1 --set log_steps=0 --set target_accuracy=0 --set output_dir=%s/e", test_tmpdir());
+    CHECK_EQ(run(args), 0);
+    snprintf(args + strlen(args), sizeof args - strlen(args), " --eval-only");
+    CHECK_EQ(run(args), 0);
+    CHECK_STR_CONTAINS(g_out, "evaluating");
+    CHECK_STR_CONTAINS(g_out, "(128 test samples)");
+    CHECK(strstr(g_out, "0 train") == NULL);
+}

@@ -115,6 +115,10 @@ TEST(train_sigterm_checkpoints_exits_130_and_resumes_identically) {
     test_run(cmd, g_out, sizeof g_out);
     CHECK_STR_CONTAINS(g_out, "exit=130");
     CHECK_STR_CONTAINS(g_out, "checkpoint written to");
+    /* said once (on stderr; results.json's message is the same text), not also on stdout */
+    int said = 0;
+    for (const char *q = g_out; (q = strstr(q, "\nxlatrain: interrupted")); q++) said++;
+    CHECK_EQ(said, 1);
     rc = xl(g_out, sizeof g_out, "%s --set output_dir=%s/part --resume latest", big, d);
     CHECK_MSG(rc == 0, "%s", g_out);
     char a[600], b[600];

@@ -202,9 +202,10 @@ static int interrupted_mid_epoch(worker *w, const epoch_pos *p, xt_err *e) {
     if (w->rank == 0) {
         rc = xt_ckpt_save(r, p->epoch + 1, p->epoch, p->step, e);
         if (rc) return rc;
-        xt_out("xlatrain: interrupted at epoch %d step %lld; checkpoint written to %s (continue with --resume latest --set output_dir=%s)", p->epoch + 1, p->step, r->outdir, r->outdir);
     }
-    return xt_fail(e, XT_EINTR, "interrupted at epoch %d step %lld; checkpoint in %s", p->epoch + 1, p->step, r->outdir);
+    /* said once: main prints it on stderr, results.json carries it as its message */
+    return xt_fail(e, XT_EINTR, "interrupted at epoch %d step %lld; checkpoint written to %s (continue with --resume latest --set output_dir=%s)",
+                   p->epoch + 1, p->step, r->outdir, r->outdir);
 }
 
 static int train_epoch(worker *w, epoch_pos *p, xt_err *e) {

@@ -78,6 +78,12 @@ static int already_finished(const xt_run *r, xt_err *e) {
 
 static void print_banner(const xt_run *r) {
     const xt_config *c = r->c;
+    if (r->cli->eval_only) { /* no training data is loaded: say what is evaluated, not "0 train" */
+        fprintf(stderr, "xlatrain: %s: evaluating %s on %s (%lld test samples), %d core%s, output in %s\n", c->name,
+                c->spec.source, xt_data_kind_name(xt_run_data_kind(c->dataset)), (long long)r->test.n, r->world,
+                r->world > 1 ? "s" : "", r->outdir);
+        return;
+    }
     fprintf(stderr, "xlatrain: %s: %s on %s (%lld train / %lld test samples), %d core%s, batch %d per core, output in %s\n",
             c->name, c->spec.source, xt_data_kind_name(xt_run_data_kind(c->dataset)), (long long)(r->have_train ? r->train.n : 0),
             (long long)r->test.n, r->world, r->world > 1 ? "s" : "", c->batch_size, r->outdir);
@@ -97,6 +103,15 @@ static int run_replicas(xt_run *r, xt_err *e) {
     xt_spawn_opts so = {.pin_cores = r->c->pin_cores, .timeout_s = r->c->worker_timeout};
     rc = xt_spawn(r->dist, r->world, xt_worker_main, r, &so, e);
     xt_dist_destroy(r->dist);
+    if (rc == XT_EINTR) { /* the master's message died with it: say where the run can go on from */
+        char ck[1024], msg[sizeof e->msg];
+        xt_err ignored = {0};
+        if (!xt_st_find_latest(r->outdir, ck, sizeof ck, &ignored)) {
+            memcpy(msg, e->msg, sizeof msg);
+            xt_fail(e, XT_EINTR, "%.200s; checkpoint written to %.400s (continue with --resume latest --set output_dir=%.380s)",
+                    msg, ck, r->outdir);
+        }
+    }
     return rc;
 }
 
