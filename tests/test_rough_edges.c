@@ -105,3 +105,25 @@ TEST(rough_eval_only_banner_names_what_it_evaluates) {
     CHECK_STR_CONTAINS(g_out, "(128 test samples)");
     CHECK(strstr(g_out, "0 train") == NULL);
 }
+
+/* With 2 workers the learning rate is scaled by the world size (as
+ * torch_xla's script does: lr * xm.xrt_world_size()); results.json gives the
+ * configured rate and the one the optimizer used. */
+TEST(rough_results_give_the_effective_learning_rate) {
+    char args[2048], cmd[2048];
+    snprintf(args, sizeof args, "--config configs/smoke.yaml --set synthetic_train_size=512 --set synthetic_test_size=128 "
+             "--set num_epochs=1 --set num_cores=2 --set learning_rate=0.01 --set log_steps=0 --set target_accuracy=0 "
+             "--set output_dir=%s/lr", test_tmpdir());
+    CHECK_EQ(run(args), 0);
+    snprintf(cmd, sizeof cmd, "cat %s/lr/results.json", test_tmpdir());
+    CHECK_EQ(test_run(cmd, g_out, sizeof g_out), 0);
+    CHECK_STR_CONTAINS(g_out, "\"learning_rate\":0.01,");
+    CHECK_STR_CONTAINS(g_out, "\"effective_learning_rate\":0.02,");
+}
+
+/* The man page's description of the smoke run says as many epochs as
+ * configs/smoke.yaml runs. */
+TEST(rough_man_page_smoke_run_matches_its_config) {
+    CHECK_EQ(test_run("grep -c '^num_epochs: 3$' configs/smoke.yaml", g_out, sizeof g_out), 0);
+    CHECK_EQ(test_run("grep -c 'A three.*epoch run on synthetic data' man/xlatrain.1", g_out, sizeof g_out), 0);
+}
