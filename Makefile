@@ -3,6 +3,8 @@
 #   make            release build (portable -O3; NATIVE=1 tunes for this CPU)
 #   make test       install missing Debian packages, build, run the test suite
 #   make asan       ASan+UBSan build of the same test suite
+#   make fuzz       libFuzzer harnesses (clang), FUZZ_SECONDS=N each (default 60),
+#                   after replaying their corpora and regressions (make fuzz-regress)
 #   make bench      release build + benchmarks side by side with PyTorch
 #   make demo       a short training run on the built-in synthetic dataset
 #   make data       download MNIST (DATASET=fashion_mnist for FashionMNIST)
@@ -33,7 +35,7 @@ BASE_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) -Isrc $(shell pkg-config --cflags $
 LIBS        = $(shell pkg-config --libs $(PKGS)) -lpthread -lm -lrt
 
 SRC       := $(shell find src -name '*.c' ! -path src/main.c | sort)
-TEST_SRC  := $(shell find tests -name '*.c' ! -path 'tests/bench/*' | sort)
+TEST_SRC  := $(shell find tests -name '*.c' ! -path 'tests/bench/*' ! -path 'tests/fuzz/*' | sort)
 BENCH_SRC := $(wildcard tests/bench/*.c)
 
 REL_DIR   := build/release
@@ -45,6 +47,7 @@ DEPFLAGS   = -MMD -MP
 ASAN_FLAGS = -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
 .PHONY: all test asan bench demo data install uninstall deps clean _build _test _asan _bench_bins
+.PHONY: fuzz fuzz-regress fuzz-build _fuzz _fuzz_regress _fuzz_build
 all: deps
 	@$(MAKE) --no-print-directory _build
 
@@ -107,6 +110,41 @@ _asan: $(ASAN_DIR)/xlatrain $(ASAN_DIR)/run_tests
 	XLATRAIN_BIN=$(ASAN_DIR)/xlatrain XLATRAIN_SANITIZED=1 OPENBLAS_NUM_THREADS=1 \
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
 	$(ASAN_DIR)/run_tests $(T)
+
+# ---- fuzzing (tests/fuzz/) ------------------------------------------------------
+# clang + libFuzzer: the src/ objects in their own directory, instrumented for
+# coverage (fuzzer-no-link) under ASan+UBSan; each harness linked with
+# -fsanitize=fuzzer. tests/fuzz/run.sh runs them (see the README's Tests).
+FUZZ_CC      ?= clang
+FUZZ_DIR     := build/fuzz
+FUZZ_TARGETS := config spec idx idx_gz safetensors ckpt_meta
+FUZZ_SECONDS ?= 60
+FUZZ_FLAGS    = -O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+FUZZ_BINS    := $(FUZZ_TARGETS:%=$(FUZZ_DIR)/fuzz_%)
+# objects reached only through the pattern rule below: keep them between builds
+.SECONDARY: $(SRC:%.c=$(FUZZ_DIR)/%.o) $(FUZZ_TARGETS:%=$(FUZZ_DIR)/tests/fuzz/fuzz_%.o)
+
+$(FUZZ_DIR)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(BASE_CFLAGS) $(FUZZ_FLAGS) $(DEPFLAGS) -Itests/fuzz -c $< -o $@
+
+$(FUZZ_DIR)/fuzz_%: $(FUZZ_DIR)/tests/fuzz/fuzz_%.o $(SRC:%.c=$(FUZZ_DIR)/%.o)
+	$(FUZZ_CC) -g -fsanitize=fuzzer,address,undefined $^ -o $@ $(LIBS)
+
+fuzz-build: deps
+	@command -v $(FUZZ_CC) >/dev/null 2>&1 || { echo "xlatrain: make fuzz needs $(FUZZ_CC) (apt-get install clang libclang-rt-14-dev)" >&2; exit 1; }
+	@$(MAKE) --no-print-directory _fuzz_build
+_fuzz_build: $(FUZZ_BINS)
+
+fuzz-regress: fuzz-build
+	@$(MAKE) --no-print-directory _fuzz_regress
+_fuzz_regress:
+	@sh tests/fuzz/run.sh regress $(FUZZ_DIR) $(FUZZ_TARGETS)
+
+fuzz: fuzz-build
+	@$(MAKE) --no-print-directory _fuzz
+_fuzz: _fuzz_regress
+	@FUZZ_SECONDS=$(FUZZ_SECONDS) sh tests/fuzz/run.sh fuzz $(FUZZ_DIR) $(FUZZ_TARGETS)
 
 # ---- benchmarks, demo, data -------------------------------------------------
 bench: deps

@@ -330,7 +330,10 @@ static void config_name(const char *path, char *out, size_t cap) {
     if (!out[0]) snprintf(out, cap, "config");
 }
 
-int xt_config_load(xt_config *c, const char *path, const char *const *sets, int nset, xt_err *e) {
+/* The file's document (from disk, or from `text` when it is not NULL), then
+ * the --set overrides, the model and the checks across keys. */
+static int load(xt_config *c, const char *path, const char *text, size_t len, const char *const *sets, int nset,
+                xt_err *e) {
     xt_config_defaults(c);
     lctx *x = calloc(1, sizeof *x);
     if (!x) return xt_fail(e, XT_EUSAGE, "out of memory");
@@ -341,7 +344,7 @@ int xt_config_load(xt_config *c, const char *path, const char *const *sets, int 
         char got[96];
         snprintf(c->source, sizeof c->source, "%s", path);
         config_name(path, c->name, sizeof c->name);
-        if ((rc = xt_yaml_load_file(&doc, path, e))) goto out;
+        if ((rc = text ? xt_yaml_parse(&doc, path, text, len, e) : xt_yaml_load_file(&doc, path, e))) goto out;
         yaml_node_t *root = yaml_document_get_root_node(&doc);
         x->doc = &doc;
         if (!root || root->type != YAML_MAPPING_NODE)
@@ -361,6 +364,20 @@ out:
     free(x);
     if (rc) xt_config_free(c);
     return rc;
+}
+
+int xt_config_load(xt_config *c, const char *path, const char *const *sets, int nset, xt_err *e) {
+    return load(c, path, NULL, 0, sets, nset, e);
+}
+
+int xt_config_load_buffer(xt_config *c, const char *name, const char *text, size_t len, const char *const *sets,
+                          int nset, xt_err *e) {
+    xt_config_defaults(c); /* so that, as after xt_config_load, nothing is left to free on failure */
+    if (!name || !text) return xt_fail(e, XT_EUSAGE, "xt_config_load_buffer: no name or no text");
+    if (len > XT_YAML_MAX_BYTES)
+        return xt_fail(e, XT_EUSAGE, "%s: larger than %u MB; is this really a YAML config?", name,
+                       XT_YAML_MAX_BYTES >> 20);
+    return load(c, name, text, len, sets, nset, e);
 }
 
 void xt_config_print(const xt_config *c, FILE *out) {

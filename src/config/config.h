@@ -25,6 +25,13 @@ void xt_config_defaults(xt_config *c);
  * left to free; on success call xt_config_free. */
 int xt_config_load(xt_config *c, const char *path, const char *const *sets, int nset, xt_err *e);
 
+/* xt_config_load on `len` bytes of YAML already in memory: `name` stands in
+ * for the path (messages, the config's name, `model:` paths relative to its
+ * directory). The same checks and limits as a file; for the fuzzer
+ * (tests/fuzz/fuzz_config.c) and callers that build a config in memory. */
+int xt_config_load_buffer(xt_config *c, const char *name, const char *text, size_t len, const char *const *sets,
+                          int nset, xt_err *e);
+
 /* Print the resolved configuration as YAML (every key, sorted as the key table). */
 void xt_config_print(const xt_config *c, FILE *out);
 

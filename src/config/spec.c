@@ -574,7 +574,9 @@ void xt_spec_print_yaml(const xt_spec *s, FILE *out, int indent) {
     fprintf(out, "%*sinput: [%d, %d, %d]\n%*slayers:\n", indent, "", s->input[0], s->input[1], s->input[2], indent, "");
     for (int i = 0; i < s->nlayers; i++) {
         const xt_layer *l = &s->layers[i];
-        fprintf(out, "%*s  - %s: {name: %s", indent, "", kinds[l->kind].name, l->name);
+        /* quoted when plain text would read back as something else ("null") */
+        fprintf(out, "%*s  - %s: {name: ", indent, "", kinds[l->kind].name);
+        xt_yaml_put_string(out, l->name);
         if (l->kind == XT_L_CONV2D || l->kind == XT_L_LINEAR) {
             if (l->in) fprintf(out, ", in: %d", l->in);
             fprintf(out, ", out: %d", l->out);
