@@ -12,6 +12,7 @@
 
 #include "data/download.h"
 #include "engine/metrics.h"
+#include "io/atomic.h"
 
 static int mkdir_p(const char *path, xt_err *e) {
     char tmp[600];
@@ -114,6 +115,8 @@ int xt_run_open(xt_run *r, const xt_config *c, const xt_cli *cli, xt_err *e) {
     r->hist_acc = calloc(XT_MAX_EPOCHS, sizeof *r->hist_acc);
     if (!r->hist_loss || !r->hist_acc) return xt_fail(e, XT_ERUNTIME, "out of memory");
     if (mkdir_p(r->outdir, e)) return e->code;
+    xt_tmp_sweep(r->outdir);  /* temp files of a run killed mid-write */
+    if (xt_dir_check_writable(r->outdir, e)) return e->code;  /* before any epoch is spent */
     return xt_run_setup_model(r, e);
 }
 
