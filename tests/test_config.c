@@ -465,7 +465,7 @@ TEST(config_err_duplicate_keys) {
 TEST(config_err_document_shape) {
     CFG_ERR("- batch_size: 1\n", ":1:1", "a config must be a mapping of 'key: value' lines, got a list", NULL);
     CFG_ERR("", ":1:1", "a config must be a mapping", "an empty document");
-    CFG_ERR("just words\n", ":1:1", "a config must be a mapping", "got 'just words'");
+    CFG_ERR("just words\n", ":1:1", "a config must be a mapping", "got a document of plain text");
     CFG_ERR(OK_HEAD "optimizer: adam\n", ":3:12", "'optimizer' must be a mapping", "optimizer.name");
     CFG_ERR(OK_HEAD "[a]: 1\n", ":3:1", "keys must be plain names", "got a list");
     CFG_ERR(OK_HEAD "---\nbatch_size: 1\n", ":3:1", "a second YAML document", NULL);

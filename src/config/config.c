@@ -349,7 +349,7 @@ static int load(xt_config *c, const char *path, const char *text, size_t len, co
         x->doc = &doc;
         if (!root || root->type != YAML_MAPPING_NODE)
             rc = fail_node(x, root, "a config must be a mapping of 'key: value' lines, got %s",
-                           root ? xt_yaml_describe(root, got, sizeof got) : "an empty document");
+                           root ? xt_yaml_describe_doc(root, got, sizeof got) : "an empty document");
         else
             rc = apply_map(x, NULL, root);
         x->doc = NULL;

@@ -4,6 +4,8 @@
  */
 #include "config/config_yaml.h"
 
+#include "io/infile.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
@@ -78,6 +80,18 @@ static int prescan(const char *name, const char *text, size_t len, xt_err *e) {
     return rc;
 }
 
+/* A "\0" escape gives a scalar with a NUL inside; every reader here takes
+ * scalars as C strings, which would silently cut it there. */
+static int check_no_nul(yaml_document_t *doc, const char *name, xt_err *e) {
+    for (yaml_node_t *n = doc->nodes.start; n && n < doc->nodes.top; n++) {
+        if (n->type != YAML_SCALAR_NODE) continue;
+        if (memchr(n->data.scalar.value, 0, n->data.scalar.length))
+            return xt_fail(e, XT_EUSAGE, "%s:%d:%d: a string contains a NUL character (\\0); remove it", name,
+                           xt_yaml_line(n), xt_yaml_col(n));
+    }
+    return 0;
+}
+
 int xt_yaml_parse(yaml_document_t *doc, const char *name, const char *text, size_t len, xt_err *e) {
     memset(doc, 0, sizeof *doc);
     int rc = prescan(name, text, len, e);
@@ -91,27 +105,21 @@ int xt_yaml_parse(yaml_document_t *doc, const char *name, const char *text, size
         memset(doc, 0, sizeof *doc);
     }
     yaml_parser_delete(&p);
+    if (!rc && (rc = check_no_nul(doc, name, e))) {
+        yaml_document_delete(doc);
+        memset(doc, 0, sizeof *doc);
+    }
     return rc;
 }
 
 int xt_yaml_load_file(yaml_document_t *doc, const char *path, xt_err *e) {
     memset(doc, 0, sizeof *doc);
-    FILE *f = fopen(path, "rb");
-    if (!f) return xt_fail(e, XT_EUSAGE, "%s: cannot open: %s", path, strerror(errno));
-    char *buf = malloc(XT_YAML_MAX_BYTES + 1);
-    if (!buf) {
-        fclose(f);
-        return xt_fail(e, XT_EUSAGE, "%s: out of memory", path);
-    }
-    size_t n = fread(buf, 1, XT_YAML_MAX_BYTES + 1, f);
-    int rc = 0;
-    if (ferror(f))
-        rc = xt_fail(e, XT_EUSAGE, "%s: cannot read: %s", path, strerror(errno ? errno : EIO));
-    else if (n > XT_YAML_MAX_BYTES)
-        rc = xt_fail(e, XT_EUSAGE, "%s: larger than %u MB; is this really a YAML config?", path,
-                     XT_YAML_MAX_BYTES >> 20);
-    fclose(f);
-    if (!rc) rc = xt_yaml_parse(doc, path, buf, n, e);
+    char *buf;
+    size_t n;
+    const xt_in_opts o = {XT_EUSAGE, XT_EUSAGE, "pass a YAML file"};
+    int rc = xt_in_read_all(path, XT_YAML_MAX_BYTES, &o, &buf, &n, e);
+    if (rc) return rc;
+    rc = xt_yaml_parse(doc, path, buf, n, e);
     free(buf);
     return rc;
 }
@@ -209,6 +217,14 @@ const char *xt_yaml_describe(const yaml_node_t *n, char *buf, size_t cap) {
     } else
         xt_quote(xt_yaml_text(n), buf, cap);
     return buf;
+}
+
+const char *xt_yaml_describe_doc(const yaml_node_t *root, char *buf, size_t cap) {
+    if (root && root->type == YAML_SCALAR_NODE && !xt_scalar_null(xt_yaml_text(root), xt_yaml_plain(root))) {
+        snprintf(buf, cap, "a document of plain text (is this the right file?)");
+        return buf;
+    }
+    return xt_yaml_describe(root, buf, cap);
 }
 
 /* ---- suggestions ------------------------------------------------------------ */

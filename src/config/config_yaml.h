@@ -51,6 +51,10 @@ int xt_yaml_plain(const yaml_node_t *n);
 /* What a node is, for "expected X, got Y" messages: "'abc'" (quoted,
  * shortened, non-printable bytes as '?'), "a list", "a mapping", "nothing". */
 const char *xt_yaml_describe(const yaml_node_t *n, char *buf, size_t cap);
+/* The same for a whole document's root, without quoting its text: a file
+ * given by mistake (model: /etc/passwd) is one long scalar, and its first
+ * line does not belong in an error message. */
+const char *xt_yaml_describe_doc(const yaml_node_t *root, char *buf, size_t cap);
 /* User text shortened to fit a message, as above: "'batchsize'". */
 const char *xt_quote(const char *s, char *buf, size_t cap);
 

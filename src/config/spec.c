@@ -365,7 +365,7 @@ int xt_spec_from_yaml(xt_spec *s, const char *source, void *docp, void *nodep, x
     int rc = 0;
     if (!root || root->type != YAML_MAPPING_NODE)
         return at(&p, root, "a model spec is a mapping with 'input: [C, H, W]' and 'layers: [...]', got %s",
-                  xt_yaml_describe(root, q, sizeof q));
+                  xt_yaml_describe_doc(root, q, sizeof q));
     for (yaml_node_pair_t *pr = root->data.mapping.pairs.start; pr < root->data.mapping.pairs.top; pr++) {
         yaml_node_t *k = node_at(&p, pr->key), *v = node_at(&p, pr->value);
         const char *key = xt_yaml_text(k);

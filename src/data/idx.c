@@ -1,9 +1,16 @@
 /* idx.c — IDX (MNIST format) reader with full validation; see idx.h.
  *
- * Files are streamed through zlib's gzread (which passes non-gzip content
- * through unchanged), so a 47 MB training file is never held twice, and the
- * buffer grows as bytes arrive rather than trusting the header's count: a
- * damaged header claiming 4 billion images costs nothing until the bytes exist.
+ * The file is opened through io/infile.h (regular files only, size known
+ * first) and gzip is inflated here with zlib's inflate, not gzread, so the
+ * reader decides how much is inflated: the header (magic and sizes) first,
+ * then exactly the payload the header declares, then only the gzip trailer,
+ * whose CRC32 and ISIZE zlib verifies. Before any payload is read, the
+ * header's claim is checked against what the file can hold: a raw file's
+ * size exactly, a gzip file's trailer ISIZE and deflate's maximum ratio, so
+ * a small file claiming gigabytes ("a zip bomb", or a damaged header) is
+ * refused at once. The buffer still grows as bytes arrive rather than
+ * trusting the header's count. Not here: gzip files of several members
+ * (refused as trailing data; no MNIST file is one).
  */
 #include "data/idx.h"
 
@@ -13,34 +20,68 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "io/infile.h"
+
 #define MAX_DIM 65536L         /* image side; MNIST's is 28 */
 #define MAX_COUNT 0x7fffffffL  /* samples; indices are int64 but batches use int */
+#define MAX_RATIO 1032u        /* deflate cannot expand one input byte to more output bytes */
+#define CHUNK (1u << 18)
+#define DIAGNOSE_MAX ((uint64_t)64 << 20) /* bytes; MNIST's largest file is 47 MB */
 
 typedef struct {
-    gzFile f;
-    int cut;           /* the gzip stream stopped early (zlib: unexpected end of file) */
-    const char *zmsg;  /* zlib's text for a real error */
+    xt_infile in;
+    int gz;            /* gzip-compressed (magic 1f 8b), else raw */
+    z_stream zs;
+    int zinit;
+    int ended;         /* the gzip member's end (trailer verified) was reached */
+    int cut;           /* the compressed input ran out before the member's end */
+    const char *zmsg;  /* zlib's text for damaged data */
+    uint64_t consumed; /* compressed bytes read from the file */
+    unsigned char ibuf[CHUNK];
 } zin;
 
-/* Read up to n bytes; *got says how many arrived. Returns 0 at n bytes or at
- * the end of the data, -1 on damaged gzip data (text in z->zmsg). A gzip
- * stream cut short is reported by zlib as an error but is a truncation: it
- * reads as the end of the data, with z->cut set for the message. */
+/* Raw bytes from the file into the inflate input when it is empty. */
+static int refill(zin *z) {
+    if (z->zs.avail_in) return 0;
+    size_t got = 0;
+    int err = xt_in_read(&z->in, z->ibuf, CHUNK, &got);
+    if (err) {
+        z->zmsg = strerror(err);
+        return -1;
+    }
+    z->consumed += got;
+    z->zs.next_in = z->ibuf;
+    z->zs.avail_in = (uInt)got;
+    return 0;
+}
+
+/* Read up to n bytes of content; *got says how many arrived. Returns 0 at n
+ * bytes or at the end of the data, -1 on damaged gzip data (text in
+ * z->zmsg: a bad deflate block, CRC32 or ISIZE). Input that ends before the
+ * gzip member does sets z->cut. */
 static int zread(zin *z, void *buf, size_t n, size_t *got) {
     *got = 0;
-    while (*got < n) {
-        size_t want = n - *got > (1u << 30) ? (1u << 30) : n - *got;
-        int r = gzread(z->f, (char *)buf + *got, (unsigned)want);
-        if (r <= 0) break;
-        *got += (size_t)r;
+    if (!z->gz) {
+        int err = xt_in_read(&z->in, buf, n, got);
+        if (err) z->zmsg = strerror(err);
+        return err ? -1 : 0;
     }
-    int zerr = Z_OK;
-    const char *m = gzerror(z->f, &zerr);
-    if (zerr == Z_BUF_ERROR) {
-        z->cut = 1;
-    } else if (zerr != Z_OK && zerr != Z_STREAM_END) {
-        z->zmsg = zerr == Z_ERRNO ? strerror(errno) : m;
-        return -1;
+    while (*got < n && !z->ended) {
+        if (refill(z)) return -1;
+        if (!z->zs.avail_in) {
+            z->cut = 1;
+            break;
+        }
+        size_t want = n - *got > (1u << 30) ? (1u << 30) : n - *got;
+        z->zs.next_out = (Bytef *)buf + *got;
+        z->zs.avail_out = (uInt)want;
+        int r = inflate(&z->zs, Z_NO_FLUSH);
+        *got += want - z->zs.avail_out;
+        if (r == Z_STREAM_END) z->ended = 1;
+        else if (r != Z_OK && r != Z_BUF_ERROR) {
+            z->zmsg = z->zs.msg ? z->zs.msg : "inflate failed";
+            return -1;
+        }
     }
     return 0;
 }
@@ -93,7 +134,7 @@ static int read_magic(zin *z, const char *path, int ndim, xt_err *e) {
     uint32_t magic = be32(hdr);
     if ((magic & 0xffffff00u) != 0x800u) {
         const char *hint = "";
-        if (gzdirect(z->f) && strlen(path) > 3 && !strcmp(path + strlen(path) - 3, ".gz"))
+        if (!z->gz && strlen(path) > 3 && !strcmp(path + strlen(path) - 3, ".gz"))
             hint = " (named .gz but not gzip-compressed)";
         return xt_fail(e, XT_EDATA, "%s: bad magic 0x%08x, expected 0x%08x (IDX unsigned-byte %s)%s; not an MNIST-format file",
                        path, magic, want_magic, what_name(ndim), hint);
@@ -155,7 +196,10 @@ static int read_payload(zin *z, const char *path, const idx_shape *sh, uint8_t *
 }
 
 /* Nothing may follow the declared payload: extra bytes mean the header and
- * the data disagree, and a gzip stream must end with its trailer. */
+ * the data disagree, a gzip member must end with its trailer (CRC32 and
+ * ISIZE, verified by zlib), and nothing may follow that member. Extra
+ * content is counted up to EXTRA_MAX only, so it costs bounded time. */
+#define EXTRA_MAX (1u << 20)
 static int check_end(zin *z, const char *path, const idx_shape *sh, xt_err *e) {
     size_t extra = 0, got = 0;
     for (;;) {
@@ -163,31 +207,90 @@ static int check_end(zin *z, const char *path, const idx_shape *sh, xt_err *e) {
         int zr = zread(z, sink, sizeof sink, &got);
         extra += got;
         if (zr < 0) return corrupt(e, path, z->zmsg, sh->bytes + extra);
-        if (got < sizeof sink) break;
+        if (got < sizeof sink || extra >= EXTRA_MAX) break;
     }
     if (extra) {
         char d[160], x[32];
         describe_shape(d, sizeof d, sh);
-        return xt_fail(e, XT_EDATA, "%s: %s trailing bytes after the %s the header declares; the file is damaged or not MNIST",
-                       path, xt_commas(x, extra), d);
+        return xt_fail(e, XT_EDATA, "%s: %s%s trailing bytes after the %s the header declares; the file is damaged or not MNIST",
+                       path, extra >= EXTRA_MAX ? "more than " : "", xt_commas(x, extra), d);
     }
-    if (z->cut)
+    if (z->gz && !z->ended)
         return xt_fail(e, XT_EDATA, "%s: truncated: the gzip stream is cut short after the data (its checksum trailer is "
                        "missing); delete the file and fetch it again", path);
+    if (z->gz && (z->zs.avail_in || z->consumed < z->in.size)) {
+        char x[32];
+        return xt_fail(e, XT_EDATA, "%s: %s bytes of garbage after the end of the gzip data; the file is damaged, delete it and fetch it again",
+                       path, xt_commas(x, z->zs.avail_in + (z->in.size - z->consumed)));
+    }
     return 0;
+}
+
+/* What the file can hold, against what the header declares, before any
+ * payload is read: a raw file's size is exact; a gzip file's trailer
+ * records its uncompressed size (mod 2^32) and deflate expands at most
+ * MAX_RATIO-fold. */
+static int check_claim(zin *z, const char *path, const idx_shape *sh, xt_err *e) {
+    char d[160], a[32];
+    describe_shape(d, sizeof d, sh);
+    uint64_t hdr = 4 + 4 * (uint64_t)sh->ndim, want = hdr + sh->bytes, size = z->in.size;
+    if (!z->gz) {
+        if (size < want)
+            return xt_fail(e, XT_EDATA, "%s: truncated: header says %s but only %s present; delete the file and fetch it again",
+                           path, d, xt_commas(a, size - hdr));
+        return 0; /* extra bytes: check_end names them */
+    }
+    if (size < 18 || want / MAX_RATIO > size)
+        return xt_fail(e, XT_EDATA, "%s: header says %s but a gzip file of %s bytes cannot hold that much; the file is truncated or damaged, delete it and fetch it again",
+                       path, d, xt_commas(a, size));
+    uint8_t t[4];
+    if (xt_in_pread(&z->in, t, 4, size - 4) != 0)
+        return xt_fail(e, XT_EDATA, "%s: cannot read the gzip trailer; delete the file and fetch it again", path);
+    uint32_t isize = (uint32_t)t[0] | (uint32_t)t[1] << 8 | (uint32_t)t[2] << 16 | (uint32_t)t[3] << 24;
+    /* A mismatch is certain damage. Up to DIAGNOSE_MAX, inflating to find
+     * where (truncated, trailing bytes, a missing trailer) is cheap and says
+     * more; beyond it, refuse now rather than inflate gigabytes. */
+    if (isize != (uint32_t)want && want > DIAGNOSE_MAX) {
+        char b[32];
+        snprintf(b, sizeof b, "%s", isize >= hdr ? xt_commas(a, isize - hdr) : "fewer than 0");
+        return xt_fail(e, XT_EDATA, "%s: truncated or damaged: header says %s but the gzip trailer records %s bytes after the header; delete the file and fetch it again",
+                       path, d, b);
+    }
+    return 0;
+}
+
+/* Open path through infile.h and start inflate when it is gzip. */
+static int zopen(zin *z, const char *path, xt_err *e) {
+    const xt_in_opts o = {XT_EIO, XT_EDATA, "pass an IDX file (raw or .gz)"};
+    int rc = xt_in_open(&z->in, path, &o, e);
+    if (rc) return rc;
+    uint8_t m[2];
+    z->gz = z->in.size >= 2 && xt_in_pread(&z->in, m, 2, 0) == 0 && m[0] == 0x1f && m[1] == 0x8b;
+    if (z->gz) {
+        if (inflateInit2(&z->zs, 16 + MAX_WBITS) != Z_OK)
+            return xt_fail(e, XT_EDATA, "%s: out of memory starting zlib; free some memory and retry", path);
+        z->zinit = 1;
+    }
+    return 0;
+}
+
+static void zclose(zin *z) {
+    if (z->zinit) inflateEnd(&z->zs);
+    xt_in_close(&z->in);
 }
 
 static int read_idx(const char *path, int ndim, int want_rows, int want_cols, xt_idx *out, xt_err *e) {
     memset(out, 0, sizeof *out);
-    zin z = {gzopen(path, "rb"), 0, ""};
-    if (!z.f) return xt_fail(e, XT_EIO, "%s: cannot open: %s", path, errno ? strerror(errno) : "out of memory");
-    gzbuffer(z.f, 1 << 18);
+    zin *z = calloc(1, sizeof *z);
+    if (!z) return xt_fail(e, XT_EDATA, "%s: out of memory; free some memory and retry", path);
     idx_shape sh = {0};
     uint8_t *data = NULL;
-    int rc = read_magic(&z, path, ndim, e);
-    if (!rc) rc = read_shape(&z, path, ndim, want_rows, want_cols, &sh, e);
-    if (!rc) rc = read_payload(&z, path, &sh, &data, e);
-    if (!rc) rc = check_end(&z, path, &sh, e);
+    int rc = zopen(z, path, e);
+    if (!rc) rc = read_magic(z, path, ndim, e);
+    if (!rc) rc = read_shape(z, path, ndim, want_rows, want_cols, &sh, e);
+    if (!rc) rc = check_claim(z, path, &sh, e);
+    if (!rc) rc = read_payload(z, path, &sh, &data, e);
+    if (!rc) rc = check_end(z, path, &sh, e);
     if (!rc) {
         out->n = sh.n;
         out->rows = sh.rows;
@@ -196,7 +299,8 @@ static int read_idx(const char *path, int ndim, int want_rows, int want_cols, xt
         data = NULL;
     }
     free(data);
-    gzclose(z.f);
+    zclose(z);
+    free(z);
     return rc;
 }
 

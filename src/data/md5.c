@@ -1,6 +1,8 @@
 /* md5.c — MD5 as specified by RFC 1321; see md5.h. */
 #include "data/md5.h"
 
+#include "io/infile.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -106,16 +108,22 @@ void xt_md5_hex(const void *data, size_t n, char hex[33]) {
 }
 
 int xt_md5_file(const char *path, char hex[33], xt_err *e) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return xt_fail(e, XT_EIO, "%s: cannot open: %s", path, strerror(errno));
+    xt_infile in;
+    const xt_in_opts o = {XT_EIO, XT_EIO, "check the path"};
+    int rc = xt_in_open(&in, path, &o, e);
+    if (rc) return rc;
     xt_md5 m;
     uint8_t buf[1 << 16], d[16];
-    size_t got;
+    size_t got = 0;
+    uint64_t left = in.size;  /* the size at open: a file still growing is not read forever */
+    int err = 0;
     xt_md5_init(&m);
-    while ((got = fread(buf, 1, sizeof buf, f)) > 0) xt_md5_update(&m, buf, got);
-    int bad = ferror(f);
-    fclose(f);
-    if (bad) return xt_fail(e, XT_EIO, "%s: read error", path);
+    while (left && !(err = xt_in_read(&in, buf, left < sizeof buf ? (size_t)left : sizeof buf, &got)) && got) {
+        xt_md5_update(&m, buf, got);
+        left -= got;
+    }
+    xt_in_close(&in);
+    if (err || left) return xt_fail(e, XT_EIO, "%s: read error: %s", path, err ? strerror(err) : "the file shrank");
     xt_md5_final(&m, d);
     to_hex(d, hex);
     return 0;

@@ -2,11 +2,14 @@
  * newly compiled graph, DIR/graph-<hash>.txt (one node per line: id, op,
  * shape, operands, attributes, location, fused group) and
  * DIR/graph-<hash>.before-fusion.dot and DIR/graph-<hash>.fused.dot
- * (Graphviz: the traced graph, and the same with each fused group boxed). */
+ * (Graphviz: the traced graph, and the same with each fused group boxed).
+ * Written through io/atomic.h: whole files, never through a symlink. A dump
+ * that cannot be written is skipped (it is a debugging aid, not an output). */
 #include <stdio.h>
 #include <sys/stat.h>
 
 #include "engine/plan.h"
+#include "io/atomic.h"
 
 static const char *loc_name(int k) {
     static const char *names[] = {"-", "arena", "slot", "collective", "const"};
@@ -17,8 +20,9 @@ static const char *loc_name(int k) {
 static void write_dot(const xt_plan *p, const char *dir, const char *suffix, int clusters) {
     char path[1024], sh[64];
     snprintf(path, sizeof path, "%s/graph-%016llx.%s.dot", dir, (unsigned long long)p->hash, suffix);
-    FILE *f = fopen(path, "w");
-    if (!f) return;
+    xt_atomic_file af;
+    if (xt_atomic_open(&af, path, NULL)) return;
+    FILE *f = af.fp;
     fprintf(f, "digraph xlatrain {\n  rankdir=TB; node [shape=box, fontname=monospace, fontsize=10];\n");
     for (int gi = 0; clusters && gi < p->ngroups; gi++) {
         fprintf(f, "  subgraph cluster_%d { label=\"fused #%d\"; style=filled; color=lightblue;\n", gi, gi);
@@ -33,15 +37,16 @@ static void write_dot(const xt_plan *p, const char *dir, const char *suffix, int
         for (int k = 0; k < n->nin; k++) fprintf(f, "  n%d -> n%d;\n", p->operands[n->in_off + k], i);
     }
     fprintf(f, "}\n");
-    fclose(f);
+    xt_atomic_commit(&af, NULL);
 }
 
 void xt_dump_plan(const xt_plan *p, const char *dir, const char *stage) {
     char path[1024], sh[64];
     mkdir(dir, 0777);
     snprintf(path, sizeof path, "%s/graph-%016llx.txt", dir, (unsigned long long)p->hash);
-    FILE *f = fopen(path, "w");
-    if (f) {
+    xt_atomic_file af;
+    if (xt_atomic_open(&af, path, NULL) == 0) {
+        FILE *f = af.fp;
         fprintf(f, "# xlatrain graph %016llx (%s): %d nodes, %d kernels (%d fused), arena %zu bytes, intermediates %zu bytes\n",
                 (unsigned long long)p->hash, stage, p->nnodes, p->nkernels, p->fused_kernels, p->arena_bytes, p->intermediate_bytes);
         for (int i = 0; i < p->nnodes; i++) {
@@ -59,7 +64,7 @@ void xt_dump_plan(const xt_plan *p, const char *dir, const char *stage) {
         }
         for (int i = 0; i < p->nassign; i++) fprintf(f, "assign slot %d <- %%%d\n", p->assigns[i].slot, p->assigns[i].t);
         for (int i = 0; i < p->nfetch; i++) fprintf(f, "fetch %%%d\n", p->fetch_nodes[i]);
-        fclose(f);
+        xt_atomic_commit(&af, NULL);
     }
     write_dot(p, dir, "before-fusion", 0);
     write_dot(p, dir, "fused", 1);

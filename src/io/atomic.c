@@ -1,7 +1,10 @@
 /* atomic.c — temp file + fsync + rename + directory fsync; see atomic.h. */
 #include "io/atomic.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
+#include <stdio.h>
 #include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -120,8 +123,19 @@ int xt_write_file_atomic(const char *path, const void *data, size_t len, xt_err 
 }
 
 int xt_append_file(const char *path, const void *data, size_t len, xt_err *e) {
-    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0666);
-    if (fd < 0) return io_fail(e, path, errno);
+    /* O_NOFOLLOW: a planted symlink must not make us append to its target;
+     * O_NONBLOCK: a FIFO in its place must not block the run. */
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0666);
+    if (fd < 0) {
+        if (errno == ELOOP)
+            return xt_fail(e, XT_EIO, "cannot write %s: it is a symbolic link, which xlatrain does not follow; remove it", path);
+        return io_fail(e, path, errno);
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return xt_fail(e, XT_EIO, "cannot write %s: not a regular file; remove it or choose another output_dir", path);
+    }
     const char *p = data;
     int err = 0;
     while (len > 0) {
@@ -136,4 +150,51 @@ int xt_append_file(const char *path, const void *data, size_t len, xt_err *e) {
     }
     if (close(fd) != 0 && !err && errno != EINTR) err = errno;
     return err ? io_fail(e, path, err) : 0;
+}
+
+int xt_dir_check_writable(const char *dir, xt_err *e) {
+    char path[4200];
+    const char *d = dir && *dir ? dir : ".";
+    snprintf(path, sizeof path, "%s/.xlatrain-write-test", d);
+    xt_atomic_file af;
+    int rc = xt_atomic_open(&af, path, e);
+    if (rc) return rc;
+    xt_atomic_abort(&af);
+    return 0;
+}
+
+/* The pid in "<name>.tmp.<pid>", or 0. */
+static long tmp_pid(const char *name) {
+    const char *t = strstr(name, ".tmp.");
+    if (!t || t == name) return 0;
+    const char *q;
+    while ((q = strstr(t + 1, ".tmp.")) != NULL) t = q; /* the last one */
+    long pid = 0;
+    const char *p = t + 5;
+    if (!*p) return 0;
+    for (; *p; p++) {
+        if (*p < '0' || *p > '9' || pid > 99999999) return 0;
+        pid = pid * 10 + (*p - '0');
+    }
+    return pid;
+}
+
+int xt_tmp_sweep(const char *dir) {
+    const char *d = dir && *dir ? dir : ".";
+    DIR *dp = opendir(d);
+    if (!dp) return 0;
+    int removed = 0;
+    struct dirent *de;
+    while ((de = readdir(dp)) != NULL) {
+        long pid = tmp_pid(de->d_name);
+        if (pid <= 0) continue;
+        /* ours (from a dead process that had our pid: we have nothing open
+         * yet) or a process that no longer exists */
+        if (pid != (long)getpid() && !(kill((pid_t)pid, 0) != 0 && errno == ESRCH)) continue;
+        struct stat st;
+        if (fstatat(dirfd(dp), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
+        if (unlinkat(dirfd(dp), de->d_name, 0) == 0) removed++;
+    }
+    closedir(dp);
+    return removed;
 }

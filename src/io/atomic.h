@@ -46,8 +46,20 @@ void xt_atomic_abort(xt_atomic_file *af);
 int xt_write_file_atomic(const char *path, const void *data, size_t len, xt_err *e);
 
 /* Append `len` bytes to `path` (created if missing) with one O_APPEND write,
- * for metrics.jsonl lines. Not atomic across crashes; 0 or XT_EIO. */
+ * for metrics.jsonl lines. Never through a symlink (O_NOFOLLOW) and only to
+ * a regular file. Not atomic across crashes; 0 or XT_EIO. */
 int xt_append_file(const char *path, const void *data, size_t len, xt_err *e);
+
+/* Prove `dir` writable by creating and removing a temp file there, so a
+ * read-only output directory is reported before any work. 0 or XT_EIO. */
+int xt_dir_check_writable(const char *dir, xt_err *e);
+
+/* Remove the temp files ("<name>.tmp.<pid>", regular files only) that a
+ * process which no longer exists left in `dir` (killed mid-write), and any
+ * with this process's pid: call it before this process writes there (at
+ * the start of a run; in the parent once its workers are reaped). Returns
+ * how many were removed; errors are ignored (the files are only garbage). */
+int xt_tmp_sweep(const char *dir);
 
 /* A short hint for a failed write with this errno ("free some disk space",
  * "make the directory writable or choose another output_dir", ...). */

@@ -12,6 +12,7 @@
 #include <zlib.h>
 
 #include "io/atomic.h"
+#include "io/infile.h"
 #include "io/json.h"
 #include "io/jsonw.h"
 
@@ -59,6 +60,8 @@ static uint32_t crc_update(uint32_t crc, const void *data, size_t n) {
     return crc;
 }
 
+static int reserved_key(const char *k) { return !strcmp(k, XT_ST_CRC_KEY) || !strcmp(k, XT_ST_SUM_KEY); }
+
 static int check_descriptors(const char *path, const xt_st_tensor *t, int nt, const xt_st_meta *m, int nm,
                              uint64_t *sizes, xt_err *e) {
     for (int i = 0; i < nt; i++) {
@@ -79,9 +82,9 @@ static int check_descriptors(const char *path, const xt_st_tensor *t, int nt, co
                                path, name);
     }
     for (int i = 0; i < nm; i++) {
-        if (!m[i].key || !m[i].value || strcmp(m[i].key, XT_ST_CRC_KEY) == 0)
-            return xt_fail(e, XT_ERUNTIME, "cannot write %s: metadata entry %d is NULL or uses the reserved key %s; this is a bug, please report it",
-                           path, i, XT_ST_CRC_KEY);
+        if (!m[i].key || !m[i].value || reserved_key(m[i].key))
+            return xt_fail(e, XT_ERUNTIME, "cannot write %s: metadata entry %d is NULL or uses a reserved key (%s, %s); this is a bug, please report it",
+                           path, i, XT_ST_CRC_KEY, XT_ST_SUM_KEY);
         for (int j = 0; j < i; j++)
             if (strcmp(m[j].key, m[i].key) == 0)
                 return xt_fail(e, XT_ERUNTIME, "cannot write %s: metadata key '%s' appears twice; this is a bug, please report it",
@@ -90,15 +93,92 @@ static int check_descriptors(const char *path, const xt_st_tensor *t, int nt, co
     return 0;
 }
 
-/* The crc32 of every tensor's bytes in order, as 8 hex digits. */
-static void data_crc(const xt_st_tensor *t, int nt, const uint64_t *sizes, char out[16]) {
+/* ---------------------------------------------------------------- checksum
+ *
+ * XT_ST_SUM_KEY covers the header's meaning and the data: crc32 over the
+ * canonical header (metadata pairs sorted by key, the checksum keys left
+ * out; tensors sorted by name with dtype, shape and data_offsets; every
+ * field NUL-terminated) followed by the data bytes. Canonical, so JSON
+ * spacing and member order do not matter, and a metadata value edited by
+ * hand (xlatrain.next_epoch) is caught like a flipped tensor bit. */
+
+typedef struct canon_meta {
+    const char *key, *value;
+} canon_meta;
+typedef struct canon_tensor {
+    const char *name;
+    xt_st_dtype dtype;
+    int rank;
+    const int64_t *shape;
+    uint64_t begin, end;
+} canon_tensor;
+
+static int meta_cmp(const void *a, const void *b) { return strcmp(((const canon_meta *)a)->key, ((const canon_meta *)b)->key); }
+static int tensor_cmp(const void *a, const void *b) {
+    return strcmp(((const canon_tensor *)a)->name, ((const canon_tensor *)b)->name);
+}
+
+static uint32_t crc_str(uint32_t crc, const char *s) { return crc_update(crc, s, strlen(s) + 1); }
+
+/* Sorts both arrays in place. */
+static uint32_t canon_crc(canon_meta *m, int nm, canon_tensor *t, int nt) {
+    qsort(m, (size_t)nm, sizeof *m, meta_cmp);
+    qsort(t, (size_t)nt, sizeof *t, tensor_cmp);
     uint32_t crc = (uint32_t)crc32(0L, Z_NULL, 0);
+    crc = crc_str(crc, "safetensors-canonical-v1");
+    for (int i = 0; i < nm; i++) {
+        if (reserved_key(m[i].key)) continue;
+        crc = crc_str(crc, "m");
+        crc = crc_str(crc, m[i].key);
+        crc = crc_str(crc, m[i].value);
+    }
+    for (int i = 0; i < nt; i++) {
+        char num[32];
+        crc = crc_str(crc, "t");
+        crc = crc_str(crc, t[i].name);
+        crc = crc_str(crc, k_dtype_names[t[i].dtype]);
+        for (int d = 0; d < t[i].rank; d++) {
+            snprintf(num, sizeof num, "%lld", (long long)t[i].shape[d]);
+            crc = crc_str(crc, num);
+        }
+        snprintf(num, sizeof num, "%llu-%llu", (unsigned long long)t[i].begin, (unsigned long long)t[i].end);
+        crc = crc_str(crc, num);
+    }
+    return crc;
+}
+
+static void sum_text(uint32_t crc, char out[24]) { snprintf(out, 24, "crc32:%08x", (unsigned)crc); }
+
+/* The writer's checksum: what the reader will compute from the file. */
+static int write_sum(const xt_st_tensor *t, int nt, const xt_st_meta *m, int nm, const uint64_t *sizes, char out[24]) {
+    canon_meta *cm = calloc((size_t)nm + 2, sizeof *cm);
+    canon_tensor *ct = calloc((size_t)nt + 1, sizeof *ct);
+    if (!cm || !ct) {
+        free(cm);
+        free(ct);
+        return -1;
+    }
+    int have_format = 0;
+    for (int i = 0; i < nm; i++) {
+        cm[i] = (canon_meta){m[i].key, m[i].value};
+        have_format |= strcmp(m[i].key, "format") == 0;
+    }
+    if (!have_format) cm[nm] = (canon_meta){"format", "pt"};
+    uint64_t off = 0;
+    for (int i = 0; i < nt; i++) {
+        ct[i] = (canon_tensor){t[i].name, t[i].dtype, t[i].rank, t[i].shape, off, off + sizes[i]};
+        off += sizes[i];
+    }
+    uint32_t crc = canon_crc(cm, nm + !have_format, ct, nt);
     for (int i = 0; i < nt; i++) crc = crc_update(crc, t[i].data, (size_t)sizes[i]);
-    snprintf(out, 16, "%08x", (unsigned)crc);
+    sum_text(crc, out);
+    free(cm);
+    free(ct);
+    return 0;
 }
 
 /* "__metadata__": the caller's pairs, "format": "pt" unless given, and the checksum. */
-static void metadata_json(xt_jsonw *w, const xt_st_meta *m, int nm, const char *crc) {
+static void metadata_json(xt_jsonw *w, const xt_st_meta *m, int nm, const char *sum) {
     int have_format = 0;
     xt_jw_key(w, "__metadata__");
     xt_jw_obj(w);
@@ -111,8 +191,8 @@ static void metadata_json(xt_jsonw *w, const xt_st_meta *m, int nm, const char *
         xt_jw_key(w, "format");
         xt_jw_str(w, "pt");
     }
-    xt_jw_key(w, XT_ST_CRC_KEY);
-    xt_jw_str(w, crc);
+    xt_jw_key(w, XT_ST_SUM_KEY);
+    xt_jw_str(w, sum);
     xt_jw_end(w);
 }
 
@@ -159,11 +239,12 @@ int xt_st_write(const char *path, const xt_st_tensor *t, int nt, const xt_st_met
     xt_jsonw w;
     xt_jw_init(&w);
     int rc = check_descriptors(path, t, nt, m, nm, sizes, e);
+    char sum[24];
+    if (!rc && write_sum(t, nt, m, nm, sizes, sum))
+        rc = xt_fail(e, XT_EIO, "cannot write %s: out of memory; free some memory and retry", path);
     if (!rc) {
-        char crc[16];
-        data_crc(t, nt, sizes, crc);
         xt_jw_obj(&w);
-        metadata_json(&w, m, nm, crc);
+        metadata_json(&w, m, nm, sum);
         tensors_json(&w, t, nt, sizes);
         xt_jw_end(&w);
         /* pad with spaces (the spec's choice) so the data starts 8-byte aligned */
@@ -294,51 +375,90 @@ static int parse_metadata(const char *name, const xt_json *v, xt_st_file *f, xt_
     return 0;
 }
 
-static int check_crc(const char *name, const xt_st_file *f, const unsigned char *data, xt_err *e) {
-    const char *s = xt_st_meta_get(f, XT_ST_CRC_KEY);
-    if (!s) return 0; /* written by another tool: nothing to check against */
-    unsigned long want = 0;
+/* 8 hex digits into *v; -1 when s is not exactly that. */
+static int hex8(const char *s, uint32_t *v) {
+    uint32_t x = 0;
     int n = 0;
     for (; s[n]; n++) {
         char c = s[n];
         int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-        if (d < 0 || n >= 8) break;
-        want = want * 16 + (unsigned long)d;
+        if (d < 0 || n >= 8) return -1;
+        x = x * 16 + (uint32_t)d;
     }
-    if (n != 8 || s[n]) return bad(e, name, "metadata %s is '%.40s', not 8 hex digits", XT_ST_CRC_KEY, s);
-    uint32_t got = crc_update((uint32_t)crc32(0L, Z_NULL, 0), data, f->data_bytes);
-    if (got != want) {
-        char nb[32];
-        return xt_fail(e, XT_ERUNTIME,
-                       "%s: checksum mismatch: the file is corrupt (crc32 of its %s data bytes is %08x, it was %08lx when written); use another checkpoint",
-                       name, xt_commas(nb, f->data_bytes), (unsigned)got, want);
-    }
+    if (n != 8) return -1;
+    *v = x;
     return 0;
+}
+
+static int sum_mismatch(xt_err *e, const char *name, const char *what, uint32_t got, uint32_t want) {
+    return xt_fail(e, XT_ERUNTIME, "%s: checksum mismatch: the file is corrupt (%s changed after it was written: crc32 %08x, written as %08x); use another checkpoint",
+                   name, what, (unsigned)got, (unsigned)want);
+}
+
+/* XT_ST_SUM_KEY over the canonical header and the data (spans sorted by
+ * offset, as check_tiling leaves them). */
+static int check_sum(const char *name, const xt_st_file *f, const char *s, const span *spans, const unsigned char *data,
+                     xt_err *e) {
+    uint32_t want;
+    if (strncmp(s, "crc32:", 6) || hex8(s + 6, &want))
+        return bad(e, name, "metadata %s is '%.40s', not crc32:<8 hex digits>", XT_ST_SUM_KEY, s);
+    canon_meta *cm = calloc((size_t)f->nmeta + 1, sizeof *cm);
+    canon_tensor *ct = calloc((size_t)f->ntensors + 1, sizeof *ct);
+    if (!cm || !ct) {
+        free(cm);
+        free(ct);
+        return xt_fail(e, XT_EIO, "%s: out of memory while reading; free some memory and retry", name);
+    }
+    for (int i = 0; i < f->nmeta; i++) cm[i] = (canon_meta){f->meta[i].key, f->meta[i].value};
+    for (int k = 0; k < f->ntensors; k++) {
+        const xt_st_tensor *t = &f->tensors[spans[k].index];
+        ct[k] = (canon_tensor){t->name, t->dtype, t->rank, t->shape, spans[k].begin, spans[k].end};
+    }
+    uint32_t got = canon_crc(cm, f->nmeta, ct, f->ntensors);
+    free(cm);
+    free(ct);
+    got = crc_update(got, data, f->data_bytes);
+    return got == want ? 0 : sum_mismatch(e, name, "its metadata, tensor list or data", got, want);
+}
+
+/* The checksum the file carries: XT_ST_SUM_KEY (header and data), else the
+ * older XT_ST_CRC_KEY (data only), else none (written by another tool). */
+static int check_crc(const char *name, const xt_st_file *f, const span *spans, const unsigned char *data, xt_err *e) {
+    const char *sum = xt_st_meta_get(f, XT_ST_SUM_KEY);
+    if (sum) return check_sum(name, f, sum, spans, data, e);
+    const char *s = xt_st_meta_get(f, XT_ST_CRC_KEY);
+    if (!s) return 0;
+    uint32_t want;
+    if (hex8(s, &want)) return bad(e, name, "metadata %s is '%.40s', not 8 hex digits", XT_ST_CRC_KEY, s);
+    uint32_t got = crc_update((uint32_t)crc32(0L, Z_NULL, 0), data, f->data_bytes);
+    return got == want ? 0 : sum_mismatch(e, name, "its tensor data", got, want);
 }
 
 #define OOM_FIX "out of memory while reading; free some memory and retry"
 
-/* The 8-byte header length: within the file and the limit, and the header a JSON object. */
-static int header_length(const unsigned char *buf, size_t size, const char *name, uint64_t *hlen, xt_err *e) {
-    if (size < 8) return bad(e, name, "only %zu bytes, too short for the 8-byte header length", size);
+/* The 8-byte header length field (first8) of a file of `size` bytes: within
+ * the file and the limit. Checked before the header is read, so a huge or
+ * sparse file with a bad first word costs nothing. */
+static int header_length(const unsigned char *first8, uint64_t size, const char *name, uint64_t *hlen, xt_err *e) {
+    if (size < 8) return bad(e, name, "only %llu bytes, too short for the 8-byte header length", (unsigned long long)size);
     uint64_t n = 0;
-    for (int i = 7; i >= 0; i--) n = n << 8 | buf[i];
+    for (int i = 7; i >= 0; i--) n = n << 8 | first8[i];
     if (n > size - 8)
-        return bad(e, name, "the header length field says %llu bytes but only %zu bytes follow it (truncated?)",
-                   (unsigned long long)n, size - 8);
+        return bad(e, name, "the header length field says %llu bytes but only %llu bytes follow it (truncated?)",
+                   (unsigned long long)n, (unsigned long long)(size - 8));
     if (n > XT_ST_MAX_HEADER)
         return bad(e, name, "the header is %llu bytes, more than the %u-byte limit", (unsigned long long)n,
                    XT_ST_MAX_HEADER);
-    if (n < 2 || buf[8] != '{') return bad(e, name, "the header does not start with '{'");
     *hlen = n;
     return 0;
 }
 
-/* The header's JSON into pv->doc: an object without a repeated name. */
-static int parse_header_json(priv *pv, const unsigned char *buf, uint64_t hlen, const char *name, xt_err *e) {
+/* The header's JSON (hdr[0..hlen)) into pv->doc: an object without a repeated name. */
+static int parse_header_json(priv *pv, const unsigned char *hdr, uint64_t hlen, const char *name, xt_err *e) {
+    if (hlen < 2 || hdr[0] != '{') return bad(e, name, "the header does not start with '{'");
     xt_json_error je;
     xt_json_limits lim = {.max_depth = 16, .max_nodes = 0};
-    if (xt_json_parse(&pv->doc, (const char *)buf + 8, (size_t)hlen, &lim, &je) != 0)
+    if (xt_json_parse(&pv->doc, (const char *)hdr, (size_t)hlen, &lim, &je) != 0)
         return bad(e, name, "bad JSON header at byte %zu: %s", je.offset + 8, je.msg);
     const xt_json *root = pv->doc.root;
     if (root->type != XT_JSON_OBJECT) return bad(e, name, "the header is a JSON %s, not an object", xt_json_type_name(root->type));
@@ -406,30 +526,44 @@ static int copy_aligned(xt_st_file *f, priv *pv, const span *spans, const unsign
     return 0;
 }
 
-/* Validate buf[0..size) (owned by the caller) into f. */
-static int parse(const unsigned char *buf, size_t size, const char *name, xt_st_file *f, xt_err *e) {
+/* Start f (its path, private part); 0 or XT_EIO. */
+static int begin(xt_st_file *f, const char *name, xt_err *e) {
     memset(f, 0, sizeof *f);
     snprintf(f->path, sizeof f->path, "%s", name);
-    priv *pv = calloc(1, sizeof *pv);
-    if (!pv) return xt_fail(e, XT_EIO, "%s: " OOM_FIX, name);
-    f->priv_ = pv;
+    if (!(f->priv_ = calloc(1, sizeof(priv)))) return xt_fail(e, XT_EIO, "%s: " OOM_FIX, name);
+    return 0;
+}
+
+/* The header hdr[0..hlen) describing data_len bytes of data into f, its
+ * spans (sorted by offset) into *spans. */
+static int parse_header(const unsigned char *hdr, uint64_t hlen, uint64_t data_len, const char *name, xt_st_file *f,
+                        span **spans, xt_err *e) {
+    priv *pv = f->priv_;
+    int rc = parse_header_json(pv, hdr, hlen, name, e);
+    if (rc) return rc;
+    const xt_json *root = pv->doc.root;
+    f->data_bytes = (size_t)data_len;
+    f->tensors = calloc(root->len + 1, sizeof *f->tensors);
+    *spans = calloc(root->len + 1, sizeof **spans);
+    if (!f->tensors || !*spans) return xt_fail(e, XT_EIO, "%s: " OOM_FIX, name);
+    if ((rc = parse_members(root, data_len, name, f, *spans, e))) return rc;
+    return check_tiling(f, *spans, data_len, name, e);
+}
+
+/* Checksum, then the aligned copies of the data. */
+static int take_data(xt_st_file *f, const span *spans, const unsigned char *data, const char *name, xt_err *e) {
+    int rc = check_crc(name, f, spans, data, e);
+    return rc ? rc : copy_aligned(f, f->priv_, spans, data, name, e);
+}
+
+/* Validate buf[0..size) (owned by the caller) into f. */
+static int parse(const unsigned char *buf, size_t size, const char *name, xt_st_file *f, xt_err *e) {
+    int rc = begin(f, name, e);
     span *spans = NULL;
     uint64_t hlen = 0;
-    int rc = header_length(buf, size, name, &hlen, e);
-    if (!rc) rc = parse_header_json(pv, buf, hlen, name, e);
-    if (!rc) {
-        const xt_json *root = pv->doc.root;
-        uint64_t data_len = size - 8 - hlen;
-        f->data_bytes = (size_t)data_len;
-        f->tensors = calloc(root->len + 1, sizeof *f->tensors);
-        spans = calloc(root->len + 1, sizeof *spans);
-        if (!f->tensors || !spans) rc = xt_fail(e, XT_EIO, "%s: " OOM_FIX, name);
-        if (!rc) rc = parse_members(root, data_len, name, f, spans, e);
-        if (!rc) rc = check_tiling(f, spans, data_len, name, e);
-    }
-    const unsigned char *data = buf + 8 + hlen;
-    if (!rc) rc = check_crc(name, f, data, e);
-    if (!rc) rc = copy_aligned(f, pv, spans, data, name, e);
+    if (!rc) rc = header_length(buf, size, name, &hlen, e);
+    if (!rc) rc = parse_header(buf + 8, hlen, size - 8 - hlen, name, f, &spans, e);
+    if (!rc) rc = take_data(f, spans, buf + 8 + hlen, name, e);
     free(spans);
     if (rc) xt_st_close(f);
     return rc;
@@ -439,35 +573,46 @@ int xt_st_parse(const void *buf, size_t size, const char *name, xt_st_file *f, x
     return parse(buf, size, name, f, e);
 }
 
+/* n bytes at the file's position into a new buffer (*out), or an error. */
+static int read_part(xt_infile *in, uint64_t n, const char *what, unsigned char **out, xt_err *e) {
+    if (!(*out = malloc(n ? (size_t)n : 1)))
+        return xt_fail(e, XT_EIO, "cannot read %s: out of memory for %llu bytes of %s; free some memory and retry",
+                       in->path, (unsigned long long)n, what);
+    size_t got = 0;
+    int err = xt_in_read(in, *out, (size_t)n, &got);
+    if (err) return xt_fail(e, XT_EIO, "cannot read %s: %s; check the file", in->path, strerror(err));
+    if (got != n) return bad(e, in->path, "the file shrank while being read");
+    return 0;
+}
+
+/* Read in steps, each bounded by what the previous one validated: the
+ * length field against the file size, the header against that length, and
+ * only then the data the header describes. */
 int xt_st_read(const char *path, xt_st_file *f, xt_err *e) {
-    memset(f, 0, sizeof *f);
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return xt_fail(e, XT_EIO, "cannot read %s: %s; check the path", path, strerror(errno));
-    unsigned char *buf = NULL;
-    int rc;
-    struct stat st;
-    if (fstat(fileno(fp), &st) != 0) {
-        rc = xt_fail(e, XT_EIO, "cannot read %s: %s; check the path", path, strerror(errno));
-        goto out;
+    xt_infile in;
+    const xt_in_opts o = {XT_EIO, XT_ERUNTIME, "pass a .safetensors checkpoint file"};
+    int rc = begin(f, path, e);
+    if (!rc) rc = xt_in_open(&in, path, &o, e);
+    if (rc) {
+        xt_st_close(f);
+        return rc;
     }
-    if (!S_ISREG(st.st_mode)) {
-        rc = xt_fail(e, XT_EIO, "cannot read %s: not a regular file; pass a .safetensors checkpoint file", path);
-        goto out;
-    }
-    size_t size = (size_t)st.st_size;
-    if (!(buf = malloc(size ? size : 1))) {
-        rc = xt_fail(e, XT_EIO, "cannot read %s: out of memory for %zu bytes; free some memory and retry", path, size);
-        goto out;
-    }
-    if (size && fread(buf, 1, size, fp) != size) {
-        rc = xt_fail(e, XT_EIO, "cannot read %s: %s; check the file", path,
-                     ferror(fp) ? strerror(errno) : "it shrank while being read");
-        goto out;
-    }
-    rc = parse(buf, size, path, f, e);
-out:
-    free(buf);
-    fclose(fp);
+    unsigned char first8[8], *hdr = NULL, *data = NULL;
+    span *spans = NULL;
+    uint64_t hlen = 0;
+    size_t got = 0;
+    int err = xt_in_read(&in, first8, 8, &got);
+    if (err) rc = xt_fail(e, XT_EIO, "cannot read %s: %s; check the file", path, strerror(err));
+    if (!rc) rc = header_length(first8, got < 8 ? got : in.size, path, &hlen, e);
+    if (!rc) rc = read_part(&in, hlen, "header", &hdr, e);
+    if (!rc) rc = parse_header(hdr, hlen, in.size - 8 - hlen, path, f, &spans, e);
+    if (!rc) rc = read_part(&in, in.size - 8 - hlen, "tensor data", &data, e);
+    if (!rc) rc = take_data(f, spans, data, path, e);
+    xt_in_close(&in);
+    free(hdr);
+    free(data);
+    free(spans);
+    if (rc) xt_st_close(f);
     return rc;
 }
 

@@ -7,9 +7,14 @@
  *    "conv1.weight": {"dtype": "F32", "shape": [10, 1, 5, 5], "data_offsets": [0, 1000]}, ...}
  * padded with spaces so the data starts at a multiple of 8, then the raw
  * little-endian tensor bytes, laid out in the order given, offsets relative to
- * the start of the data. We add "xlatrain.crc32" (zlib crc32 of the data, 8 hex
- * digits) to the metadata and check it on read when present, plus
- * "format": "pt" (what the Hugging Face loaders expect) unless given.
+ * the start of the data. We add "xlatrain.checksum": "crc32:<8 hex digits>"
+ * to the metadata, a zlib crc32 over the canonical header (every metadata
+ * pair, every tensor's name, dtype, shape and offsets) and then the data, so
+ * an edited metadata value is caught like a flipped tensor bit; it is checked
+ * on read when present (files from before it carry "xlatrain.crc32", the
+ * data's crc32 alone, and that is checked instead). Metadata values stay
+ * strings, so PyTorch loads the tensors as before. Also "format": "pt" (what
+ * the Hugging Face loaders expect) unless given.
  *
  *   xt_st_tensor t[] = {{"fc.weight", XT_ST_F32, 2, {10, 50}, w}, {"step", XT_ST_I64, 0, {0}, &step}};
  *   xt_st_meta m[] = {{"epoch", "3"}};
@@ -23,8 +28,11 @@
  * The reader trusts nothing: header length within the file, strict JSON,
  * known dtypes, shape x dtype size == byte range, ranges contiguous from 0 to
  * the end of the file with no gap or overlap, no duplicate names, checksum.
- * Any violation is XT_ERUNTIME "PATH: <what>; use another checkpoint"; a file
- * that cannot be read at all is XT_EIO. Tensor data handed out is 16-byte
+ * Any violation is XT_ERUNTIME "PATH: <what>; use another checkpoint", and so
+ * is a path that is not a regular file (a FIFO is refused, never waited on);
+ * a file that cannot be opened or read is XT_EIO. Reading is bounded: the
+ * length field is checked against the file's size before the header is
+ * read, the header is parsed before the data is read. Tensor data handed out is 16-byte
  * aligned (copied out of the file, whose offsets need not be aligned).
  * Not here: which tensors a model has (the caller's job), the checkpoint
  * directory (ckptdir.h).
@@ -48,7 +56,8 @@ typedef enum {
 
 #define XT_ST_MAX_RANK 8
 #define XT_ST_MAX_HEADER (100u << 20) /* the reference implementation's limit */
-#define XT_ST_CRC_KEY "xlatrain.crc32"
+#define XT_ST_CRC_KEY "xlatrain.crc32"     /* older files: crc32 of the data only */
+#define XT_ST_SUM_KEY "xlatrain.checksum"  /* "crc32:<8 hex>" of the canonical header and the data */
 
 typedef struct xt_st_tensor {
     const char *name;
@@ -80,7 +89,7 @@ const char *xt_st_dtype_name(xt_st_dtype t);
 /* Write `nt` tensors and `nm` metadata pairs to `path` atomically (temp file +
  * fsync + rename). Returns 0; XT_EIO when the file cannot be written (the old
  * file, if any, is untouched); XT_ERUNTIME for invalid descriptors (empty or
- * duplicate names, bad rank or dims, a metadata key XT_ST_CRC_KEY). */
+ * duplicate names, bad rank or dims, a metadata key XT_ST_CRC_KEY or XT_ST_SUM_KEY). */
 int xt_st_write(const char *path, const xt_st_tensor *t, int nt, const xt_st_meta *m, int nm, xt_err *e);
 
 /* Read and validate `path` into f. Returns 0, XT_EIO (cannot read) or

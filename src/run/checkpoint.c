@@ -13,7 +13,9 @@
  * dropout masks, crops) is a pure function of (seed, epoch/step, index).
  * Written by the master only, atomically (io/safetensors.c).
  */
+#include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -162,45 +164,85 @@ int xt_ckpt_resolve(const xt_run *r, const char *arg, char *out, size_t cap, xt_
     return 0;
 }
 
-static int meta_ll(const xt_st_file *f, const char *key, long long *v, xt_err *e) {
+/* Upper bounds of the training position. Steps stay far below 2^53 (exact
+ * in a double, no overflow when counted on) and the int32 step slot. */
+#define MAX_STEPS 0x7fffffffLL
+
+/* Metadata `key` as a decimal integer in [lo, hi]: no sign games, no
+ * overflow, no trailing text. */
+static int meta_ll(const xt_st_file *f, const char *key, long long lo, long long hi, long long *v, xt_err *e) {
     const char *s = xt_st_meta_get(f, key);
-    char *end;
     if (!s) return xt_fail(e, XT_ERUNTIME, "%s: no '%s' in the metadata: not an xlatrain training checkpoint; use one written by xlatrain", f->path, key);
-    *v = strtoll(s, &end, 10);
-    if (*end) return xt_fail(e, XT_ERUNTIME, "%s: metadata '%s' is not a number ('%s'); the file is damaged", f->path, key, s);
+    char *end;
+    errno = 0;
+    long long x = strtoll(s, &end, 10);
+    int digits = *s == '-' ? s[1] >= '0' && s[1] <= '9' : *s >= '0' && *s <= '9';
+    if (!digits || *end || errno == ERANGE || x < lo || x > hi)
+        return xt_fail(e, XT_ERUNTIME, "%s: metadata '%s' is '%.40s', not an integer from %lld to %lld; the file is damaged, use another checkpoint",
+                       f->path, key, s, lo, hi);
+    *v = x;
     return 0;
 }
 
-static int split(const char *s, double *out, int cap);
-
-/* The best accuracy and history only, for the summary of a run whose
- * workers held them (checkpoint.h). */
-int xt_ckpt_load_progress(xt_run *r, const char *path, xt_err *e) {
-    xt_st_file f;
-    if (xt_st_read(path, &f, e)) return e->code;
-    const char *best = xt_st_meta_get(&f, "xlatrain.best_accuracy");
-    if (best) r->best_acc = strtod(best, NULL);
-    double *acc = r->hist_acc, *loss = r->hist_loss;
-    int nl = split(xt_st_meta_get(&f, "xlatrain.history.loss"), loss, XT_MAX_EPOCHS);
-    int na = split(xt_st_meta_get(&f, "xlatrain.history.accuracy"), acc, XT_MAX_EPOCHS);
-    r->nhist = nl < na ? nl : na;
-    long long gs = 0;
-    if (!meta_ll(&f, "xlatrain.global_step", &gs, e)) r->global_step = gs;
-    xt_st_close(&f);
-    return 0;
-}
-
-static int split(const char *s, double *out, int cap) {
+/* Comma-separated finite numbers in [lo, hi]; the count, or -1 when one is not. */
+static int split(const char *s, double lo, double hi, double *out, int cap) {
     int n = 0;
     while (s && *s && n < cap) {
         char *end;
-        out[n++] = strtod(s, &end);
+        double x = strtod(s, &end);
+        if (end == s || !isfinite(x) || x < lo || x > hi || (*end && *end != ',')) return -1;
+        out[n++] = x;
         s = *end == ',' ? end + 1 : NULL;
     }
     return n;
 }
 
-static int split_exact(const char *s, double *out, int cap) { return s && *s ? split(s, out, cap) : 0; }
+/* A list that may be absent (0 entries); -1 when an entry is not a finite number in [lo, hi]. */
+static int split_exact(const char *s, double lo, double hi, double *out, int cap) { return s && *s ? split(s, lo, hi, out, cap) : 0; }
+/* The training position from the metadata, every field range-checked. */
+static int load_position(xt_run *r, const xt_st_file *f, xt_err *e) {
+    long long ep = 0, st = 0, gs = 0, os = 0;
+    int rc;
+    if ((rc = meta_ll(f, "xlatrain.next_epoch", 0, XT_MAX_EPOCHS, &ep, e)) ||
+        (rc = meta_ll(f, "xlatrain.step_in_epoch", 0, MAX_STEPS, &st, e)) ||
+        (rc = meta_ll(f, "xlatrain.global_step", 0, MAX_STEPS, &gs, e)) ||
+        (rc = meta_ll(f, "xlatrain.optimizer_steps", 0, MAX_STEPS, &os, e)))
+        return rc;
+    const char *best = xt_st_meta_get(f, "xlatrain.best_accuracy");
+    double b = -1;
+    if (best && split(best, -1, 100, &b, 1) != 1)
+        return xt_fail(e, XT_ERUNTIME, "%s: metadata 'xlatrain.best_accuracy' is '%.40s', not a number from -1 to 100; the file is damaged, use another checkpoint",
+                       f->path, best);
+    int nl = split(xt_st_meta_get(f, "xlatrain.history.loss"), -HUGE_VAL, HUGE_VAL, r->hist_loss, XT_MAX_EPOCHS);
+    int na = split(xt_st_meta_get(f, "xlatrain.history.accuracy"), 0, 100, r->hist_acc, XT_MAX_EPOCHS);
+    if (nl < 0 || na < 0)
+        return xt_fail(e, XT_ERUNTIME, "%s: metadata 'xlatrain.history.%s' is not a list of finite numbers; the file is damaged, use another checkpoint",
+                       f->path, nl < 0 ? "loss" : "accuracy");
+    r->start_epoch = (int)ep;
+    r->start_step_in_epoch = st;
+    r->global_step = gs;
+    r->optim.steps = os;
+    r->best_acc = b;
+    r->nhist = nl < na ? nl : na;
+    return 0;
+}
+
+/* The best accuracy and history only, for the summary of a run whose
+ * workers held them (checkpoint.h); damaged entries are left out. */
+int xt_ckpt_load_progress(xt_run *r, const char *path, xt_err *e) {
+    xt_st_file f;
+    if (xt_st_read(path, &f, e)) return e->code;
+    const char *best = xt_st_meta_get(&f, "xlatrain.best_accuracy");
+    double b;
+    if (best && split(best, -1, 100, &b, 1) == 1) r->best_acc = b;
+    int nl = split(xt_st_meta_get(&f, "xlatrain.history.loss"), -HUGE_VAL, HUGE_VAL, r->hist_loss, XT_MAX_EPOCHS);
+    int na = split(xt_st_meta_get(&f, "xlatrain.history.accuracy"), 0, 100, r->hist_acc, XT_MAX_EPOCHS);
+    r->nhist = nl < 0 || na < 0 ? 0 : nl < na ? nl : na;
+    long long gs = 0;
+    if (!meta_ll(&f, "xlatrain.global_step", 0, MAX_STEPS, &gs, e)) r->global_step = gs;
+    xt_st_close(&f);
+    return 0;
+}
 
 int xt_ckpt_load(xt_run *r, const char *path, xt_err *e) {
     xt_st_file f;
@@ -240,22 +282,14 @@ int xt_ckpt_load(xt_run *r, const char *path, xt_err *e) {
         if (xt_st_copy(&f, name, XT_ST_I64, 0, NULL, &v, e)) { rc = e->code ? e->code : XT_ERUNTIME; goto out; }
         r->model.layers[l].num_batches_tracked = v;
     }
-    long long ep = 0, st = 0, gs = 0, os = 0;
-    if ((rc = meta_ll(&f, "xlatrain.next_epoch", &ep, e)) || (rc = meta_ll(&f, "xlatrain.step_in_epoch", &st, e)) ||
-        (rc = meta_ll(&f, "xlatrain.global_step", &gs, e)) || (rc = meta_ll(&f, "xlatrain.optimizer_steps", &os, e)))
-        goto out;
-    r->start_epoch = (int)ep;
-    r->start_step_in_epoch = st;
-    r->global_step = gs;
-    r->optim.steps = os;
-    const char *best = xt_st_meta_get(&f, "xlatrain.best_accuracy");
-    r->best_acc = best ? strtod(best, NULL) : -1;
-    r->nhist = split(xt_st_meta_get(&f, "xlatrain.history.loss"), r->hist_loss, XT_MAX_EPOCHS);
-    int na = split(xt_st_meta_get(&f, "xlatrain.history.accuracy"), r->hist_acc, XT_MAX_EPOCHS);
-    if (na < r->nhist) r->nhist = na;
+    if ((rc = load_position(r, &f, e))) goto out;
     double nn[XT_MAX_REPLICAS];
-    r->npart = split_exact(xt_st_meta_get(&f, "xlatrain.partial_epoch.loss_sum"), r->part_loss_sum, XT_MAX_REPLICAS);
-    if (split_exact(xt_st_meta_get(&f, "xlatrain.partial_epoch.loss_count"), nn, XT_MAX_REPLICAS) != r->npart) r->npart = 0;
+    r->npart = split_exact(xt_st_meta_get(&f, "xlatrain.partial_epoch.loss_sum"), -HUGE_VAL, HUGE_VAL, r->part_loss_sum, XT_MAX_REPLICAS);
+    if (r->npart < 0 || split_exact(xt_st_meta_get(&f, "xlatrain.partial_epoch.loss_count"), 0, (double)MAX_STEPS * 65536.0, nn,
+                                    XT_MAX_REPLICAS) != r->npart) {
+        rc = xt_fail(e, XT_ERUNTIME, "%s: metadata 'xlatrain.partial_epoch' is not two lists of finite numbers of one length; the file is damaged, use another checkpoint", path);
+        goto out;
+    }
     for (int i = 0; i < r->npart; i++) r->part_loss_n[i] = (long long)nn[i];
     const char *rec = xt_st_meta_get(&f, "xlatrain.resolved_config");
     free(r->resumed_config);

@@ -12,6 +12,7 @@
 
 #include "data/download.h"
 #include "engine/metrics.h"
+#include "io/atomic.h"
 #include "run/record.h"
 
 static void note(void *ctx, const char *line) {
@@ -97,6 +98,7 @@ static int claim_outdir(xt_run *r, xt_err *e) {
     r->claimed = 1;
     snprintf(r->outdir, sizeof r->outdir, "%s", r->rundir.dir);
     if (kind == XT_CLAIM_READ) return 0;
+    if (xt_dir_check_writable(r->outdir, e)) return e->code; /* before any epoch is spent */
     fprintf(stderr, "xlatrain: run directory %s\n", r->outdir);
     /* a resumed run records its config only once --resume has accepted it (train.c) */
     return kind == XT_CLAIM_NEW ? xt_record_write_config(r->outdir, r->c, cli, e) : 0;

@@ -11,6 +11,8 @@
  * checkpoint.c). */
 #include "run/rundir.h"
 
+#include "io/atomic.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -69,8 +71,8 @@ int xt_rundir_holds_run(const char *dir) {
     if (!dp) return 0;
     int found = 0;
     struct dirent *de;
-    while (!found && (de = readdir(dp)))
-        found = strcmp(de->d_name, XT_LOCK_FILE) && xt_rundir_is_own_file(de->d_name);
+    while (!found && (de = readdir(dp))) /* a temp file is no finished output: it does not make a run */
+        found = strcmp(de->d_name, XT_LOCK_FILE) && is_own_exact(de->d_name, strlen(de->d_name));
     closedir(dp);
     return found;
 }
@@ -160,6 +162,8 @@ static int claim_one(xt_rundir *d, xt_claim_kind kind, int overwrite, int quiet,
     if (!rc) rc = try_lock(d, kind, who, sizeof who, e);
     if (rc == 1 && !quiet) return busy(d, who, e);
     if (rc) return rc;
+    /* holding the lock, the temp files of dead writers are garbage: sweep them */
+    if (kind != XT_CLAIM_READ) xt_tmp_sweep(d->dir);
     if (kind == XT_CLAIM_NEW && xt_rundir_holds_run(d->dir) && !overwrite) {
         xt_rundir_release(d);
         if (quiet) return 1;

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "distributed/spawn.h"
+#include "io/atomic.h"
 #include "io/ckptdir.h"
 #include "run/checkpoint.h"
 #include "run/finish.h"
@@ -103,6 +104,7 @@ static int run_replicas(xt_run *r, xt_err *e) {
     xt_spawn_opts so = {.pin_cores = r->c->pin_cores, .timeout_s = r->c->worker_timeout};
     rc = xt_spawn(r->dist, r->world, xt_worker_main, r, &so, e);
     xt_dist_destroy(r->dist);
+    xt_tmp_sweep(r->outdir); /* a master killed mid-checkpoint leaves its temp file */
     if (rc == XT_EINTR) { /* the master's message died with it: say where the run can go on from */
         char ck[1024], msg[sizeof e->msg];
         xt_err ignored = {0};
