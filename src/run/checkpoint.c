@@ -29,14 +29,16 @@ static int is_saved_state(const xt_slot *s) {
            (s->kind == XT_SLOT_STATE && s->rank > 0 && !strncmp(s->name, "optim.", 6));
 }
 
-/* "v0,v1,..." in a buffer sized for all n values ("%.6g" is at most 13
- * characters), so a long history is never cut; NULL when out of memory. */
-static char *join(const double *v, int n) {
-    size_t cap = (size_t)n * 16 + 1, o = 0;
+/* "v0,v1,..." with `digits` significant digits (6 for the history as
+ * people read it; 17 round-trips a double exactly), in a buffer sized for
+ * all n values (at most digits + 8 characters each), so nothing is ever
+ * cut; NULL when out of memory. */
+static char *join(const double *v, int n, int digits) {
+    size_t cap = (size_t)n * (size_t)(digits + 9) + 1, o = 0;
     char *out = malloc(cap);
     if (!out) return NULL;
     out[0] = 0;
-    for (int i = 0; i < n; i++) o += (size_t)snprintf(out + o, cap - o, i ? ",%.6g" : "%.6g", v[i]);
+    for (int i = 0; i < n; i++) o += (size_t)snprintf(out + o, cap - o, i ? ",%.*g" : "%.*g", digits, v[i]);
     return out;
 }
 
@@ -72,16 +74,6 @@ static int collect_tensors(const xt_run *r, saved *sv, xt_err *e) {
     return 0;
 }
 
-/* "v0,v1,..." exactly ("%.17g" round-trips a double), NULL when out of memory. */
-static char *join_exact(const double *v, int n) {
-    size_t cap = (size_t)n * 26 + 1, o = 0;
-    char *out = malloc(cap);
-    if (!out) return NULL;
-    out[0] = 0;
-    for (int i = 0; i < n; i++) o += (size_t)snprintf(out + o, cap - o, i ? ",%.17g" : "%.17g", v[i]);
-    return out;
-}
-
 /* The training position as metadata text. */
 typedef struct position {
     char hash[32], ep[16], st[32], gs[32], os[32], best[32], seed[32], world[16];
@@ -98,13 +90,13 @@ static int position_text(const xt_run *r, int next_epoch, long long step_in_epoc
     snprintf(p->best, sizeof p->best, "%.4f", r->best_acc);
     snprintf(p->seed, sizeof p->seed, "%lld", r->c->seed);
     snprintf(p->world, sizeof p->world, "%d", r->world);
-    p->hist_loss = join(r->hist_loss, r->nhist);
-    p->hist_acc = join(r->hist_acc, r->nhist);
+    p->hist_loss = join(r->hist_loss, r->nhist, 6);
+    p->hist_acc = join(r->hist_acc, r->nhist, 6);
     int np = step_in_epoch > 0 ? r->npart : 0;
     double nn[XT_MAX_REPLICAS];
     for (int i = 0; i < np; i++) nn[i] = (double)r->part_loss_n[i];
-    p->part_sum = join_exact(r->part_loss_sum, np);
-    p->part_n = join_exact(nn, np);
+    p->part_sum = join(r->part_loss_sum, np, 17);
+    p->part_n = join(nn, np, 17);
     if (!p->hist_loss || !p->hist_acc || !p->part_sum || !p->part_n) return xt_fail(e, XT_ERUNTIME, "out of memory writing a checkpoint");
     return 0;
 }
