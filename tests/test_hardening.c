@@ -440,6 +440,34 @@ TEST(hardening_8_messages_do_not_quote_foreign_files) {
     CHECK(strstr(g_out, "hunter2") == NULL);
 }
 
+/* A --set string value is taken verbatim (paths may hold ':' or '#'), so it
+ * is the one way bytes that are not UTF-8 could reach config.yaml and
+ * results.json: refused, naming the byte. A config file whose own name is not
+ * UTF-8 (a Linux name may be any bytes) still runs, and its recorded
+ * config.yaml (the command line in its comment) loads again. Found by
+ * fuzz_config (regressions/config/set-string-not-utf8.bin). */
+TEST(hardening_8_strings_that_are_not_utf8_never_reach_yaml_or_json) {
+    int rc = xl("--config configs/smoke.yaml --dry-run --set 'train_images=x\230.gz'");
+    CHECK_MSG(rc == 2, "exit %d: %s", rc, g_out);
+    CHECK_STR_CONTAINS(g_out, "train_images: the value is not valid UTF-8 (byte 0x98 at offset 1)");
+    char cfg[600], out[600];
+    snprintf(cfg, sizeof cfg, "%s/s\230.yaml", test_tmpdir());
+    snprintf(out, sizeof out, "%s/run", test_tmpdir());
+    FILE *f = fopen(cfg, "w");
+    CHECK(f != NULL);
+    if (!f) return;
+    fputs("dataset: synthetic\nmodel: mlp\nnum_epochs: 1\nsynthetic_train_size: 256\nsynthetic_test_size: 64\n", f);
+    fclose(f);
+    rc = xl("--config '%s' --set output_dir=%s --set target_accuracy=0", cfg, out);
+    CHECK_MSG(rc == 0, "exit %d: %s", rc, g_out);
+    rc = xl("--config %s/config.yaml --dry-run", out);
+    CHECK_MSG(rc == 0, "the recorded config does not load: exit %d: %s", rc, g_out);
+    CHECK_STR_CONTAINS(g_out, "# command: "); /* --dry-run prints the recorded file's comment lines too */
+    char cmd[1300];
+    snprintf(cmd, sizeof cmd, "grep -c 's\\\\x98.yaml' %s/config.yaml", out);
+    CHECK_EQ(test_run(cmd, g_out, sizeof g_out), 0);
+}
+
 TEST(hardening_8_yaml_string_with_nul_is_refused) {
     const char *p = test_write_file("c.yaml", "dataset: synthetic\nmodel: models/mlp.yaml\noutput_dir: \"runs/a\\0b\"\n");
     int rc = xl("--config %s --dry-run", p);

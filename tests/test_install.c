@@ -9,12 +9,14 @@
 
 static char g_out[1 << 16];
 
-/* make install into <tmp>/root with PREFIX=/usr; returns <tmp>/root. */
+/* make install into <tmp>/root with PREFIX=/usr; returns <tmp>/root. The
+ * inner make runs as if typed by hand: under `make -j2 test` it would inherit
+ * a jobserver it cannot use, and its warning would read as a leftover file. */
 static const char *install_into_tmp(void) {
     static char root[1024];
     snprintf(root, sizeof root, "%s/root", test_tmpdir());
     char cmd[2048];
-    snprintf(cmd, sizeof cmd, "make --no-print-directory -s install DESTDIR=%s PREFIX=/usr", root);
+    snprintf(cmd, sizeof cmd, "env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make --no-print-directory -s install DESTDIR=%s PREFIX=/usr", root);
     int rc = test_run(cmd, g_out, sizeof g_out);
     CHECK_MSG(rc == 0, "make install failed: %s", g_out);
     return root;
@@ -81,7 +83,7 @@ TEST(install_bash_completion_offers_options_keys_choices_and_models) {
 TEST(uninstall_removes_every_installed_file) {
     const char *root = install_into_tmp();
     char cmd[4096];
-    snprintf(cmd, sizeof cmd, "make --no-print-directory -s uninstall DESTDIR=%s PREFIX=/usr && find %s -type f", root, root);
+    snprintf(cmd, sizeof cmd, "env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make --no-print-directory -s uninstall DESTDIR=%s PREFIX=/usr && find %s -type f", root, root);
     CHECK_EQ(test_run(cmd, g_out, sizeof g_out), 0);
     CHECK_MSG(g_out[0] == 0, "left after uninstall: %s", g_out);
 }

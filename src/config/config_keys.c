@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "config/config_yaml.h"
+#include "util/utf8.h"
 
 #define F(m) offsetof(xt_config, m)
 #define S(m) sizeof(((xt_config *)0)->m)
@@ -188,6 +189,15 @@ int xt_key_set_text(const xt_key *k, xt_config *c, const char *text, int plain, 
         return 0;
     case XT_K_STR:
         if (xt_scalar_null(text, plain)) text = "";
+        /* A YAML file is UTF-8 already; a --set value may not be, and the
+         * recorded config.yaml and results.json must be. */
+        size_t tlen = strlen(text), at = xt_utf8_check(text, tlen);
+        if (at != tlen) {
+            snprintf(why, cap, "the value is not valid UTF-8 (byte 0x%02x at offset %zu); config files, config.yaml "
+                     "and results.json hold UTF-8 text, so rename the file or pass its name in UTF-8",
+                     (unsigned char)text[at], at);
+            return -1;
+        }
         if (strlen(text) >= k->size) {
             snprintf(why, cap, "the value is %zu bytes long; at most %zu are allowed", strlen(text), k->size - 1);
             return -1;

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "io/json.h"
+#include "util/utf8.h"
 
 void xt_jw_init(xt_jsonw *w) { memset(w, 0, sizeof *w); }
 

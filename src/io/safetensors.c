@@ -1,6 +1,7 @@
 /* safetensors.c — the safetensors writer and the validating reader; see
- * safetensors.h. The header is built with jsonw and parsed with json, the
- * file is written through atomic.h. */
+ * safetensors.h. The header is built with jsonw and parsed by jansson
+ * (json_read.h: strict, no repeated keys, bounded memory), the file is
+ * written through atomic.h. */
 #include "io/safetensors.h"
 
 #include <errno.h>
@@ -13,7 +14,7 @@
 
 #include "io/atomic.h"
 #include "io/infile.h"
-#include "io/json.h"
+#include "io/json_read.h"
 #include "io/jsonw.h"
 
 /* Tensor bytes are written and read in host order; the format is little-endian. */
@@ -260,7 +261,7 @@ int xt_st_write(const char *path, const xt_st_tensor *t, int nt, const xt_st_met
 /* ------------------------------------------------------------------ reading */
 
 typedef struct priv {
-    xt_json_doc doc;     /* names and metadata strings point into it */
+    json_t *root;        /* the parsed header: names and metadata strings point into it */
     void *data;          /* aligned tensor copies */
 } priv;
 
@@ -276,16 +277,10 @@ static int bad(xt_err *e, const char *name, const char *fmt, ...) {
     return xt_fail(e, XT_ERUNTIME, "%s: %s; " BAD_FIX, name, what);
 }
 
-static const xt_json *member(const xt_json *obj, const char *key) { return xt_json_get(obj, key); }
-
-/* Exact key match (a key with an embedded NUL must not pass for "dtype"). */
-static int key_is(const xt_json *m, const char *key) {
-    return m->key_len == strlen(key) && memcmp(m->key, key, m->key_len) == 0;
-}
-
-/* A JSON integer in [0, INT64_MAX], else -1. */
-static int64_t nonneg_int(const xt_json *v) {
-    return v && v->type == XT_JSON_NUMBER && v->is_int && v->i >= 0 ? v->i : -1;
+/* A JSON integer in [0, INT64_MAX], else -1. (json_read refuses "\u0000",
+ * so keys and strings are plain C strings: no embedded NUL to compare past.) */
+static int64_t nonneg_int(const json_t *v) {
+    return v && json_is_integer(v) && json_integer_value(v) >= 0 ? (int64_t)json_integer_value(v) : -1;
 }
 
 typedef struct span {
@@ -300,42 +295,39 @@ static int span_cmp(const void *pa, const void *pb) {
     return (a->index > b->index) - (a->index < b->index);
 }
 
-static int parse_tensor(const char *name, const xt_json *v, uint64_t data_len, xt_st_tensor *t, span *s,
-                        xt_err *e) {
-    const char *tn = v->key;
-    if (v->type != XT_JSON_OBJECT)
-        return bad(e, name, "tensor '%s' is a JSON %s, not an object", tn, xt_json_type_name(v->type));
-    int oom;
-    const xt_json *dup = xt_json_duplicate_key(v, &oom);
-    if (oom) return xt_fail(e, XT_EIO, "%s: out of memory while reading; free some memory and retry", name);
-    if (dup) return bad(e, name, "tensor '%s' has the key '%s' twice", tn, dup->key);
-    for (const xt_json *k = v->kid; k; k = k->next)
-        if (!key_is(k, "dtype") && !key_is(k, "shape") && !key_is(k, "data_offsets"))
-            return bad(e, name, "tensor '%s' has an unknown key '%s' (expected dtype, shape, data_offsets)", tn,
-                       k->key);
-    const xt_json *dt = member(v, "dtype"), *sh = member(v, "shape"), *of = member(v, "data_offsets");
+static int parse_tensor(const char *name, const char *tn, const json_t *v, uint64_t data_len, xt_st_tensor *t,
+                        span *s, xt_err *e) {
+    if (!json_is_object(v)) return bad(e, name, "tensor '%s' is a JSON %s, not an object", tn, xt_json_kind(v));
+    const char *k;
+    const json_t *x;
+    json_object_foreach((json_t *)v, k, x) {
+        if (strcmp(k, "dtype") && strcmp(k, "shape") && strcmp(k, "data_offsets"))
+            return bad(e, name, "tensor '%s' has an unknown key '%s' (expected dtype, shape, data_offsets)", tn, k);
+    }
+    const json_t *dt = json_object_get(v, "dtype"), *sh = json_object_get(v, "shape"),
+                 *of = json_object_get(v, "data_offsets");
     if (!dt || !sh || !of) return bad(e, name, "tensor '%s' lacks dtype, shape or data_offsets", tn);
-    if (dt->type != XT_JSON_STRING) return bad(e, name, "tensor '%s': dtype is not a string", tn);
+    if (!json_is_string(dt)) return bad(e, name, "tensor '%s': dtype is not a string", tn);
     int d;
     for (d = 0; d < XT_ST_NDTYPES; d++)
-        if (dt->len == strlen(k_dtype_names[d]) && memcmp(dt->str, k_dtype_names[d], dt->len) == 0) break;
+        if (!strcmp(json_string_value(dt), k_dtype_names[d])) break;
     if (d == XT_ST_NDTYPES)
         return bad(e, name, "tensor '%s' has dtype '%.40s', which xlatrain does not read (F32, F64, I32, I64, U8)", tn,
-                   dt->str);
-    if (sh->type != XT_JSON_ARRAY) return bad(e, name, "tensor '%s': shape is not an array", tn);
-    if (sh->len > XT_ST_MAX_RANK)
-        return bad(e, name, "tensor '%s' has rank %zu, more than the %d xlatrain supports", tn, sh->len, XT_ST_MAX_RANK);
+                   json_string_value(dt));
+    if (!json_is_array(sh)) return bad(e, name, "tensor '%s': shape is not an array", tn);
+    if (json_array_size(sh) > XT_ST_MAX_RANK)
+        return bad(e, name, "tensor '%s' has rank %zu, more than the %d xlatrain supports", tn, json_array_size(sh),
+                   XT_ST_MAX_RANK);
     t->name = tn;
     t->dtype = (xt_st_dtype)d;
-    t->rank = (int)sh->len;
-    int r = 0;
-    for (const xt_json *x = sh->kid; x; x = x->next, r++) {
-        if ((t->shape[r] = nonneg_int(x)) < 0)
+    t->rank = (int)json_array_size(sh);
+    for (int r = 0; r < t->rank; r++)
+        if ((t->shape[r] = nonneg_int(json_array_get(sh, (size_t)r))) < 0)
             return bad(e, name, "tensor '%s': shape entry %d is not a non-negative integer", tn, r);
-    }
-    if (of->type != XT_JSON_ARRAY || of->len != 2 || nonneg_int(of->kid) < 0 || nonneg_int(of->kid->next) < 0)
+    if (!json_is_array(of) || json_array_size(of) != 2 || nonneg_int(json_array_get(of, 0)) < 0 ||
+        nonneg_int(json_array_get(of, 1)) < 0)
         return bad(e, name, "tensor '%s': data_offsets is not [begin, end] with non-negative integers", tn);
-    uint64_t b = (uint64_t)of->kid->i, en = (uint64_t)of->kid->next->i, want;
+    uint64_t b = (uint64_t)nonneg_int(json_array_get(of, 0)), en = (uint64_t)nonneg_int(json_array_get(of, 1)), want;
     if (en < b) return bad(e, name, "tensor '%s': data_offsets [%llu, %llu] end before they begin", tn,
                            (unsigned long long)b, (unsigned long long)en);
     char sbuf[200];
@@ -355,22 +347,17 @@ static int parse_tensor(const char *name, const xt_json *v, uint64_t data_len, x
     return 0;
 }
 
-static int parse_metadata(const char *name, const xt_json *v, xt_st_file *f, xt_err *e) {
-    if (v->type != XT_JSON_OBJECT)
-        return bad(e, name, "__metadata__ is a JSON %s, not an object", xt_json_type_name(v->type));
-    int oom;
-    const xt_json *dup = xt_json_duplicate_key(v, &oom);
-    if (oom) return xt_fail(e, XT_EIO, "%s: out of memory while reading; free some memory and retry", name);
-    if (dup) return bad(e, name, "__metadata__ has the key '%.100s' twice", dup->key);
-    f->meta = calloc(v->len + 1, sizeof *f->meta);
+static int parse_metadata(const char *name, const json_t *v, xt_st_file *f, xt_err *e) {
+    if (!json_is_object(v)) return bad(e, name, "__metadata__ is a JSON %s, not an object", xt_json_kind(v));
+    f->meta = calloc(json_object_size(v) + 1, sizeof *f->meta);
     if (!f->meta) return xt_fail(e, XT_EIO, "%s: out of memory while reading; free some memory and retry", name);
-    for (const xt_json *k = v->kid; k; k = k->next) {
-        if (k->type != XT_JSON_STRING)
-            return bad(e, name, "__metadata__ value for '%.100s' is a %s; safetensors metadata values are strings",
-                       k->key, xt_json_type_name(k->type));
-        if (strlen(k->key) != k->key_len || strlen(k->str) != k->len)
-            return bad(e, name, "__metadata__ entry '%.100s' contains a NUL character", k->key);
-        f->meta[f->nmeta++] = (xt_st_meta){k->key, k->str};
+    const char *k;
+    const json_t *x;
+    json_object_foreach((json_t *)v, k, x) {
+        if (!json_is_string(x))
+            return bad(e, name, "__metadata__ value for '%.100s' is a %s; safetensors metadata values are strings", k,
+                       xt_json_kind(x));
+        f->meta[f->nmeta++] = (xt_st_meta){k, json_string_value(x)};
     }
     return 0;
 }
@@ -453,34 +440,31 @@ static int header_length(const unsigned char *first8, uint64_t size, const char 
     return 0;
 }
 
-/* The header's JSON (hdr[0..hlen)) into pv->doc: an object without a repeated name. */
+/* The header's JSON (hdr[0..hlen)) into pv->root: an object in which no
+ * object repeats a key (a repeated tensor name would alias two tensors). */
 static int parse_header_json(priv *pv, const unsigned char *hdr, uint64_t hlen, const char *name, xt_err *e) {
     if (hlen < 2 || hdr[0] != '{') return bad(e, name, "the header does not start with '{'");
-    xt_json_error je;
-    xt_json_limits lim = {.max_depth = 16, .max_nodes = 0};
-    if (xt_json_parse(&pv->doc, (const char *)hdr, (size_t)hlen, &lim, &je) != 0)
+    xt_json_read_error je;
+    if (!(pv->root = xt_json_read(hdr, (size_t)hlen, XT_JSON_READ_BUDGET, &je)))
         return bad(e, name, "bad JSON header at byte %zu: %s", je.offset + 8, je.msg);
-    const xt_json *root = pv->doc.root;
-    if (root->type != XT_JSON_OBJECT) return bad(e, name, "the header is a JSON %s, not an object", xt_json_type_name(root->type));
-    int oom;
-    const xt_json *dup = xt_json_duplicate_key(root, &oom);
-    if (oom) return xt_fail(e, XT_EIO, "%s: " OOM_FIX, name);
-    if (dup) return bad(e, name, "tensor name '%.200s' appears twice", dup->key);
+    if (!json_is_object(pv->root))
+        return bad(e, name, "the header is a JSON %s, not an object", xt_json_kind(pv->root));
     return 0;
 }
 
 /* Every member of the header: __metadata__, or a tensor (its span in spans). */
-static int parse_members(const xt_json *root, uint64_t data_len, const char *name, xt_st_file *f, span *spans, xt_err *e) {
-    for (const xt_json *m = root->kid; m; m = m->next) {
+static int parse_members(const json_t *root, uint64_t data_len, const char *name, xt_st_file *f, span *spans, xt_err *e) {
+    const char *key;
+    const json_t *m;
+    json_object_foreach((json_t *)root, key, m) {
         int rc;
-        if (key_is(m, "__metadata__")) {
+        if (!strcmp(key, "__metadata__")) {
             if ((rc = parse_metadata(name, m, f, e))) return rc;
             continue;
         }
-        if (m->key_len == 0 || strlen(m->key) != m->key_len)
-            return bad(e, name, "a tensor name is empty or contains a NUL character");
+        if (!*key) return bad(e, name, "a tensor name is empty");
         int i = f->ntensors;
-        if ((rc = parse_tensor(name, m, data_len, &f->tensors[i], &spans[i], e))) return rc;
+        if ((rc = parse_tensor(name, key, m, data_len, &f->tensors[i], &spans[i], e))) return rc;
         spans[i].index = i;
         f->ntensors++;
     }
@@ -541,10 +525,10 @@ static int parse_header(const unsigned char *hdr, uint64_t hlen, uint64_t data_l
     priv *pv = f->priv_;
     int rc = parse_header_json(pv, hdr, hlen, name, e);
     if (rc) return rc;
-    const xt_json *root = pv->doc.root;
+    const json_t *root = pv->root;
     f->data_bytes = (size_t)data_len;
-    f->tensors = calloc(root->len + 1, sizeof *f->tensors);
-    *spans = calloc(root->len + 1, sizeof **spans);
+    f->tensors = calloc(json_object_size(root) + 1, sizeof *f->tensors);
+    *spans = calloc(json_object_size(root) + 1, sizeof **spans);
     if (!f->tensors || !*spans) return xt_fail(e, XT_EIO, "%s: " OOM_FIX, name);
     if ((rc = parse_members(root, data_len, name, f, *spans, e))) return rc;
     return check_tiling(f, *spans, data_len, name, e);
@@ -620,7 +604,7 @@ void xt_st_close(xt_st_file *f) {
     if (!f) return;
     priv *pv = f->priv_;
     if (pv) {
-        xt_json_free(&pv->doc);
+        json_decref(pv->root);
         free(pv->data);
         free(pv);
     }

@@ -5,12 +5,14 @@
  * or where the text is stored in a checkpoint (checkpoint.c). */
 #include "run/record.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "io/atomic.h"
+#include "util/utf8.h"
 #include "util/version.h"
 
 /* Keys that never change the trajectory: how long, how loudly, where to,
@@ -44,12 +46,22 @@ char *xt_record_config_portable(const xt_config *c) {
     return yaml;
 }
 
-/* "# command: ..." with every argument, newlines flattened so the comment stays one line. */
+/* "# command: ..." with every argument. Control characters become spaces, so
+ * the comment stays one line, and bytes that are not UTF-8 (a file name may
+ * hold any) are written as \xNN, so the file stays YAML (which is UTF-8). */
 static void command_comment(FILE *f, const xt_cli *cli) {
     fputs("# command:", f);
     for (int i = 0; i < cli->argc; i++) {
         fputc(' ', f);
-        for (const char *p = cli->argv[i]; *p; p++) fputc(*p == '\n' || *p == '\r' ? ' ' : *p, f);
+        const unsigned char *p = (const unsigned char *)cli->argv[i];
+        for (size_t n = strlen(cli->argv[i]); n;) {
+            uint32_t cp;
+            size_t l = xt_utf8_decode(p, n, &cp);
+            if (!l) fprintf(f, "\\x%02x", *p), l = 1;
+            else if (cp < 0x20 || cp == 0x7f) fputc(' ', f);
+            else fwrite(p, 1, l, f);
+            p += l, n -= l;
+        }
     }
     fputc('\n', f);
 }

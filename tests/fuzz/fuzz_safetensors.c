@@ -1,5 +1,5 @@
 /* fuzz_safetensors.c — the safetensors reader (src/io/safetensors.c, over
- * io/json.c) on arbitrary bytes, through the in-memory xt_st_parse.
+ * jansson via io/json_read.c) on arbitrary bytes, through the in-memory xt_st_parse.
  *
  * Input: a whole .safetensors file. A file that parses must hand out tensors
  * that xt_st_find/xt_st_copy agree on, and must survive a round trip: written
