@@ -290,6 +290,11 @@ TEST(spec_err_bad_values) {
     SPEC_ERR(HEAD "  - flatten\n  - linear: {name: fc, out: 10, bias: maybe}\n", 4, 39, "layer 'fc' (linear): "
              "'bias' must be true or false, got 'maybe'", NULL);
     SPEC_ERR(HEAD "  - batchnorm2d: {name: bn, eps: 0}\n", 3, 34, "layer 'bn' (batchnorm2d): 'eps' is '0'", NULL);
+    /* ranges hold for the value as stored (a float), not as written; found by fuzz_spec
+     * (regressions/spec/eps-underflows-float.yaml) */
+    SPEC_ERR(HEAD "  - batchnorm2d: {name: bn, eps: 1e-48}\n", 3, 34,
+             "layer 'bn' (batchnorm2d): 'eps' is '1e-48', which a 32-bit float holds as 0", "(0, 1]");
+    SPEC_ERR(HEAD "  - dropout: {name: d, p: 0.9999999999}\n", 3, 27, "which a 32-bit float holds as 1", "[0, 1)");
     SPEC_ERR(HEAD "  - conv2d: {name: c, out: \"4\", kernel: 3}\n", 3, 28, "'out' must be an integer, got the quoted "
              "string '4'", NULL);
 }

@@ -154,7 +154,13 @@ static int get_hw(pctx *p, const yaml_node_t *v, const char *lab, const char *wh
     return 0;
 }
 
-/* A float in [lo, hi] (or (lo, hi] with lo_open). */
+static int outside(double x, double lo, int lo_open, double hi, int hi_open) {
+    return (lo_open ? x <= lo : x < lo) || (hi_open ? x >= hi : x > hi);
+}
+
+/* A float in [lo, hi] (or (lo, hi] with lo_open). The range is checked on
+ * the value as stored, a 32-bit float: eps 1e-48 is 0 there, dropout
+ * p 0.999999999 is 1, and both are outside their ranges. */
 static int get_float(pctx *p, const yaml_node_t *v, const char *lab, const char *what, double lo, int lo_open,
                      double hi, int hi_open, float *out) {
     char got[96];
@@ -162,11 +168,15 @@ static int get_float(pctx *p, const yaml_node_t *v, const char *lab, const char 
     int r = xt_scalar_float(xt_yaml_text(v) ? xt_yaml_text(v) : "", xt_yaml_plain(v), &x);
     if (r == -1)
         return at(p, v, "%s: '%s' must be a number, got %s", lab, what, xt_yaml_describe(v, got, sizeof got));
-    if (r == -2 || (lo_open ? x <= lo : x < lo) || (hi_open ? x >= hi : x > hi))
+    float f = (float)x;
+    if (r == -2 || outside(x, lo, lo_open, hi, hi_open))
         return at(p, v, "%s: '%s' is %s; it must be in %c%g, %g%c", lab, what,
-                  xt_quote(xt_yaml_text(v), got, sizeof got), lo_open ? '(' : '[',
-                  lo, hi, hi_open ? ')' : ']');
-    *out = (float)x;
+                  xt_quote(xt_yaml_text(v), got, sizeof got), lo_open ? '(' : '[', lo, hi, hi_open ? ')' : ']');
+    if (outside((double)f, lo, lo_open, hi, hi_open))
+        return at(p, v, "%s: '%s' is %s, which a 32-bit float holds as %g; it must be in %c%g, %g%c", lab, what,
+                  xt_quote(xt_yaml_text(v), got, sizeof got), (double)f, lo_open ? '(' : '[', lo, hi,
+                  hi_open ? ')' : ']');
+    *out = f;
     return 0;
 }
 
