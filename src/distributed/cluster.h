@@ -19,7 +19,9 @@
 #ifndef XT_DIST_CLUSTER_H
 #define XT_DIST_CLUSTER_H
 
+#include <stdatomic.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "util/err.h"
 
@@ -48,6 +50,12 @@ int xt_cluster_sum_floats(float *buf, size_t n, float scale, xt_err *e);
 
 /* vals[j] = sum over ranks of vals[j] (double, rank order), on every rank. */
 int xt_cluster_sum_doubles(double *vals, int k, xt_err *e);
+
+/* While a collective waits for the other ranks and *stop is non-zero (a
+ * stop was asked: SIGTERM from mpirun, which also goes to a job being torn
+ * down after another rank's MPI_Abort), give the others grace_s more, then
+ * fail the collective: a rank that is gone never answers. NULL: wait on. */
+void xt_cluster_watch(const _Atomic uint32_t *stop, double grace_s);
 
 /* Leave the cluster. agreed: every rank ends the same way (success, a stop
  * they agreed on, a failure they all know about): wait for the others

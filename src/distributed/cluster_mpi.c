@@ -27,6 +27,8 @@ static int g_joined, g_rank, g_size = 1;
 static float *g_recv;         /* reduce-scatter: size x slice floats */
 static size_t g_recv_cap;
 static int *g_counts;         /* 4 x size ints: send/recv counts and displacements */
+static const _Atomic uint32_t *g_watch; /* xt_cluster_watch() */
+static int64_t g_watch_grace_ns;
 
 /* Started by mpirun (Open MPI's ORTE), srun or another PMI launcher. */
 static int launched_by_mpi(void) {
@@ -74,13 +76,32 @@ static int mpi_error(int rc, const char *what, xt_err *e) {
                    g_rank, what, len, text);
 }
 
+void xt_cluster_watch(const _Atomic uint32_t *stop, double grace_s) {
+    g_watch = stop;
+    g_watch_grace_ns = (int64_t)(grace_s * 1e9);
+}
+
+static int64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
 /* Complete req without spinning a core: yield first, then sleep up to 200 us. */
 static int finish(MPI_Request *req, const char *what, xt_err *e) {
+    int64_t stop_seen = 0;
     for (long i = 0;; i++) {
         int done = 0;
         int rc = MPI_Test(req, &done, MPI_STATUS_IGNORE);
         if (rc != MPI_SUCCESS) return mpi_error(rc, what, e);
         if (done) return 0;
+        if (g_watch && atomic_load(g_watch) && (i & 63) == 0) {
+            int64_t now = now_ns();
+            if (!stop_seen) stop_seen = now;
+            else if (now - stop_seen > g_watch_grace_ns)
+                return xt_fail(e, XT_ERUNTIME, "MPI rank %d: %s still waits for the other hosts %.0f s after the stop request; one of them is gone",
+                               g_rank, what, (double)g_watch_grace_ns / 1e9);
+        }
         if (i < 64) {
             sched_yield();
         } else {
@@ -189,6 +210,11 @@ void xt_cluster_exit(int code, int agreed) {
     if (!g_joined) return;
     fflush(NULL);
     if (!agreed && g_size > 1) MPI_Abort(MPI_COMM_WORLD, code ? code : XT_ERUNTIME);
+    /* mpirun tears the job down as soon as one rank exits non-zero (130 after
+     * a stop, 6 below target): wait until every rank is done writing first */
+    MPI_Request req;
+    xt_err ignored = {0};
+    if (g_size > 1 && MPI_Ibarrier(MPI_COMM_WORLD, &req) == MPI_SUCCESS) finish(&req, "MPI_Ibarrier", &ignored);
     MPI_Finalize();
     free(g_recv);
     free(g_counts);

@@ -15,6 +15,11 @@
 #include "distributed/cluster.h"
 #include "distributed/shm_layout.h"
 
+/* After a stop request, how long an exchange may still wait for the other
+ * hosts: they got the same signal and answer within a step, unless the job
+ * is being torn down because one of them is gone. */
+#define XT_GONE_GRACE_S 5.0
+
 void xt_dist_set_uplink(xt_dist *d, int hosts, int global_world, int ordinal_base) {
     if (!d) return;
     d->hosts = hosts > 1 ? hosts : 0;
@@ -84,11 +89,13 @@ int xt_uplink_serve(xt_dist *d, int64_t wait_ns, xt_err *e) {
     uint32_t done = atomic_load(&d->up_done);
     if (xt_wait_eq(&d->up_req, done + 1, &d->abort, 0, wait_ns) != XT_WAIT_OK) return 0;
     uint32_t stop = 0;
+    xt_cluster_watch(&d->stop, XT_GONE_GRACE_S);
     int rc = agree(d, &stop, e);
     if (!rc && d->up_kind == XT_COLL_ALLREDUCE)
         rc = xt_cluster_sum_floats(xt_dist_sum(d), (size_t)d->up_len, 1.0f / (float)d->global_world, e);
     else if (!rc)
         rc = xt_cluster_sum_doubles(d->up_mesh, (int)d->up_len, e);
+    xt_cluster_watch(NULL, 0); /* d may be unmapped before the next exchange */
     if (rc) return rc;
     if (stop && !atomic_load(&d->stop)) xt_dist_request_stop(d, 0); /* asked on another host */
     atomic_store(&d->up_stop, stop);
