@@ -180,7 +180,7 @@ _fuzz: _fuzz_regress
 # ---- benchmarks, demo, data -------------------------------------------------
 bench: deps
 	@$(MAKE) --no-print-directory _build _bench_bins
-	@sh tests/bench/run.sh
+	@BENCH_DIR=$(REL_DIR)/bench sh tests/bench/run.sh
 
 demo: deps
 	@$(MAKE) --no-print-directory _build

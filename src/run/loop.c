@@ -50,7 +50,11 @@ typedef struct epoch_pos {
 
 static int dist_allreduce(void *ctx, float *buf, size_t n, xt_err *e) {
     worker *w = ctx;
-    return xt_allreduce(w->r->dist, w->local, buf, n, e);
+    uint64_t t0 = xt_now_ns();
+    int rc = xt_allreduce(w->r->dist, w->local, buf, n, e);
+    /* the collective's share of the step, across hosts too (make bench, metrics_debug) */
+    xt_metric_add("AllReduceTime", XT_UNIT_TIME_NS, (double)(xt_now_ns() - t0));
+    return rc;
 }
 
 static int stop_requested(const worker *w) {
