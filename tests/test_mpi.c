@@ -1,7 +1,7 @@
 /* test_mpi.c — multi-host runs of the real binary under mpirun on loopback:
  * 2 ranks x 1 worker reproduce 1 host x 2 workers bit for bit (and a resume
  * across that change of layout too), 2 ranks x 2 workers learn real MNIST
- * digits, a worker killed with SIGKILL ends the whole job, SIGTERM to
+ * digits, a worker killed with SIGKILL or stopped (hung) ends the whole job, SIGTERM to
  * mpirun checkpoints, and ranks with different datasets stop before training.
  *
  * Skipped (visibly) unless the binary under test was built with `make MPI=1`
@@ -158,6 +158,28 @@ TEST(mpi_killed_worker_ends_the_job_without_orphans) {
     CHECK_STR_CONTAINS(g_out, "left=0");
     CHECK_STR_CONTAINS(g_out, "worker xla:2 was killed by signal 9 (SIGKILL)");
     CHECK_STR_CONTAINS(g_out, "MPI_ABORT");
+}
+
+TEST(mpi_hung_worker_ends_the_job) {
+    need_mpi();
+    const char *cfg = small_config(), *t = test_tmpdir(), *bin = test_bin();
+    /* SIGSTOP rank 1's worker (often while it waits for the other host's
+     * answer, which must not hide it): its parent names it after
+     * worker_timeout and aborts the job; rank 0 waits in MPI meanwhile */
+    int rc = run(MPIRUN " -np 2 %s --config %s --set num_epochs=300 --set num_cores=1 --set worker_timeout=3 --set output_dir=%s/h > %s/log 2>&1 & mp=$!;"
+                 " for i in $(seq 1 300); do grep -q '\"type\":\"epoch\"' %s/h/metrics.jsonl 2>/dev/null && break; sleep 0.1; done;"
+                 " r1=$(pgrep -P $mp | sed -n 2p); w=$(pgrep -P \"$r1\" | head -n 1);"
+                 " [ -n \"$w\" ] || { echo no worker found; kill $mp; exit 90; };"
+                 " s=$(date +%%s%%N); kill -STOP $w; (sleep 60; kill $mp 2>/dev/null) & wd=$!; wait $mp; echo rc=$?; e=$(date +%%s%%N); kill $wd;"
+                 " sleep 0.5; echo \"ms=$(( (e - s) / 1000000 ))\"; echo \"left=$(pgrep -f '^[^ ]*xlatrain .*output_dir=%s/h' | wc -l)\"; cat %s/log",
+                 bin, cfg, t, t, t, t, t);
+    CHECK_MSG(rc == 0, "harness: exit %d: %s", rc, g_out);
+    const char *ms = strstr(g_out, "ms=");
+    CHECK_MSG(ms && atol(ms + 3) < 15000, "mpirun did not end within 15 s of the hang: %s", g_out);
+    CHECK_STR_CONTAINS(g_out, "rc=4");
+    CHECK_STR_CONTAINS(g_out, "left=0");
+    CHECK_STR_CONTAINS(g_out, "MPI rank 1 (");
+    CHECK_STR_CONTAINS(g_out, "worker xla:1 hung: no progress for 3 s");
 }
 
 TEST(mpi_sigterm_to_mpirun_checkpoints_on_every_host) {

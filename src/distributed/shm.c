@@ -80,6 +80,7 @@ void xt_dist_reset(xt_dist *d) {
     atomic_store(&d->up_req, 0);
     atomic_store(&d->up_done, 0);
     atomic_store(&d->up_stop, 0);
+    atomic_store(&d->up_done_ns, 0);
     xt_barrier_init(&d->bar, (uint32_t)d->world, d->spin_ns);
     int64_t now = xt_mono_ns();
     for (int r = 0; r < d->world; r++) {

@@ -76,6 +76,7 @@ struct xt_dist {
     _Alignas(64) _Atomic uint32_t up_req;
     _Atomic uint32_t up_done;
     _Atomic uint32_t up_stop;           /* a stop asked on any host, agreed at the last exchange */
+    _Atomic int64_t up_done_ns;         /* xt_mono_ns() of the last answer */
     uint32_t up_kind;                   /* enum xt_coll_kind of the pending request */
     uint64_t up_len;                    /* its floats or doubles */
     double up_mesh[XT_MESH_MAX];

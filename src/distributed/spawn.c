@@ -266,12 +266,16 @@ static void note_stop(sup *p, int64_t now) {
     }
 }
 
-/* 4. Hung: no heartbeat and not waiting for someone else. */
+/* 4. Hung: no heartbeat and not waiting for someone else. A worker waiting
+ * for the other hosts' answer waits for someone else only until it came. */
 static void check_hung(sup *p, int64_t now) {
     for (int i = 0; i < p->n; i++) {
         xt_slot *s = xt_dist_slot(p->d, i);
-        if (p->kids[i].reaped || atomic_load(&s->waiting) != XT_NOT_WAITING) continue;
-        int64_t beat = atomic_load(&s->beat_ns);
+        uint32_t w = atomic_load(&s->waiting);
+        int64_t beat = atomic_load(&s->beat_ns), answered = 0;
+        if (p->kids[i].reaped || (w != XT_NOT_WAITING && w != XT_IN_UPLINK)) continue;
+        if (w == XT_IN_UPLINK && xt_uplink_pending(p->d, &answered)) continue;
+        if (answered > beat) beat = answered;
         int64_t age = now - (beat > p->beat_floor ? beat : p->beat_floor);
         if (age > p->timeout_ns) {
             p->c = (culprit){.rank = i, .kind = K_HUNG, .age = (double)age / 1e9, .step = atomic_load(&s->step), .at = now};

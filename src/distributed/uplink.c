@@ -58,6 +58,11 @@ int xt_uplink_exchange(xt_dist *d, int rank, int kind, uint64_t len, double *mes
     return 0;
 }
 
+int xt_uplink_pending(const xt_dist *d, int64_t *answered_ns) {
+    *answered_ns = atomic_load(&d->up_done_ns);
+    return atomic_load(&d->up_done) != atomic_load(&d->up_req);
+}
+
 /* What every host sends first: the call it makes, and its stop flag. */
 typedef struct header {
     uint32_t kind, stop;
@@ -99,6 +104,7 @@ int xt_uplink_serve(xt_dist *d, int64_t wait_ns, xt_err *e) {
     if (rc) return rc;
     if (stop && !atomic_load(&d->stop)) xt_dist_request_stop(d, 0); /* asked on another host */
     atomic_store(&d->up_stop, stop);
+    atomic_store(&d->up_done_ns, xt_mono_ns());
     atomic_store_explicit(&d->up_done, done + 1, memory_order_release);
     xt_futex_wake_all(&d->up_done);
     return 0;

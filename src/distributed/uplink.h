@@ -42,6 +42,12 @@ int xt_dist_has_uplink(const xt_dist *d);
  * timed out. */
 int xt_uplink_exchange(xt_dist *d, int rank, int kind, uint64_t len, double *mesh, xt_err *e);
 
+/* For the supervisor's hang check of a worker marked XT_IN_UPLINK: 1 while
+ * the other hosts still owe this host its answer (the worker waits for them,
+ * it is not hung); else 0, with *answered_ns = when the last answer came
+ * (the worker should have moved on since). */
+int xt_uplink_pending(const xt_dist *d, int64_t *answered_ns);
+
 /* Parent side: wait up to wait_ns for a posted request and serve it (a few
  * MPI collectives with the other hosts' parents). Returns 0 (served, or
  * nothing came), or an error (hosts disagree on the call, MPI failed); the
