@@ -6,6 +6,9 @@
 #   make fuzz       libFuzzer harnesses (clang), FUZZ_SECONDS=N each (default 60),
 #                   after replaying their corpora and regressions (make fuzz-regress)
 #   make bench      release build + benchmarks side by side with PyTorch
+#   make MPI=1      the same targets with multi-host support: mpicc, Open MPI,
+#                   objects in build/mpi (build/asan-mpi); ./xlatrain is then the MPI build
+#   make test-mpi   MPI=1 build + the tests that run it under mpirun (tests/test_mpi.c)
 #   make demo       a short training run on the built-in synthetic dataset
 #   make data       download MNIST (DATASET=fashion_mnist for FashionMNIST)
 #   make install    PREFIX=/usr/local DESTDIR=: binary, man page, models, configs, bash completion
@@ -34,19 +37,33 @@ WARN      := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-unused-para
 BASE_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) -Isrc $(shell pkg-config --cflags $(PKGS))
 LIBS        = $(shell pkg-config --libs $(PKGS)) -lpthread -lm -lrt
 
-SRC       := $(shell find src -name '*.c' ! -path src/main.c | sort)
+# One transport between hosts (src/distributed/cluster.h): Open MPI with
+# MPI=1, else the one-host stub. Everything else is the same source.
+SRC_ALL   := $(shell find src -name '*.c' ! -path src/main.c | sort)
+ifeq ($(MPI),1)
+CC        := mpicc
+SRC       := $(filter-out src/distributed/cluster_none.c,$(SRC_ALL))
+else
+SRC       := $(filter-out src/distributed/cluster_mpi.c,$(SRC_ALL))
+endif
+MPI_DEB_PKGS := openmpi-bin libopenmpi-dev
 TEST_SRC  := $(shell find tests -name '*.c' ! -path 'tests/bench/*' ! -path 'tests/fuzz/*' | sort)
 BENCH_SRC := $(wildcard tests/bench/*.c)
 
+ifeq ($(MPI),1)
+REL_DIR   := build/mpi
+ASAN_DIR  := build/asan-mpi
+else
 REL_DIR   := build/release
 ASAN_DIR  := build/asan
+endif
 REL_FLAGS  = -O3 -g $(ARCH_FLAGS) -DNDEBUG -fno-math-errno
 # Each object also writes NAME.d, the headers it really includes (-MMD), with
 # an empty rule per header (-MP) so a deleted header does not break the build.
 DEPFLAGS   = -MMD -MP
 ASAN_FLAGS = -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
-.PHONY: all test asan bench demo data install uninstall deps clean _build _test _asan _bench_bins
+.PHONY: xlatrain all test test-mpi asan bench demo data install uninstall deps clean _build _test _asan _bench_bins
 .PHONY: fuzz fuzz-regress fuzz-build _fuzz _fuzz_regress _fuzz_build
 all: deps
 	@$(MAKE) --no-print-directory _build
@@ -59,12 +76,21 @@ deps:
 	  $$SUDO apt-get update && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y $(DEB_PKGS) || \
 	  { echo "xlatrain: could not install $(DEB_PKGS); install them by hand and re-run make" >&2; exit 1; }; \
 	fi
+ifeq ($(MPI),1)
+	@if command -v mpicc >/dev/null 2>&1 && command -v mpirun >/dev/null 2>&1; then :; else \
+	  if [ "$$(id -u)" -eq 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  echo "xlatrain: MPI=1 needs Open MPI; will run: $$SUDO apt-get install -y $(MPI_DEB_PKGS)"; \
+	  $$SUDO apt-get update && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y $(MPI_DEB_PKGS) || \
+	  { echo "xlatrain: could not install $(MPI_DEB_PKGS); install them by hand and re-run make MPI=1" >&2; exit 1; }; \
+	fi
+endif
 
 # ---- release build ----------------------------------------------------------
 _build: xlatrain
 
+# always compared: ./xlatrain is the build last asked for, MPI=1 or not
 xlatrain: $(REL_DIR)/xlatrain
-	@cp $< $@
+	@cmp -s $< $@ || cp $< $@
 
 $(REL_DIR)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -103,6 +129,11 @@ test: deps
 	@$(MAKE) --no-print-directory _test
 _test: xlatrain $(REL_DIR)/run_tests
 	XLATRAIN_BIN=./xlatrain OPENBLAS_NUM_THREADS=1 $(REL_DIR)/run_tests $(T)
+
+# The MPI build and its mpirun tests (CI runs this as well as make test).
+test-mpi:
+	@$(MAKE) --no-print-directory MPI=1 deps
+	@$(MAKE) --no-print-directory MPI=1 _test T=test_mpi
 
 asan: deps
 	@$(MAKE) --no-print-directory _asan
@@ -149,7 +180,7 @@ _fuzz: _fuzz_regress
 # ---- benchmarks, demo, data -------------------------------------------------
 bench: deps
 	@$(MAKE) --no-print-directory _build _bench_bins
-	@sh tests/bench/run.sh
+	@BENCH_DIR=$(REL_DIR)/bench sh tests/bench/run.sh
 
 demo: deps
 	@$(MAKE) --no-print-directory _build

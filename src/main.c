@@ -12,8 +12,10 @@
 #include "config/config_keys.h"
 #include "config/config_yaml.h"
 #include "config/model_find.h"
+#include "distributed/cluster.h"
 #include "run/cli.h"
 #include "run/export.h"
+#include "run/hosts.h"
 #include "run/predict.h"
 #include "run/record.h"
 #include "run/train.h"
@@ -85,6 +87,13 @@ static const char help_text[] =
     "  6    finished, but the best test accuracy is below target_accuracy\n"
     "       [below_target]\n"
     "  130  interrupted by SIGINT or SIGTERM, checkpoint written [interrupted]\n"
+    "\n"
+    "several hosts: a build made with 'make MPI=1' (Open MPI) runs one MPI rank\n"
+    "per host under mpirun or srun, each forking num_cores workers, e.g.\n"
+    "  mpirun -np 2 --bind-to none xlatrain --config c.yaml --set num_cores=1\n"
+    "The world is every host's workers, numbered host by host (xla:N); only rank\n"
+    "0 writes output_dir; --version says whether MPI is compiled in. See the man\n"
+    "page's MULTIPLE HOSTS.\n"
     "\n"
     "environment:\n"
     "  XLATRAIN_SAVE_GRAPHS   directory for graph dumps when save_graphs is not set\n"
@@ -227,7 +236,7 @@ static int parse_args(int argc, char **argv, xt_cli *cli) {
         } else if (!strcmp(o->name, "--list-models")) {
             return list_models();
         } else if (!strcmp(o->name, "--version")) {
-            puts("xlatrain " XT_VERSION);
+            printf("xlatrain %s (%s)\n", XT_VERSION, xt_cluster_library());
             return 0;
         } else if (!strcmp(o->name, "--config")) slot = &cli->config_path;
         else if (!strcmp(o->name, "--resume")) slot = &cli->resume;
@@ -288,6 +297,14 @@ static int dry_run(const xt_config *c, const xt_cli *cli) {
     return 0;
 }
 
+/* Under mpirun with several ranks only training and --eval-only need every
+ * host; the other commands run on rank 0 alone. */
+static int host_is_idle(const xt_cli *cli) {
+    return xt_cluster_rank() != 0 && (cli->export_ckpt || cli->predict || cli->dry_run);
+}
+
+static int run(xt_cli *cli, xt_err *err);
+
 int main(int argc, char **argv) {
     xt_cli cli = {.argc = argc, .argv = argv};
     int rc = parse_args(argc, argv, &cli);
@@ -296,24 +313,37 @@ int main(int argc, char **argv) {
         return rc;
     }
     xt_err err = {0};
-    if (cli.export_ckpt) {
-        rc = xt_export_main(cli.export_ckpt, cli.predict_out, &err);
-        if (rc && err.msg[0]) fprintf(stderr, "xlatrain: %s\n", err.msg);
-        return rc;
-    }
-    xt_config cfg;
-    rc = xt_config_load(&cfg, cli.config_path, cli.sets, cli.nset, &err);
-    if (rc) {
+    if ((rc = xt_cluster_init(&argc, &argv, &err))) {
         fprintf(stderr, "xlatrain: %s\n", err.msg);
         return rc;
     }
-    for (int i = 0; i < cfg.nnotes; i++) fprintf(stderr, "xlatrain: note: %s\n", cfg.notes[i]);
-    if (cli.dry_run) {
-        rc = dry_run(&cfg, &cli);
+    rc = host_is_idle(&cli) ? 0 : run(&cli, &err);
+    /* a failure every host knows of (or success) ends each alone; any other
+     * failure of this host takes the whole job down (MPI_Abort) */
+    xt_cluster_exit(rc, rc == 0 || rc == XT_EBELOW || rc == XT_EINTR || xt_hosts_failure_agreed());
+    return rc;
+}
+
+static int run(xt_cli *cli, xt_err *err) {
+    int rc;
+    if (cli->export_ckpt) {
+        rc = xt_export_main(cli->export_ckpt, cli->predict_out, err);
+        if (rc && err->msg[0]) fprintf(stderr, "xlatrain: %s\n", err->msg);
+        return rc;
+    }
+    xt_config cfg;
+    rc = xt_config_load(&cfg, cli->config_path, cli->sets, cli->nset, err);
+    if (rc) {
+        fprintf(stderr, "xlatrain: %s\n", err->msg);
+        return rc;
+    }
+    for (int i = 0; i < cfg.nnotes && xt_cluster_rank() == 0; i++) fprintf(stderr, "xlatrain: note: %s\n", cfg.notes[i]);
+    if (cli->dry_run) {
+        rc = dry_run(&cfg, cli);
     } else {
-        rc = cli.predict ? xt_predict_main(&cfg, &cli, &err) : xt_train_main(&cfg, &cli, &err);
+        rc = cli->predict ? xt_predict_main(&cfg, cli, err) : xt_train_main(&cfg, cli, err);
         fflush(stdout);
-        if (rc && err.msg[0]) fprintf(stderr, "xlatrain: %s\n", err.msg);
+        if (rc && err->msg[0]) fprintf(stderr, "xlatrain: %s\n", err->msg);
     }
     xt_config_free(&cfg);
     return rc;

@@ -101,7 +101,10 @@ TEST(cli_help) {
 
 TEST(cli_version) {
     CHECK_EQ(run("--version"), 0);
-    CHECK(!strcmp(out, "xlatrain 0.1.0\n"));
+    /* the version, then whether multi-host support (MPI) is compiled in */
+    CHECK(!strncmp(out, "xlatrain 0.1.0 (", 16));
+    CHECK(strstr(out, "Open MPI v") || strstr(out, "no MPI; make MPI=1 builds multi-host support"));
+    CHECK(strchr(out, '\n') == out + strlen(out) - 1);
 }
 
 TEST(cli_usage_errors_exit_2) {

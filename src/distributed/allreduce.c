@@ -6,6 +6,9 @@
  *   2. rank r sums rows 0..N-1 over its slice into the reduced vector
  *   barrier B
  *   3. rank r copies the whole reduced vector back
+ * With other hosts (uplink.h) the local sum is left unscaled and, between
+ * barrier B and phase 3, local rank 0 hands it to the parent, which returns
+ * the global mean in the same place.
  * Two barriers suffice across steps: the next step's phase 1 writes row r,
  * which others read only in phase 2 (finished before barrier B); its phase 2
  * writes the reduced vector only after the next barrier A, which everyone
@@ -21,6 +24,7 @@
 #include <string.h>
 
 #include "distributed/shm_layout.h"
+#include "distributed/uplink.h"
 
 /* 16 floats; the compiler maps it onto whatever SIMD width the target has. */
 typedef float xt_v16 __attribute__((vector_size(64), may_alias));
@@ -55,7 +59,8 @@ static int allreduce(xt_dist *d, int rank, float *buf, size_t len, int copy_out,
     int n = d->world;
     float *row = xt_dist_rows(d) + (size_t)rank * d->stride;
     float *sum = xt_dist_sum(d);
-    float scale = 1.0f / (float)n;
+    /* linked to other hosts: the local sum goes out unscaled, the parent scales the global one */
+    float scale = d->hosts > 1 ? 1.0f : 1.0f / (float)n;
     int rc = 0;
     for (size_t off = 0; off < len;) {
         size_t m = len - off < d->cap ? len - off : d->cap;
@@ -66,6 +71,7 @@ static int allreduce(xt_dist *d, int rank, float *buf, size_t len, int copy_out,
         size_t g0 = groups * (size_t)rank / (size_t)n, g1 = groups * (size_t)(rank + 1) / (size_t)n;
         reduce_groups(sum, xt_dist_rows(d), d->stride, n, g0, g1, scale);
         rc = xt_dist_wait(d, rank, "all-reduce", e);
+        if (!rc && d->hosts > 1) rc = xt_uplink_exchange(d, rank, XT_COLL_ALLREDUCE, m, NULL, e);
         if (rc) return rc;
         if (copy_out) memcpy(buf + off, sum, m * sizeof(float));
         off += m;
@@ -77,7 +83,7 @@ int xt_allreduce(xt_dist *d, int rank, float *buf, size_t len, xt_err *e) {
     if (!d) return 0;
     int rc = xt_dist_check(d, rank, "all-reduce", e);
     if (rc) return rc;
-    if (d->world == 1 || len == 0) return 0;
+    if ((d->world == 1 && d->hosts <= 1) || len == 0) return 0;
     if (d->cap == 0)
         return xt_fail(e, XT_ERUNTIME, "xla:%d: all-reduce of %zu floats: the shared region has no gradient block (created with grad_cap 0)", rank, len);
     return allreduce(d, rank, buf, len, 1, e);
@@ -94,7 +100,7 @@ const float *xt_allreduce_row(xt_dist *d, int rank, size_t len, xt_err *e) {
         xt_fail(e, XT_ERUNTIME, "xla:%d: all-reduce of %zu floats in the shared row, which holds %zu", rank, len, d->cap);
         return NULL;
     }
-    if (d->world == 1) return row; /* the sum of one */
+    if (d->world == 1 && d->hosts <= 1) return row; /* the sum of one */
     if (len == 0) return xt_dist_sum(d);
     return allreduce(d, rank, row, len, 0, e) ? NULL : xt_dist_sum(d);
 }
@@ -106,7 +112,7 @@ int xt_mesh_reduce_sum(xt_dist *d, int rank, double *vals, int k, xt_err *e) {
     if (k < 0 || k > XT_MESH_MAX)
         return xt_fail(e, XT_ERUNTIME, "xla:%d: mesh-reduce of %d values; at most %d per call", rank, k, XT_MESH_MAX);
     int n = d->world;
-    if (n == 1 || k == 0) return 0;
+    if ((n == 1 && d->hosts <= 1) || k == 0) return 0;
     /* double-buffered by call parity: one barrier per call is enough */
     uint32_t call = xt_dist_slot(d, rank)->calls;
     double *scratch = xt_dist_mesh(d) + (size_t)(call & 1) * (size_t)n * XT_MESH_MAX;
@@ -118,5 +124,5 @@ int xt_mesh_reduce_sum(xt_dist *d, int rank, double *vals, int k, xt_err *e) {
         for (int r = 1; r < n; r++) s += scratch[(size_t)r * XT_MESH_MAX + j];
         vals[j] = s;
     }
-    return 0;
+    return d->hosts > 1 ? xt_uplink_exchange(d, rank, XT_COLL_MESH, (uint64_t)k, vals, e) : 0;
 }

@@ -77,6 +77,10 @@ void xt_dist_reset(xt_dist *d) {
     atomic_store(&d->stop, 0);
     atomic_store(&d->stop_signal, 0);
     atomic_store(&d->serial_turn, 0);
+    atomic_store(&d->up_req, 0);
+    atomic_store(&d->up_done, 0);
+    atomic_store(&d->up_stop, 0);
+    atomic_store(&d->up_done_ns, 0);
     xt_barrier_init(&d->bar, (uint32_t)d->world, d->spin_ns);
     int64_t now = xt_mono_ns();
     for (int r = 0; r < d->world; r++) {
@@ -151,6 +155,7 @@ void xt_dist_request_stop(xt_dist *d, int sig) {
 
 int xt_dist_should_stop(const xt_dist *d) {
     if (!d) return 0;
+    if (d->hosts > 1) return (int)atomic_load_explicit(&d->up_stop, memory_order_relaxed); /* agreed by every host */
     if (d->world == 1) return (int)atomic_load(&d->stop);
     return (int)atomic_load_explicit(&d->bar.latch, memory_order_relaxed);
 }

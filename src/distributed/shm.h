@@ -83,7 +83,9 @@ void xt_dist_request_stop(xt_dist *d, int sig);
 /* Was a stop requested? Poll at step boundaries (after the step's
  * all-reduce): the flag is latched by the last arriver of each barrier, so
  * every worker that passed the same barriers gets the same answer and they
- * all stop after the same step. With a world of one it is read directly. */
+ * all stop after the same step. With a world of one it is read directly;
+ * linked to other hosts (uplink.h), it is the flag every host agreed on at
+ * the last cross-host exchange. */
 int xt_dist_should_stop(const xt_dist *d);
 
 /* Hand the parent this worker's error message (call before returning e->code

@@ -25,7 +25,7 @@ _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "process-shared atomics must be lock
 #define XT_SLOT_MSG 512
 
 enum xt_slot_state { XT_SLOT_IDLE = 0, XT_SLOT_RUNNING = 1, XT_SLOT_EXITED = 2 };
-enum xt_slot_wait { XT_NOT_WAITING = 0, XT_IN_BARRIER = 1, XT_IN_SERIAL = 2 };
+enum xt_slot_wait { XT_NOT_WAITING = 0, XT_IN_BARRIER = 1, XT_IN_SERIAL = 2, XT_IN_UPLINK = 3 };
 
 /* One per worker; the first cache line holds what changes every step. */
 typedef struct xt_slot {
@@ -36,6 +36,7 @@ typedef struct xt_slot {
     _Atomic uint64_t sig[2];            /* (kind << 56 | length) of its collective #calls, by parity */
     uint32_t calls;                     /* collectives entered (own rank only): sig/mesh parity */
     uint32_t serial_calls;              /* serial sections entered (own rank only) */
+    uint32_t uplink_calls;              /* cross-host exchanges entered (own rank only) */
     _Atomic int32_t state;              /* enum xt_slot_state */
     _Atomic int32_t pid;
     _Atomic int32_t exit_code;          /* what fn returned (set by the worker before _exit) */
@@ -64,6 +65,21 @@ struct xt_dist {
     _Alignas(64) _Atomic uint32_t serial_turn;
 
     xt_barrier bar;
+
+    /* The host's link to the other hosts (uplink.c); hosts <= 1: none.
+     * Local rank 0 posts request number up_req once the local reduce is
+     * done; the supervising parent (the MPI rank) serves it and publishes
+     * up_done = up_req. The payload is the reduced vector (floats) or
+     * up_mesh (doubles). */
+    int hosts, global_world;
+    int ordinal_base;                   /* global ordinal of local rank 0 (messages) */
+    _Alignas(64) _Atomic uint32_t up_req;
+    _Atomic uint32_t up_done;
+    _Atomic uint32_t up_stop;           /* a stop asked on any host, agreed at the last exchange */
+    _Atomic int64_t up_done_ns;         /* xt_mono_ns() of the last answer */
+    uint32_t up_kind;                   /* enum xt_coll_kind of the pending request */
+    uint64_t up_len;                    /* its floats or doubles */
+    double up_mesh[XT_MESH_MAX];
 };
 
 static inline xt_slot *xt_dist_slot(const xt_dist *d, int rank) {

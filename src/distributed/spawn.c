@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "distributed/shm_layout.h"
+#include "distributed/uplink.h"
 
 #define XT_POLL_NS (10 * 1000 * 1000LL)
 #define XT_STUCK_NS (1000 * 1000 * 1000LL) /* a barrier that cannot complete, seen this long */
@@ -96,7 +97,7 @@ static _Noreturn void child_main(xt_dist *d, int i, pid_t parent, int cpu, int (
     if (rc < 0 || rc > 255) rc = XT_ERUNTIME;
     atomic_store(&s->exit_code, rc);
     int clean = rc == 0 || rc == XT_EBELOW || (rc == XT_EINTR && atomic_load(&d->stop));
-    if (!clean) xt_dist_abort_code(d, i, rc, "worker xla:%d exited with code %d", i, rc); /* wake the others now */
+    if (!clean) xt_dist_abort_code(d, i, rc, "worker xla:%d exited with code %d", i + d->ordinal_base, rc); /* wake the others now */
     atomic_store(&s->state, XT_SLOT_EXITED);
     fflush(NULL);
     _exit(rc);
@@ -132,7 +133,7 @@ static const char *at_step(char *buf, size_t cap, long long step) {
 
 /* Describe how worker c->rank ended; returns the exit code to report. */
 static int describe(xt_dist *d, const culprit *c, const kid *kids, char *out, size_t cap) {
-    int r = c->rank;
+    int r = c->rank, g = r + d->ordinal_base; /* messages name the global ordinal */
     xt_slot *s = xt_dist_slot(d, r);
     const kid *k = &kids[r];
     char sb[48];
@@ -141,15 +142,15 @@ static int describe(xt_dist *d, const culprit *c, const kid *kids, char *out, si
     switch (c->kind) {
     case K_HUNG:
         /* whole seconds, rounded down: at least the configured timeout, never more than was seen */
-        if (c->step < 0) snprintf(out, cap, "worker xla:%d hung: no progress for %lld s (no step yet)", r, (long long)c->age);
-        else snprintf(out, cap, "worker xla:%d hung: no progress for %lld s (last step %lld)", r, (long long)c->age, c->step);
+        if (c->step < 0) snprintf(out, cap, "worker xla:%d hung: no progress for %lld s (no step yet)", g, (long long)c->age);
+        else snprintf(out, cap, "worker xla:%d hung: no progress for %lld s (last step %lld)", g, (long long)c->age, c->step);
         return XT_ERUNTIME;
     case K_STUCK:
         snprintf(out, cap, "worker xla:%d waits for worker xla:%d, which already exited with code %d (last step %lld); every worker must make the same collective calls (equal batches per worker)",
-                 r, c->other, WEXITSTATUS(kids[c->other].status), (long long)atomic_load(&xt_dist_slot(d, c->other)->step));
+                 g, c->other + d->ordinal_base, WEXITSTATUS(kids[c->other].status), (long long)atomic_load(&xt_dist_slot(d, c->other)->step));
         return XT_ERUNTIME;
     case K_LOST:
-        snprintf(out, cap, "worker xla:%d disappeared (reaped by someone else) %s", r, at_step(sb, sizeof sb, step));
+        snprintf(out, cap, "worker xla:%d disappeared (reaped by someone else) %s", g, at_step(sb, sizeof sb, step));
         return XT_ERUNTIME;
     default:
         break;
@@ -157,7 +158,7 @@ static int describe(xt_dist *d, const culprit *c, const kid *kids, char *out, si
     /* K_KILLED, K_EXITED, K_ABORTED: by how the process ended */
     if (k->reaped && k->status != -1 && WIFSIGNALED(k->status) && !(c->kind == K_ABORTED && k->killed_by_us)) {
         int sig = WTERMSIG(k->status);
-        int n = snprintf(out, cap, "worker xla:%d was killed by signal %d (%s) %s", r, sig, sig_name(sig), at_step(sb, sizeof sb, step));
+        int n = snprintf(out, cap, "worker xla:%d was killed by signal %d (%s) %s", g, sig, sig_name(sig), at_step(sb, sizeof sb, step));
         if (*wmsg && n > 0 && (size_t)n < cap) snprintf(out + n, cap - (size_t)n, ": %s", wmsg);
         return XT_ERUNTIME;
     }
@@ -165,13 +166,13 @@ static int describe(xt_dist *d, const culprit *c, const kid *kids, char *out, si
     char base[64];
     if (k->reaped && k->status != -1 && WIFEXITED(k->status) && WEXITSTATUS(k->status) != 0) {
         int code = WEXITSTATUS(k->status);
-        snprintf(base, sizeof base, "worker xla:%d exited with code %d", r, code);
+        snprintf(base, sizeof base, "worker xla:%d exited with code %d", g, code);
         /* the worker's own message first; the abort reason unless it only repeats the base */
         const char *detail = *wmsg ? wmsg : (*why && strncmp(why, base, strlen(base)) != 0 ? why : "");
         snprintf(out, cap, "%s%s%s", base, *detail ? ": " : "", detail);
         return meaningful(code) ? code : XT_ERUNTIME;
     }
-    snprintf(out, cap, "worker xla:%d aborted the run %s: %s", r, at_step(sb, sizeof sb, step), *why ? why : wmsg);
+    snprintf(out, cap, "worker xla:%d aborted the run %s: %s", g, at_step(sb, sizeof sb, step), *why ? why : wmsg);
     int code = atomic_load(&d->abort_code);
     return meaningful(code) && code != XT_EBELOW ? code : XT_ERUNTIME;
 }
@@ -265,12 +266,16 @@ static void note_stop(sup *p, int64_t now) {
     }
 }
 
-/* 4. Hung: no heartbeat and not waiting for someone else. */
+/* 4. Hung: no heartbeat and not waiting for someone else. A worker waiting
+ * for the other hosts' answer waits for someone else only until it came. */
 static void check_hung(sup *p, int64_t now) {
     for (int i = 0; i < p->n; i++) {
         xt_slot *s = xt_dist_slot(p->d, i);
-        if (p->kids[i].reaped || atomic_load(&s->waiting) != XT_NOT_WAITING) continue;
-        int64_t beat = atomic_load(&s->beat_ns);
+        uint32_t w = atomic_load(&s->waiting);
+        int64_t beat = atomic_load(&s->beat_ns), answered = 0;
+        if (p->kids[i].reaped || (w != XT_NOT_WAITING && w != XT_IN_UPLINK)) continue;
+        if (w == XT_IN_UPLINK && xt_uplink_pending(p->d, &answered)) continue;
+        if (answered > beat) beat = answered;
         int64_t age = now - (beat > p->beat_floor ? beat : p->beat_floor);
         if (age > p->timeout_ns) {
             p->c = (culprit){.rank = i, .kind = K_HUNG, .age = (double)age / 1e9, .step = atomic_load(&s->step), .at = now};
@@ -356,11 +361,23 @@ static int verdict(const sup *p, xt_err *e) {
     return 0;
 }
 
+/* Between polls: sleep, or — linked to other hosts — serve this host's
+ * cross-host exchanges meanwhile (uplink.h). A failed exchange aborts the
+ * host's run; the workers then fail and the verdict names it. */
+static void between_polls(sup *p) {
+    if (!xt_dist_has_uplink(p->d) || atomic_load(&p->d->abort)) {
+        sleep_ns(XT_POLL_NS);
+        return;
+    }
+    xt_err ue = {0};
+    if (xt_uplink_serve(p->d, XT_POLL_NS, &ue)) xt_dist_abort(p->d, -1, "%s", ue.msg);
+}
+
 static int supervise(xt_dist *d, kid *kids, int n, const xt_spawn_opts *o, xt_err *e) {
     sup p = {.d = d, .kids = kids, .n = n, .live = n, .o = o, .stuck_pair = {-1, -1}, .c = {.rank = -1}};
     p.timeout_ns = o->timeout_s > 0 ? (int64_t)(o->timeout_s * 1e9) : 0;
     p.last_poll = xt_mono_ns();
-    while (!poll_once(&p)) sleep_ns(XT_POLL_NS);
+    while (!poll_once(&p)) between_polls(&p);
     return verdict(&p, e);
 }
 

@@ -27,6 +27,10 @@
  * once. The previous handlers are restored on return; a signal the caller
  * ignores (SIG_IGN: nohup, a background job) stays ignored.
  *
+ * Linked to other hosts (uplink.h), the parent also serves the host's
+ * cross-host exchanges between its polls, and its messages name workers by
+ * global ordinal.
+ *
  * Call it from the main thread, before starting other threads (fork copies
  * only the calling thread; PDEATHSIG fires when the forking thread exits).
  * One xt_spawn at a time per process.

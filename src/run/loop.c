@@ -28,7 +28,8 @@
 /* One replica: its engine, its shard's loaders, and its running figures. */
 typedef struct worker {
     xt_run *r;
-    int rank;
+    int rank;               /* global ordinal: xla:N, the data shard, the master (0) */
+    int local;              /* this host's worker number: its place in the shared region */
     xt_engine *en;
     xt_sampler sampler;
     xt_loader loader;
@@ -49,7 +50,11 @@ typedef struct epoch_pos {
 
 static int dist_allreduce(void *ctx, float *buf, size_t n, xt_err *e) {
     worker *w = ctx;
-    return xt_allreduce(w->r->dist, w->rank, buf, n, e);
+    uint64_t t0 = xt_now_ns();
+    int rc = xt_allreduce(w->r->dist, w->local, buf, n, e);
+    /* the collective's share of the step, across hosts too (make bench, metrics_debug) */
+    xt_metric_add("AllReduceTime", XT_UNIT_TIME_NS, (double)(xt_now_ns() - t0));
+    return rc;
 }
 
 static int stop_requested(const worker *w) {
@@ -66,7 +71,7 @@ static int open_engine(worker *w, xt_err *e) {
     if (r->dist) {
         eo.allreduce = dist_allreduce;
         eo.allreduce_ctx = w;
-        eo.collective_buf = xt_dist_grad_row(r->dist, w->rank);
+        eo.collective_buf = xt_dist_grad_row(r->dist, w->local);
         eo.collective_floats = xt_dist_grad_cap(r->dist);
     }
     w->en = xt_engine_new(&r->store, &eo);
@@ -159,7 +164,7 @@ static int train_batch(worker *w, epoch_pos *p, const xt_batch *b, xt_err *e) {
     r->last_loss = loss;
     xt_rate_add(&w->rate, n);
     r->samples_trained += n;
-    if (r->dist) xt_dist_heartbeat(r->dist, w->rank, r->global_step);
+    if (r->dist) xt_dist_heartbeat(r->dist, w->local, r->global_step);
     if ((rc = log_step(w, p, loss, e))) return rc;
     if (w->progress)
         xt_progress(p->epoch + 1, r->c->num_epochs, p->step, p->nb, xt_rate_global(&w->rate) * r->world,
@@ -182,7 +187,7 @@ static int gather_partial_loss(worker *w, const epoch_pos *p, xt_err *e) {
             v[2 * (w->rank - base) + 1] = (double)p->loss_n;
         }
         if (r->dist) {
-            int rc = xt_mesh_reduce_sum(r->dist, w->rank, v, 2 * k, e);
+            int rc = xt_mesh_reduce_sum(r->dist, w->local, v, 2 * k, e);
             if (rc) return rc;
         }
         for (int i = 0; i < k; i++) {
@@ -288,7 +293,7 @@ static int end_epoch(worker *w, const epoch_pos *p, xt_err *e) {
     /* before the mesh-reduce: every replica's report precedes the master's summary line */
     if (r->c->metrics_debug) metrics_debug_report();
     double counts[3] = {(double)correct, (double)total, p->loss_n ? p->loss_sum / (double)p->loss_n : NAN};
-    if (r->dist && (rc = xt_mesh_reduce_sum(r->dist, w->rank, counts, 3, e))) return rc;
+    if (r->dist && (rc = xt_mesh_reduce_sum(r->dist, w->local, counts, 3, e))) return rc;
     double gacc = counts[1] > 0 ? 100.0 * counts[0] / counts[1] : 0.0;
     double eloss = counts[2] / (r->dist ? r->world : 1);
     if (r->world > 1 && w->rank == 0)
@@ -317,7 +322,7 @@ static int eval_only(worker *w, xt_err *e) {
     int rc = xt_eval_run(&w->eval, r, w->en, &correct, &total, e);
     if (rc) return rc;
     double counts[2] = {(double)correct, (double)total};
-    if (r->dist && (rc = xt_mesh_reduce_sum(r->dist, w->rank, counts, 2, e))) return rc;
+    if (r->dist && (rc = xt_mesh_reduce_sum(r->dist, w->local, counts, 2, e))) return rc;
     xt_out("[xla:%d] Accuracy=%.2f%%", w->rank, total ? 100.0 * (double)correct / (double)total : 0.0);
     r->best_acc = counts[1] > 0 ? 100.0 * counts[0] / counts[1] : 0.0;
     return 0;
@@ -333,9 +338,9 @@ static int finish(worker *w, xt_err *e) {
     return 0;
 }
 
-int xt_worker_main(int rank, void *arg) {
+int xt_worker_main(int local, void *arg) {
     xt_run *r = arg;
-    worker w = {.r = r, .rank = rank};
+    worker w = {.r = r, .rank = r->rank_offset + local, .local = local};
     xt_err e = {0};
     int rc = open_worker(&w, &e);
     if (!rc) rc = r->cli->eval_only ? eval_only(&w, &e) : train_epochs(&w, &e);
@@ -343,7 +348,7 @@ int xt_worker_main(int rank, void *arg) {
     xt_progress_clear();
     close_worker(&w);
     if (rc) {
-        if (r->dist) xt_dist_report(r->dist, rank, &e);
+        if (r->dist) xt_dist_report(r->dist, local, &e);
         else r->err = e;
     }
     return rc;

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "data/download.h"
+#include "distributed/cluster.h"
 #include "engine/metrics.h"
 #include "io/atomic.h"
 #include "run/record.h"
@@ -108,7 +109,9 @@ int xt_run_open(xt_run *r, const xt_config *c, const xt_cli *cli, xt_err *e) {
     memset(r, 0, sizeof *r);
     r->c = c;
     r->cli = cli;
-    r->world = c->num_cores;
+    r->world = r->local_world = c->num_cores; /* several hosts: train.c sets both */
+    r->host = xt_cluster_rank();
+    r->hosts = xt_cluster_size();
     r->best_acc = -1;
     r->t_start_ns = xt_now_ns();
     r->rundir.lock_fd = -1;
@@ -117,7 +120,7 @@ int xt_run_open(xt_run *r, const xt_config *c, const xt_cli *cli, xt_err *e) {
     r->hist_loss = calloc(XT_MAX_EPOCHS, sizeof *r->hist_loss);
     r->hist_acc = calloc(XT_MAX_EPOCHS, sizeof *r->hist_acc);
     if (!r->hist_loss || !r->hist_acc) return xt_fail(e, XT_ERUNTIME, "out of memory");
-    if (claim_outdir(r, e)) return e->code;
+    if (r->host == 0 && claim_outdir(r, e)) return e->code; /* the global master alone writes outputs */
     r->config_yaml = xt_record_config_portable(c);
     if (!r->config_yaml) return xt_fail(e, XT_ERUNTIME, "out of memory");
     return xt_run_setup_model(r, e);

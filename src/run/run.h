@@ -33,8 +33,11 @@ typedef struct xt_run {
     xt_model model;
     xt_optim optim;
     int slot_x, slot_y, slot_step;  /* inputs: batch images, labels, step counter (int32) */
-    int world;
-    xt_dist *dist;                  /* NULL with one process */
+    int world;                      /* replicas in all: the sum of every host's num_cores */
+    int local_world;                /* this host's worker processes (its num_cores) */
+    int rank_offset;                /* global ordinal of this host's local worker 0 */
+    int host, hosts;                /* MPI rank and ranks (cluster.h); 0 and 1 on one machine */
+    xt_dist *dist;                  /* NULL with one process on one host */
     uint64_t model_hash;
 
     /* training position (restored by --resume) */

@@ -15,10 +15,12 @@
 #include <unistd.h>
 
 #include "distributed/spawn.h"
+#include "distributed/uplink.h"
 #include "io/atomic.h"
 #include "io/ckptdir.h"
 #include "run/checkpoint.h"
 #include "run/finish.h"
+#include "run/hosts.h"
 #include "run/record.h"
 #include "run/log.h"
 #include "run/loop.h"
@@ -77,33 +79,51 @@ static int already_finished(const xt_run *r, xt_err *e) {
     return rc;
 }
 
+/* "2 cores" on one machine, "4 cores (2 hosts)" across hosts. */
+static const char *cores_text(const xt_run *r, char *buf, size_t cap) {
+    if (r->hosts > 1) snprintf(buf, cap, "%d cores (%d hosts)", r->world, r->hosts);
+    else snprintf(buf, cap, "%d core%s", r->world, r->world > 1 ? "s" : "");
+    return buf;
+}
+
 static void print_banner(const xt_run *r) {
     const xt_config *c = r->c;
+    char cores[64];
+    if (r->host != 0) return; /* said once, by the global master */
     if (r->cli->eval_only) { /* no training data is loaded: say what is evaluated, not "0 train" */
-        fprintf(stderr, "xlatrain: %s: evaluating %s on %s (%lld test samples), %d core%s, output in %s\n", c->name,
-                c->spec.source, xt_data_kind_name(xt_run_data_kind(c->dataset)), (long long)r->test.n, r->world,
-                r->world > 1 ? "s" : "", r->outdir);
+        fprintf(stderr, "xlatrain: %s: evaluating %s on %s (%lld test samples), %s, output in %s\n", c->name,
+                c->spec.source, xt_data_kind_name(xt_run_data_kind(c->dataset)), (long long)r->test.n,
+                cores_text(r, cores, sizeof cores), r->outdir);
         return;
     }
-    fprintf(stderr, "xlatrain: %s: %s on %s (%lld train / %lld test samples), %d core%s, batch %d per core, output in %s\n",
+    fprintf(stderr, "xlatrain: %s: %s on %s (%lld train / %lld test samples), %s, batch %d per core, output in %s\n",
             c->name, c->spec.source, xt_data_kind_name(xt_run_data_kind(c->dataset)), (long long)(r->have_train ? r->train.n : 0),
-            (long long)r->test.n, r->world, r->world > 1 ? "s" : "", c->batch_size, r->outdir);
+            (long long)r->test.n, cores_text(r, cores, sizeof cores), c->batch_size, r->outdir);
 }
 
 /* The replicas: forked and supervised, or this process alone. */
 static int run_replicas(xt_run *r, xt_err *e) {
-    if (r->world == 1) {
+    if (r->world == 1 && r->hosts == 1) {
         xt_signals_install();
         int rc = xt_worker_main(0, r);
         xt_signals_restore();
         if (rc) *e = r->err;
         return rc;
     }
-    int rc = xt_dist_create(&r->dist, r->world, xt_run_grad_floats(r), e);
+    /* across hosts, even one local worker is forked: the parent serves the uplink */
+    int rc = xt_dist_create(&r->dist, r->local_world, xt_run_grad_floats(r), e);
     if (rc) return rc;
+    xt_dist_set_uplink(r->dist, r->hosts, r->world, r->rank_offset);
     xt_spawn_opts so = {.pin_cores = r->c->pin_cores, .timeout_s = r->c->worker_timeout};
-    rc = xt_spawn(r->dist, r->world, xt_worker_main, r, &so, e);
+    rc = xt_spawn(r->dist, r->local_world, xt_worker_main, r, &so, e);
     xt_dist_destroy(r->dist);
+    if (rc && r->hosts > 1 && rc != XT_EINTR && rc != XT_EBELOW) { /* say which host; its MPI_Abort ends the others */
+        char msg[sizeof e->msg], host[64] = "?";
+        memcpy(msg, e->msg, sizeof msg);
+        gethostname(host, sizeof host - 1);
+        xt_fail(e, rc, "MPI rank %d (%s): %.900s", r->host, host, msg);
+    }
+    if (r->host != 0) return rc;
     xt_tmp_sweep(r->outdir); /* a master killed mid-checkpoint leaves its temp file */
     if (rc == XT_EINTR) { /* the master's message died with it: say where the run can go on from */
         char ck[1024], msg[sizeof e->msg];
@@ -148,15 +168,26 @@ static void failure_summary(xt_run *r, const xt_err *e, int in_replicas) {
 
 int xt_train_main(const xt_config *c, const xt_cli *cli, xt_err *e) {
     static xt_run r;
-    int rc = xt_run_open(&r, c, cli, e), in_replicas = 0;
-    if (!rc) rc = resume(&r, e);
+    /* across hosts the run sees num_cores as the global world (config.yaml
+     * records it so, and --resume compares trajectories by it) */
+    static xt_config gc;
+    int world = c->num_cores, offset = 0, in_replicas = 0;
+    int rc = xt_hosts_layout(c, &world, &offset, e);
+    if (rc) return rc;
+    gc = *c;
+    gc.num_cores = world;
+    rc = xt_run_open(&r, &gc, cli, e);
+    r.local_world = c->num_cores;
+    r.rank_offset = offset;
+    if (!rc && r.host == 0) rc = resume(&r, e); /* host 0 reads the checkpoint, */
+    rc = xt_hosts_share_state(&r, rc, e);      /* and hands it to the others */
     if (!rc && cli->resume && !cli->eval_only && r.start_epoch >= c->num_epochs) {
-        rc = already_finished(&r, e);
+        if (r.host == 0) rc = already_finished(&r, e);
         r.summary_written = 1;
     } else {
         /* a resumed run records the config it goes on with, once --resume has accepted it */
-        if (!rc && cli->resume && !cli->eval_only) rc = xt_record_write_config(r.outdir, c, cli, e);
-        if (!rc) rc = xt_run_open_data(&r, e);
+        if (!rc && cli->resume && !cli->eval_only && r.host == 0) rc = xt_record_write_config(r.outdir, &gc, cli, e);
+        if (!rc) rc = xt_hosts_check_data(&r, xt_run_open_data(&r, e), e);
         if (!rc) {
             print_banner(&r);
             in_replicas = 1;

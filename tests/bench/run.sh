@@ -4,7 +4,7 @@
 # Medians of REPS repetitions. PyTorch needs Debian's python3-torch and
 # /usr/bin/python3; without it xlatrain's figures are printed alone.
 set -u
-B=build/release/bench
+B=${BENCH_DIR:-build/release/bench}
 REF=../shared/bench/torch_ref.py
 REPS=${REPS:-3}
 STEPS_SEED=${STEPS_SEED:-300}
@@ -154,3 +154,11 @@ for p in 1 2; do
             END{ printf "  %d worker(s): %.0f samples/s end to end; data wait %.3f s of %.3f s training (%.1f%%)\n", p, s, w, t, 100*w/t }'
     fi
 done
+
+# multi-host figures when ./xlatrain was built with make MPI=1 (tests/bench/mpi.sh)
+if ./xlatrain --version | grep -q 'Open MPI' && command -v mpirun >/dev/null 2>&1; then
+    echo
+    sh tests/bench/mpi.sh
+else
+    printf '\n(multi-host figures: make MPI=1 bench)\n'
+fi
