@@ -22,7 +22,7 @@ void xt_run_bind_batch(xt_run *r, const xt_batch *b) {
 xt_t xt_run_trace_logp(xt_run *r, xt_graph *g, int mode) {
     xt_t out = xt_model_forward(&r->model, g, xt_leaf(g, r->slot_x), mode, xt_leaf(g, r->slot_step), (uint64_t)r->c->seed);
     const xt_spec *sp = r->model.spec;
-    if (sp->nlayers == 0 || sp->layers[sp->nlayers - 1].kind != XT_L_LOG_SOFTMAX) out = xt_log_softmax(g, out);
+    if (sp->nlayers == 0 || xt_spec_last(sp)->kind != XT_L_LOG_SOFTMAX) out = xt_log_softmax(g, out);
     return out;
 }
 
