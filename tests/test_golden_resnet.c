@@ -135,14 +135,48 @@ TEST(golden_resnet20_forward_and_gradients_match_pytorch) { golden_step(0); }
 /* every value its own buffer: isolates the memory planner from the rest */
 TEST(golden_resnet20_matches_pytorch_without_memory_planner) { golden_step(1); }
 
+/* In the graph dump (src/engine/dump.c: "%ID = OP [shape](%a, %b) ... fused#G"),
+ * the residual sums fused with the ReLU after them: an ADD of two full-size
+ * values in the same fused group as the RELU that reads it. */
+static int fused_residual_relus(const char *dir) {
+    char cmd[1024], path[1024] = "";
+    snprintf(cmd, sizeof cmd, "ls %s/graph-*.txt", dir);
+    if (test_run(cmd, path, sizeof path) != 0) return -1;
+    path[strcspn(path, "\n")] = 0;
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    enum { MAXN = 1 << 14 };
+    static char op[MAXN][16], shape[MAXN][48];
+    static int grp[MAXN], a0[MAXN], a1[MAXN];
+    char line[512];
+    int found = 0;
+    while (fgets(line, sizeof line, f)) {
+        int id, x = -1, y = -1;
+        char o[16], sh[48];
+        if (sscanf(line, "%%%d = %15s [%47[^]]](%%%d, %%%d)", &id, o, sh, &x, &y) < 4 || id < 0 || id >= MAXN) continue;
+        const char *fz = strstr(line, "fused#");
+        snprintf(op[id], sizeof op[id], "%s", o);
+        snprintf(shape[id], sizeof shape[id], "%s", sh);
+        grp[id] = fz ? atoi(fz + 6) : -1;
+        a0[id] = x;
+        a1[id] = y;
+        if (!strcmp(o, "RELU") && x >= 0 && x < id && !strcmp(op[x], "ADD") && grp[id] >= 0 && grp[x] == grp[id] &&
+            a0[x] >= 0 && a1[x] >= 0 && !strcmp(shape[a0[x]], sh) && !strcmp(shape[a1[x]], sh))
+            found++;
+    }
+    fclose(f);
+    return found;
+}
+
 /* The training step of a residual net (forward, backward, SGD update) is one
- * graph: the second and third steps, with new data and new weights, hit the cache. */
+ * graph: the second and third steps, with new data and new weights, hit the
+ * cache. Each of ResNet-20's 9 blocks ends in one fused add + ReLU. */
 TEST(resnet20_train_step_compiles_once) {
     xt_err e = {0};
     net n;
     CHECK_MSG(net_open(&n, "resnet20", &e) == 0, "%s", e.msg);
     xt_model_init(&n.m, &n.st, 1);
-    xt_engine_opts eo = {.fuse = 1};
+    xt_engine_opts eo = {.fuse = 1, .save_graphs_dir = test_tmpdir()};
     xt_engine *en = xt_engine_new(&n.st, &eo);
     float *x = xt_store_f32(&n.st, n.sx);
     int32_t *y = n.st.slots[n.sy].data;
@@ -167,6 +201,7 @@ TEST(resnet20_train_step_compiles_once) {
         CHECK_EQ(s.distinct_graphs, 1);
         CHECK_EQ(s.cache_hit, step > 0);
     }
+    CHECK_EQ(fused_residual_relus(test_tmpdir()), 9);
     xt_engine_free(en);
     net_close(&n);
 }
