@@ -124,7 +124,7 @@ static int worker(int rank, void *arg) {
             for (int off = 0; off < b->infer_batch && !rc; off += XT_EVAL_CHUNK_MAX) {
                 xt_batch part = ib;
                 part.n = b->infer_batch - off < XT_EVAL_CHUNK_MAX ? b->infer_batch - off : XT_EVAL_CHUNK_MAX;
-                part.x = x + (size_t)off * 784;
+                part.x = x + (size_t)off * px;
                 part.y = y + off;
                 xt_graph *g = xt_engine_graph(en);
                 xt_run_bind_batch(r, &part);
