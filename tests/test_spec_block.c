@@ -161,6 +161,9 @@ TEST(spec_block_errors) {
     SPEC_ERR(HEAD "  - block: {body: [{relu: {name: a}}, {relu: {name: a}}]}\n", 3, 39, "'a' is used twice", NULL);
     SPEC_ERR(HEAD "  - block: {body: [{relu: {name: shortcut}}], shortcut: [relu]}\n", 3, 20,
               "clashes with the block's shortcut", NULL);
+    /* a YAML alias of an enclosing block would nest it in itself */
+    SPEC_ERR(HEAD "  - &a {block: {body: [relu, *a]}}\n", 3, 23, "layer 2 is an alias of a block that contains it",
+             NULL);
     SPEC_ERR(HEAD "  - residual: {body: [relu]}\n", 3, 5, "did you mean 'block'?", NULL);
     /* a shape error inside a block names the layer by its path */
     SPEC_ERR(HEAD "  - sequential: {name: s, layers: [{block: {body: [flatten, {conv2d: {out: 2, kernel: 1}}]}}]}\n",

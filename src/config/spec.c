@@ -86,6 +86,8 @@ typedef struct {
     xt_err *e;
     xt_spec *s;            /* layers appended here in pre-order */
     int cap;               /* allocated entries of s->layers */
+    const yaml_node_t *open[XT_SPEC_MAX_LAYERS]; /* the blocks/groups being read, outermost first */
+    int nopen;
 } pctx;
 
 static int failv(const char *src, int line, int col, xt_err *e, const char *fmt, va_list ap) {
@@ -381,6 +383,9 @@ static int parse_list(pctx *p, const yaml_node_t *list, int parent, int in_short
     for (long k = 0; k < n; k++) {
         const yaml_node_t *item = node_at(p, list->data.sequence.items.start[k]), *lists[2] = {NULL, NULL};
         xt_layer l;
+        for (int o = 0; o < p->nopen; o++)
+            if (p->open[o] == item)
+                return at(p, list, "layer %ld is an alias of a block that contains it; a block cannot hold itself", k + 1);
         int rc = parse_layer(p, item, &l, (int)k + 1, lists);
         if (rc) return rc;
         l.parent = parent;
@@ -388,12 +393,14 @@ static int parse_list(pctx *p, const yaml_node_t *list, int parent, int in_short
         l.depth = depth;
         int i = append_layer(p, &l, item);
         if (i < 0) return p->e->code ? p->e->code : XT_EUSAGE;
+        p->open[p->nopen++] = item; /* bounded: every open block is a layer already appended */
         for (int br = 0; br < 2; br++) {
             if (!lists[br]) continue;
             int before = p->s->nlayers;
             if ((rc = parse_list(p, lists[br], i, br, depth + 1))) return rc;
             *(br ? &p->s->layers[i].nshort : &p->s->layers[i].nbody) = p->s->nlayers - before;
         }
+        p->nopen--;
     }
     return 0;
 }
@@ -491,7 +498,7 @@ static int parse_input(pctx *p, const yaml_node_t *v, xt_spec *s) {
 int xt_spec_from_yaml(xt_spec *s, const char *source, void *docp, void *nodep, xt_err *e) {
     memset(s, 0, sizeof *s);
     snprintf(s->source, sizeof s->source, "%s", source ? source : "(model)");
-    pctx p = {s->source, docp, e, s, 0};
+    pctx p = {.src = s->source, .doc = docp, .e = e, .s = s};
     yaml_node_t *root = nodep, *input = NULL, *layers = NULL;
     char q[64];
     int rc = 0;
