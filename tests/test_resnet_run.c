@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "data/synthetic.h"
+#include "synth_idx.h"
 #include "test.h"
 
 static char g_out[1 << 17];
@@ -28,21 +28,6 @@ TEST(resnet8_dry_run_shows_the_blocks) {
     CHECK_STR_CONTAINS(g_out, "Total params: 77,754\n");
 }
 
-/* An IDX images file of n synthetic digits (the test split, from index 5000). */
-static void write_idx(const char *path, int n) {
-    FILE *f = fopen(path, "wb");
-    CHECK(f != NULL);
-    if (!f) return;
-    unsigned char hdr[16] = {0, 0, 8, 3, 0, 0, (unsigned char)(n >> 8), (unsigned char)n, 0, 0, 0, 28, 0, 0, 0, 28};
-    fwrite(hdr, 1, sizeof hdr, f);
-    uint8_t img[784];
-    for (int i = 0; i < n; i++) {
-        CHECK(xt_synth_sample(3, 1, 5000 + i, img) >= 0);
-        fwrite(img, 1, sizeof img, f);
-    }
-    fclose(f);
-}
-
 TEST(resnet8_trains_compiles_once_and_loads_in_pytorch) {
     const char *cfg = test_write_file("r8.yaml", CFG), *d = test_tmpdir();
     char cmd[4096], idx[1024];
@@ -59,7 +44,7 @@ TEST(resnet8_trains_compiles_once_and_loads_in_pytorch) {
      * running_mean, running_var, num_batches_tracked) */
     CHECK_STR_CONTAINS(g_out, "exported 56 tensors");
     snprintf(idx, sizeof idx, "%s/img.idx", d);
-    write_idx(idx, 200);
+    test_write_synth_idx(idx, 200);
     snprintf(cmd, sizeof cmd, "%s --config %s --set output_dir=%s/run --predict %s --output %s/p.csv", test_bin(), cfg, d,
              idx, d);
     rc = test_run(cmd, g_out, sizeof g_out);
