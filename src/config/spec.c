@@ -1,6 +1,7 @@
-/* spec.c — the layer spec: YAML -> xt_layer list with auto names, inferred
- * shapes and parameter counts; the summary table, the YAML writer and the
- * model hash. See spec.h for the format.
+/* spec.c — the layer spec: YAML -> xt_layer tree (stored flat in pre-order;
+ * blocks and groups hold lists of layers) with auto names, module paths,
+ * inferred shapes and parameter counts; the summary table, the YAML writer
+ * and the model hash. See spec.h for the format.
  *
  * Not here: building the layers (src/nn) or the FLAGS file (config.c). All
  * errors are XT_EUSAGE with "<spec file>:<line>:<col>: <layer>: <problem>; <fix>".
@@ -206,8 +207,6 @@ static int get_name(pctx *p, const yaml_node_t *v, xt_layer *l, int idx) {
     return 0;
 }
 
-/* The parameter mapping of one layer; `name` is read first so that every
- * later message can name the layer. */
 /* A block's `body`/`shortcut` or a sequential's `layers`: a list, kept for
  * parse_list once the layer itself is in place. */
 static int get_list(pctx *p, const yaml_node_t *v, const char *lab, const char *what, const yaml_node_t **out) {
@@ -227,7 +226,9 @@ static int get_activation(pctx *p, const yaml_node_t *v, const char *lab, xt_lay
     return 0;
 }
 
-/* lists[0] = body (block) or layers (sequential), lists[1] = shortcut. */
+/* The parameter mapping of one layer; `name` is read first so that every
+ * later message can name the layer. lists[0] gets a block's body or a
+ * sequential's layers, lists[1] a block's shortcut. */
 static int parse_params(pctx *p, const yaml_node_t *map, xt_layer *l, int idx, const yaml_node_t *lists[2]) {
     const struct kind_info *ki = &kinds[l->kind];
     const yaml_node_pair_t *pairs = map->data.mapping.pairs.start;

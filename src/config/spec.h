@@ -6,11 +6,12 @@
  *     - maxpool2d: {kernel: 2}
  *     - relu
  *     - batchnorm2d: {name: bn1}
+ *     - block: {body: [...], shortcut: [...]}      # residual: body(x) + shortcut(x), ReLU
  *     ...
  *
  * Shapes are checked layer by layer; a mismatch is an error naming the layer
  * and its file:line:col. Parameter names follow PyTorch's state_dict
- * (conv1.weight, conv1.bias, bn1.running_mean, ...).
+ * (conv1.weight, conv1.bias, bn1.running_mean, layer1.0.shortcut.0.weight).
  */
 #ifndef XT_SPEC_H
 #define XT_SPEC_H
@@ -23,7 +24,7 @@ typedef enum {
     XT_L_CONV2D, XT_L_BATCHNORM2D, XT_L_MAXPOOL2D, XT_L_AVGPOOL2D, XT_L_RELU,
     XT_L_DROPOUT, XT_L_FLATTEN, XT_L_LINEAR, XT_L_LOG_SOFTMAX,
     XT_L_ADAPTIVE_AVGPOOL2D, /* output size `out_hw`; the input must be a multiple of it */
-    XT_L_BLOCK,              /* residual: body(x) + shortcut(x) (identity when empty), then `act` */
+    XT_L_BLOCK,              /* residual: body(x) + shortcut(x) (identity when empty), then ReLU if act_relu */
     XT_L_SEQUENTIAL,         /* a named group of layers (nn.Sequential): children named 0, 1, ... */
     XT_L_COUNT
 } xt_layer_kind;
