@@ -34,7 +34,7 @@ TEST(cli_dry_run_fashion_mnist) {
 
 TEST(cli_dry_run_every_shipped_config_and_model) {
     static const char *cfgs[] = {"configs/mnist.yaml", "configs/fashion_mnist.yaml", "configs/smoke.yaml",
-                                 "configs/real_t10k.yaml"};
+                                 "configs/real_t10k.yaml", "configs/real_t10k_resnet8.yaml"};
     for (size_t i = 0; i < sizeof cfgs / sizeof *cfgs; i++) {
         char args[256];
         snprintf(args, sizeof args, "--config %s --dry-run", cfgs[i]);
@@ -44,6 +44,7 @@ TEST(cli_dry_run_every_shipped_config_and_model) {
         {"models/lenet5.yaml", "Total params: 61,706"},
         {"models/mlp.yaml", "Total params: 203,530"},
         {"models/wide_cnn.yaml", "Trainable params: 1,199,882"},
+        {"models/resnet8_mnist.yaml", "Total params: 77,754"},
     };
     for (size_t i = 0; i < sizeof models / sizeof *models; i++) {
         char args[256];

@@ -121,6 +121,48 @@ static xt_t build_conv(xt_graph *g, const gcase *c, const xt_t *in) {
     return xt_conv2d(g, in[0], in[1], c->nin > 2 ? in[2] : XT_NONE, c->iattr[0], c->iattr[1], c->iattr[2], c->iattr[3]);
 }
 
+/* Residual blocks: x feeds the body and the shortcut, so its gradient is
+ * the sum of what both send back (autodiff adds them; the memory planner must
+ * keep x until the shortcut has read it).
+ *   identity (iattr[0] = 0):  y = relu(conv(relu(conv(x, w1, pad 1)), w2, pad 1) + x)
+ *   projection (iattr[0] = 1): y = relu(conv(x, w1, stride 2, pad 1) + conv(x, ws 1x1, stride 2)) */
+static void ref_conv_into(const int32_t *xs, const int32_t *ws, int st, int pad, const int32_t *ys, const double *x,
+                          const double *w, double *y) {
+    gcase t = {.nin = 2, .iattr = {st, st, pad, pad}};
+    memcpy(t.shape[0], xs, sizeof t.shape[0]);
+    memcpy(t.shape[1], ws, sizeof t.shape[1]);
+    memcpy(t.out_shape, ys, sizeof t.out_shape);
+    ref_conv(&t, (double *const[]){(double *)x, (double *)w}, y);
+}
+static void ref_block(const gcase *c, double *const *in, double *out) {
+    const int32_t *xs = c->shape[0], *ys = c->out_shape;
+    int64_t n = numel(4, ys);
+    double *h = malloc((size_t)n * sizeof *h), *sc = malloc((size_t)n * sizeof *sc);
+    if (!c->iattr[0]) {
+        ref_conv_into(xs, c->shape[1], 1, 1, ys, in[0], in[1], h);
+        for (int64_t k = 0; k < n; k++) h[k] = h[k] > 0 ? h[k] : 0;
+        ref_conv_into(ys, c->shape[2], 1, 1, ys, h, in[2], out);
+        memcpy(sc, in[0], (size_t)n * sizeof *sc);
+    } else {
+        ref_conv_into(xs, c->shape[1], 2, 1, ys, in[0], in[1], out);
+        ref_conv_into(xs, c->shape[2], 2, 0, ys, in[0], in[2], sc);
+    }
+    for (int64_t k = 0; k < n; k++) out[k] = out[k] + sc[k] > 0 ? out[k] + sc[k] : 0;
+    free(h);
+    free(sc);
+}
+static xt_t build_block(xt_graph *g, const gcase *c, const xt_t *in) {
+    xt_t body, sc;
+    if (!c->iattr[0]) {
+        body = xt_conv2d(g, xt_relu(g, xt_conv2d(g, in[0], in[1], XT_NONE, 1, 1, 1, 1)), in[2], XT_NONE, 1, 1, 1, 1);
+        sc = in[0];
+    } else {
+        body = xt_conv2d(g, in[0], in[1], XT_NONE, 2, 2, 1, 1);
+        sc = xt_conv2d(g, in[0], in[2], XT_NONE, 2, 2, 0, 0);
+    }
+    return xt_relu(g, xt_add(g, body, sc));
+}
+
 static void ref_pool(const gcase *c, double *const *in, double *out) {
     const int32_t *xs = c->shape[0], *ys = c->out_shape;
     int kh = c->iattr[0], kw = c->iattr[1], sh = c->iattr[2], sw = c->iattr[3], ph = c->iattr[4], pw = c->iattr[5];
@@ -338,6 +380,8 @@ static const gcase g_cases[] = {
     {"log_softmax", 1, {2}, {S4(4, 7, 0, 0)}, {0}, {0}, build_log_softmax, ref_log_softmax, 2, S4(4, 7, 0, 0)},
     {"nll_of_log_softmax", 1, {2}, {S4(6, 5, 0, 0)}, {0}, {0}, build_nll, ref_nll, 0, S4(0, 0, 0, 0)},
     {"dropout", 1, {3}, {S4(3, 4, 5, 0)}, {0}, {0}, build_dropout, ref_dropout, 3, S4(3, 4, 5, 0)},
+    {"residual_identity", 3, {4, 4, 4}, {S4(2, 3, 5, 5), S4(3, 3, 3, 3), S4(3, 3, 3, 3)}, {0}, {0}, build_block, ref_block, 4, S4(2, 3, 5, 5)},
+    {"residual_projection_s2", 3, {4, 4, 4}, {S4(2, 2, 6, 6), S4(3, 2, 3, 3), S4(3, 2, 1, 1)}, {0}, {1}, build_block, ref_block, 4, S4(2, 3, 3, 3)},
 };
 
 TEST(engine_gradcheck_all_ops) {

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "data/synthetic.h"
 #include "io/safetensors.h"
+#include "synth_idx.h"
 #include "test.h"
 
 static char g_out[1 << 16];
@@ -24,21 +24,6 @@ static const char *train_run(void) {
     int rc = test_run(cmd, g_out, sizeof g_out);
     CHECK_MSG(rc == 0, "training failed (%d): %s", rc, g_out);
     return cfg;
-}
-
-/* An IDX images file of n synthetic digits (the test split, from index 5000). */
-static void write_idx(const char *path, int n) {
-    FILE *f = fopen(path, "wb");
-    CHECK(f != NULL);
-    if (!f) return;
-    unsigned char hdr[16] = {0, 0, 8, 3, 0, 0, (unsigned char)(n >> 8), (unsigned char)n, 0, 0, 0, 28, 0, 0, 0, 28};
-    fwrite(hdr, 1, sizeof hdr, f);
-    uint8_t img[784];
-    for (int i = 0; i < n; i++) {
-        CHECK(xt_synth_sample(3, 1, 5000 + i, img) >= 0);
-        fwrite(img, 1, sizeof img, f);
-    }
-    fclose(f);
 }
 
 TEST(export_writes_the_state_dict_alone_as_safetensors) {
@@ -92,7 +77,7 @@ TEST(export_pt_loads_in_pytorch_with_the_same_predictions) {
     CHECK_STR_CONTAINS(g_out, "P   K 003 004");
     char idx[1024];
     snprintf(idx, sizeof idx, "%s/img.idx", d);
-    write_idx(idx, 300);
+    test_write_synth_idx(idx, 300);
     snprintf(cmd, sizeof cmd, "%s --config %s --set output_dir=%s/run --predict %s --output %s/p.csv", test_bin(), cfg, d, idx, d);
     rc = test_run(cmd, g_out, sizeof g_out);
     CHECK_MSG(rc == 0, "%s", g_out);

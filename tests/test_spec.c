@@ -4,34 +4,8 @@
 #include <string.h>
 
 #include "config/spec.h"
+#include "spec_check.h"
 #include "test.h"
-
-/* Write `text` as <tmp>/m.yaml and load it. */
-static int load_text(const char *text, xt_spec *s, xt_err *e, const char **path) {
-    const char *p = test_write_file("m.yaml", text);
-    if (path) *path = p;
-    return xt_spec_load(s, p, e);
-}
-
-/* The spec must fail with XT_EUSAGE, the message must start with
- * "<file>:<line>:<col>: " and contain both needles. */
-#define SPEC_ERR(text, line, col, n1, n2) spec_err(__LINE__, text, line, col, n1, n2)
-static void spec_err(int at, const char *text, int line, int col, const char *n1, const char *n2) {
-    xt_spec s;
-    xt_err e = {0};
-    const char *path;
-    int rc = load_text(text, &s, &e, &path);
-    char prefix[600];
-    snprintf(prefix, sizeof prefix, "%s:%d:%d: ", path, line, col);
-    if (rc != XT_EUSAGE) test_fail_at(__FILE__, at, "rc %d, want %d (msg: %s)", rc, XT_EUSAGE, e.msg);
-    if (e.code != XT_EUSAGE) test_fail_at(__FILE__, at, "e.code %d", e.code);
-    if (strncmp(e.msg, prefix, strlen(prefix))) test_fail_at(__FILE__, at, "want prefix \"%s\" in: %s", prefix, e.msg);
-    if (n1 && !strstr(e.msg, n1)) test_fail_at(__FILE__, at, "want \"%s\" in: %s", n1, e.msg);
-    if (n2 && !strstr(e.msg, n2)) test_fail_at(__FILE__, at, "want \"%s\" in: %s", n2, e.msg);
-    if (strchr(e.msg, '\n')) test_fail_at(__FILE__, at, "message has a newline: %s", e.msg);
-    if (s.layers || s.nlayers) test_fail_at(__FILE__, at, "spec not freed after an error");
-    xt_spec_free(&s);
-}
 
 static void load_ok(const char *path, xt_spec *s) {
     xt_err e = {0};
@@ -388,7 +362,8 @@ TEST(spec_layer_count_limit) {
     static char text[XT_SPEC_MAX_LAYERS * 10 + 200];
     strcpy(text, HEAD);
     for (int i = 0; i <= XT_SPEC_MAX_LAYERS; i++) strcat(text, "  - relu\n");
-    SPEC_ERR(text, 3, 3, "257 layers; at most 256", NULL);
+    /* named at the first layer past the limit (line 3 + 256) */
+    SPEC_ERR(text, 259, 5, "more than 256 layers in all (counting those inside blocks); at most 256", NULL);
 }
 
 /* The benchmark's FLOP count comes from the spec: the seed CNN's forward

@@ -261,7 +261,7 @@ static int check_model_fits_data(lctx *x) {
         return fail_key(x, ki, "the model's input is [%d, %d, %d] but %s images are [%d, %d, %d]; set input: [%d, %d, "
                         "%d] in %s", s->input[0], s->input[1], s->input[2], ds, dataset_input[0], dataset_input[1],
                         dataset_input[2], dataset_input[0], dataset_input[1], dataset_input[2], s->source);
-    const xt_layer *last = &s->layers[s->nlayers - 1];
+    const xt_layer *last = xt_spec_last(s);
     if (last->out_rank != 1)
         return fail_key(x, ki, "the model ends with [%d, %d, %d] but must end with [%d] (one score per class); end it "
                         "with flatten and linear: {out: %d} in %s", last->out_shape[0], last->out_shape[1],

@@ -6,11 +6,12 @@
  *     - maxpool2d: {kernel: 2}
  *     - relu
  *     - batchnorm2d: {name: bn1}
+ *     - block: {body: [...], shortcut: [...]}      # residual: body(x) + shortcut(x), ReLU
  *     ...
  *
  * Shapes are checked layer by layer; a mismatch is an error naming the layer
  * and its file:line:col. Parameter names follow PyTorch's state_dict
- * (conv1.weight, conv1.bias, bn1.running_mean, ...).
+ * (conv1.weight, conv1.bias, bn1.running_mean, layer1.0.shortcut.0.weight).
  */
 #ifndef XT_SPEC_H
 #define XT_SPEC_H
@@ -22,14 +23,31 @@
 typedef enum {
     XT_L_CONV2D, XT_L_BATCHNORM2D, XT_L_MAXPOOL2D, XT_L_AVGPOOL2D, XT_L_RELU,
     XT_L_DROPOUT, XT_L_FLATTEN, XT_L_LINEAR, XT_L_LOG_SOFTMAX,
+    XT_L_ADAPTIVE_AVGPOOL2D, /* output size `out_hw`; the input must be a multiple of it */
+    XT_L_BLOCK,              /* residual: body(x) + shortcut(x) (identity when empty), then ReLU if act_relu */
+    XT_L_SEQUENTIAL,         /* a named group of layers (nn.Sequential): children named 0, 1, ... */
     XT_L_COUNT
 } xt_layer_kind;
 
+/* Layers in all, counting those inside blocks (every layer of the tree). */
 #define XT_SPEC_MAX_LAYERS 256
 
+/* The layers of a spec form a tree (blocks and groups hold lists of layers),
+ * stored flat in pre-order: a block at index i is followed by its `nbody`
+ * body layers (all descendants, in order) and then its `nshort` shortcut
+ * layers; a sequential by its `nbody` layers. So code that only needs every
+ * layer (parameters, buffers, FLOPs) walks the array; code that needs the
+ * structure (shapes, the forward pass) walks ranges. */
 typedef struct xt_layer {
     xt_layer_kind kind;
-    char name[64];        /* user's name, or auto "<kind><k>" (relu1, flatten1) */
+    char name[64];        /* user's name, or auto "<kind><k>" (relu1, flatten1); "0", "1"... in a sequential/shortcut */
+    char path[80];        /* module path = state_dict prefix: "layer1.0.conv1", "layer1.0.shortcut.0" */
+    int parent;           /* index of the enclosing block/sequential; -1 at the top */
+    int in_shortcut;      /* 1 = in the parent block's shortcut list */
+    int depth;            /* 0 at the top */
+    int nbody, nshort;    /* block/sequential: layers (all descendants) in its body / shortcut */
+    int act_relu;         /* block: ReLU after the sum (default 1, `activation: none` turns it off) */
+    int out_hw[2];        /* adaptive_avgpool2d: output (h, w) */
     int in;               /* conv2d/linear: declared in channels/features; 0 = inferred (checked when given) */
     int out;              /* conv2d: out channels; linear: out features */
     int kernel[2], stride[2], padding[2]; /* conv2d/pools; stride defaults to 1 (conv) or kernel (pools) */
@@ -49,6 +67,7 @@ typedef struct xt_spec {
     int nlayers;
     xt_layer *layers;     /* owned */
     int num_classes;      /* the last layer's width */
+    int last;             /* index of the last top-level layer (the model's output) */
 } xt_spec;
 
 /* Parse a spec file. Returns 0 or XT_EUSAGE with a file:line:col message. */
@@ -60,6 +79,10 @@ int xt_spec_from_yaml(xt_spec *s, const char *source, void *doc, void *node, xt_
 int xt_spec_infer(xt_spec *s, xt_err *e);
 /* Keras-style summary table: name, type, output shape, params; totals. */
 void xt_spec_summary(const xt_spec *s, FILE *out);
+/* The layer whose output is the model's (the last top-level one). */
+const xt_layer *xt_spec_last(const xt_spec *s);
+/* Index just past layer i and everything inside it. */
+int xt_spec_end(const xt_spec *s, int i);
 long xt_spec_total_params(const xt_spec *s);
 /* Multiply-adds of one sample's forward pass through the conv2d and linear
  * layers (the rest is a rounding error): the FLOP count the benchmark's

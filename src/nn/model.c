@@ -28,22 +28,22 @@ int xt_model_declare(xt_model *m, const xt_spec *spec, xt_store *store, xt_err *
         switch (L->kind) {
         case XT_L_CONV2D: {
             int32_t ws[4] = {L->out, L->in_shape[0], L->kernel[0], L->kernel[1]};
-            if ((ls->weight = slot(store, L->name, "weight", XT_SLOT_PARAM, 4, ws, e)) < 0) return XT_EUSAGE;
-            if (L->bias && (ls->bias = slot(store, L->name, "bias", XT_SLOT_PARAM, 1, (int32_t[]){L->out}, e)) < 0) return XT_EUSAGE;
+            if ((ls->weight = slot(store, L->path, "weight", XT_SLOT_PARAM, 4, ws, e)) < 0) return XT_EUSAGE;
+            if (L->bias && (ls->bias = slot(store, L->path, "bias", XT_SLOT_PARAM, 1, (int32_t[]){L->out}, e)) < 0) return XT_EUSAGE;
             break;
         }
         case XT_L_LINEAR: {
             int32_t ws[2] = {L->out, L->in_shape[0]};
-            if ((ls->weight = slot(store, L->name, "weight", XT_SLOT_PARAM, 2, ws, e)) < 0) return XT_EUSAGE;
-            if (L->bias && (ls->bias = slot(store, L->name, "bias", XT_SLOT_PARAM, 1, (int32_t[]){L->out}, e)) < 0) return XT_EUSAGE;
+            if ((ls->weight = slot(store, L->path, "weight", XT_SLOT_PARAM, 2, ws, e)) < 0) return XT_EUSAGE;
+            if (L->bias && (ls->bias = slot(store, L->path, "bias", XT_SLOT_PARAM, 1, (int32_t[]){L->out}, e)) < 0) return XT_EUSAGE;
             break;
         }
         case XT_L_BATCHNORM2D: {
             int32_t c[1] = {L->in_shape[0]};
-            if ((ls->weight = slot(store, L->name, "weight", XT_SLOT_PARAM, 1, c, e)) < 0 ||
-                (ls->bias = slot(store, L->name, "bias", XT_SLOT_PARAM, 1, c, e)) < 0 ||
-                (ls->running_mean = slot(store, L->name, "running_mean", XT_SLOT_BUFFER, 1, c, e)) < 0 ||
-                (ls->running_var = slot(store, L->name, "running_var", XT_SLOT_BUFFER, 1, c, e)) < 0)
+            if ((ls->weight = slot(store, L->path, "weight", XT_SLOT_PARAM, 1, c, e)) < 0 ||
+                (ls->bias = slot(store, L->path, "bias", XT_SLOT_PARAM, 1, c, e)) < 0 ||
+                (ls->running_mean = slot(store, L->path, "running_mean", XT_SLOT_BUFFER, 1, c, e)) < 0 ||
+                (ls->running_var = slot(store, L->path, "running_var", XT_SLOT_BUFFER, 1, c, e)) < 0)
                 return XT_EUSAGE;
             break;
         }
@@ -113,41 +113,56 @@ static xt_t batch_norm(xt_layer_slots *ls, const xt_layer *L, xt_graph *g, xt_t 
     return xt_f_batch_norm_train(g, x, st, gamma, beta, L->eps);
 }
 
-xt_t xt_model_forward(xt_model *m, xt_graph *g, xt_t x, int mode, xt_t step, uint64_t seed) {
-    for (int i = 0; i < m->spec->nlayers && x != XT_NONE; i++) {
-        const xt_layer *L = &m->spec->layers[i];
-        xt_layer_slots *ls = &m->layers[i];
-        switch (L->kind) {
-        case XT_L_CONV2D:
-            x = xt_conv2d(g, x, xt_leaf(g, ls->weight), ls->bias >= 0 ? xt_leaf(g, ls->bias) : XT_NONE, L->stride[0], L->stride[1],
-                          L->padding[0], L->padding[1]);
-            break;
-        case XT_L_LINEAR:
-            x = xt_f_linear(g, x, xt_leaf(g, ls->weight), ls->bias >= 0 ? xt_leaf(g, ls->bias) : XT_NONE);
-            break;
-        case XT_L_BATCHNORM2D: x = batch_norm(ls, L, g, x, mode); break;
-        case XT_L_MAXPOOL2D:
-            x = xt_max_pool2d(g, x, L->kernel[0], L->kernel[1], L->stride[0], L->stride[1], L->padding[0], L->padding[1]);
-            break;
-        case XT_L_AVGPOOL2D:
-            x = xt_avg_pool2d(g, x, L->kernel[0], L->kernel[1], L->stride[0], L->stride[1], L->padding[0], L->padding[1]);
-            break;
-        case XT_L_RELU: x = xt_relu(g, x); break;
-        case XT_L_DROPOUT:
-            if (mode == XT_TRAIN) x = xt_dropout(g, x, step, L->p, i, seed);
-            break;
-        case XT_L_FLATTEN: {
-            const xt_node *n = xt_node_of(g, x);
-            if (!n) return XT_NONE;
-            int32_t shape[2] = {n->shape[0], (int32_t)(xt_numel(n) / n->shape[0])};
-            x = xt_reshape(g, x, 2, shape);
-            break;
-        }
-        case XT_L_LOG_SOFTMAX: x = xt_log_softmax(g, x); break;
-        default: return xt_graph_fail(g, "layer '%s': unsupported kind", L->name);
-        }
+static xt_t forward_range(xt_model *m, xt_graph *g, xt_t x, int first, int end, int mode, xt_t step, uint64_t seed);
+
+/* A residual block: body(x) + shortcut(x) (x itself when it has none), then
+ * ReLU. x has two consumers; autodiff sums the gradients they send back. */
+static xt_t block(xt_model *m, xt_graph *g, xt_t x, int i, int mode, xt_t step, uint64_t seed) {
+    const xt_layer *L = &m->spec->layers[i];
+    int b0 = i + 1, s0 = b0 + L->nbody;
+    xt_t y = forward_range(m, g, x, b0, s0, mode, step, seed);
+    xt_t sc = L->nshort ? forward_range(m, g, x, s0, s0 + L->nshort, mode, step, seed) : x;
+    y = xt_add(g, y, sc);
+    return L->act_relu ? xt_relu(g, y) : y;
+}
+
+/* One leaf layer (or a container, through block/forward_range). */
+static xt_t forward_one(xt_model *m, xt_graph *g, xt_t x, int i, int mode, xt_t step, uint64_t seed) {
+    const xt_layer *L = &m->spec->layers[i];
+    xt_layer_slots *ls = &m->layers[i];
+    switch (L->kind) {
+    case XT_L_CONV2D:
+        return xt_conv2d(g, x, xt_leaf(g, ls->weight), ls->bias >= 0 ? xt_leaf(g, ls->bias) : XT_NONE, L->stride[0],
+                         L->stride[1], L->padding[0], L->padding[1]);
+    case XT_L_LINEAR: return xt_f_linear(g, x, xt_leaf(g, ls->weight), ls->bias >= 0 ? xt_leaf(g, ls->bias) : XT_NONE);
+    case XT_L_BATCHNORM2D: return batch_norm(ls, L, g, x, mode);
+    case XT_L_MAXPOOL2D:
+        return xt_max_pool2d(g, x, L->kernel[0], L->kernel[1], L->stride[0], L->stride[1], L->padding[0], L->padding[1]);
+    case XT_L_AVGPOOL2D:
+    case XT_L_ADAPTIVE_AVGPOOL2D: /* the spec resolved it to kernel = stride = input / output */
+        return xt_avg_pool2d(g, x, L->kernel[0], L->kernel[1], L->stride[0], L->stride[1], L->padding[0], L->padding[1]);
+    case XT_L_RELU: return xt_relu(g, x);
+    case XT_L_DROPOUT: return mode == XT_TRAIN ? xt_dropout(g, x, step, L->p, i, seed) : x;
+    case XT_L_FLATTEN: {
+        const xt_node *n = xt_node_of(g, x);
+        if (!n) return XT_NONE;
+        int32_t shape[2] = {n->shape[0], (int32_t)(xt_numel(n) / n->shape[0])};
+        return xt_reshape(g, x, 2, shape);
     }
+    case XT_L_LOG_SOFTMAX: return xt_log_softmax(g, x);
+    case XT_L_BLOCK: return block(m, g, x, i, mode, step, seed);
+    case XT_L_SEQUENTIAL: return forward_range(m, g, x, i + 1, i + 1 + L->nbody, mode, step, seed);
+    default: return xt_graph_fail(g, "layer '%s': unsupported kind", L->path);
+    }
+}
+
+static xt_t forward_range(xt_model *m, xt_graph *g, xt_t x, int first, int end, int mode, xt_t step, uint64_t seed) {
+    for (int i = first; i < end && x != XT_NONE; i = xt_spec_end(m->spec, i)) x = forward_one(m, g, x, i, mode, step, seed);
     return x;
+}
+
+xt_t xt_model_forward(xt_model *m, xt_graph *g, xt_t x, int mode, xt_t step, uint64_t seed) {
+    return forward_range(m, g, x, 0, m->spec->nlayers, mode, step, seed);
 }
 
 void xt_model_after_train_step(xt_model *m) {

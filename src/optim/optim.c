@@ -6,9 +6,9 @@
 #include <string.h>
 
 /* The longest state name ("optim.momentum_buffer." or "optim.exp_avg_sq."
- * + a layer name + its longest tensor suffix) must fit a store slot's name,
+ * + a layer's module path + its longest tensor suffix) must fit a store slot's name,
  * so that no valid spec can meet the slot's name limit. */
-_Static_assert(sizeof "optim.momentum_buffer." - 1 + sizeof((xt_layer *)0)->name - 1 + sizeof ".running_mean" - 1 <
+_Static_assert(sizeof "optim.momentum_buffer." - 1 + sizeof((xt_layer *)0)->path - 1 + sizeof ".running_mean" - 1 <
                    sizeof((xt_slot *)0)->name,
                "a valid layer name always fits an optimizer state's slot name");
 

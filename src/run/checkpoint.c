@@ -48,7 +48,7 @@ typedef struct saved {
     xt_st_tensor *t;                            /* (store.n + nlayers) */
     int nt;
     int64_t nbt[XT_SPEC_MAX_LAYERS];
-    char names[XT_SPEC_MAX_LAYERS][96];
+    char names[XT_SPEC_MAX_LAYERS][128];
 } saved;
 
 static int collect_tensors(const xt_run *r, saved *sv, xt_err *e) {
@@ -68,7 +68,7 @@ static int collect_tensors(const xt_run *r, saved *sv, xt_err *e) {
     for (int l = 0; l < sp->nlayers; l++) {
         if (sp->layers[l].kind != XT_L_BATCHNORM2D) continue;
         sv->nbt[l] = r->model.layers[l].num_batches_tracked;
-        snprintf(sv->names[l], sizeof sv->names[l], "%s.num_batches_tracked", sp->layers[l].name);
+        snprintf(sv->names[l], sizeof sv->names[l], "%s.num_batches_tracked", sp->layers[l].path);
         sv->t[sv->nt++] = (xt_st_tensor){.name = sv->names[l], .dtype = XT_ST_I64, .rank = 0, .data = &sv->nbt[l]};
     }
     return 0;
@@ -268,9 +268,9 @@ int xt_ckpt_load(xt_run *r, const char *path, xt_err *e) {
     const xt_spec *sp = r->model.spec;
     for (int l = 0; l < sp->nlayers; l++) {
         if (sp->layers[l].kind != XT_L_BATCHNORM2D) continue;
-        char name[96];
+        char name[128];
         int64_t v = 0;
-        snprintf(name, sizeof name, "%s.num_batches_tracked", sp->layers[l].name);
+        snprintf(name, sizeof name, "%s.num_batches_tracked", sp->layers[l].path);
         if (xt_st_copy(&f, name, XT_ST_I64, 0, NULL, &v, e)) { rc = e->code ? e->code : XT_ERUNTIME; goto out; }
         r->model.layers[l].num_batches_tracked = v;
     }

@@ -6,12 +6,13 @@
 #include "run/step.h"
 
 void xt_run_bind_images(xt_run *r, float *x, int n, int rows, int cols) {
-    xt_store_set_input_shape(&r->store, r->slot_x, 4, (int32_t[]){n, 1, rows, cols});
+    /* the channels are the model's input's (1 for MNIST, 3 for a 3x32x32 model) */
+    xt_store_set_input_shape(&r->store, r->slot_x, 4, (int32_t[]){n, r->c->spec.input[0], rows, cols});
     xt_store_bind(&r->store, r->slot_x, x);
 }
 
 void xt_run_bind_batch(xt_run *r, const xt_batch *b) {
-    const int *in = r->c->spec.input; /* (C, H, W); C == 1 and H, W checked against the data at start */
+    const int *in = r->c->spec.input; /* (C, H, W); checked against the data at start */
     xt_run_bind_images(r, b->x, b->n, in[1], in[2]);
     xt_store_set_input_shape(&r->store, r->slot_y, 1, (int32_t[]){b->n});
     xt_store_bind(&r->store, r->slot_y, b->y);
@@ -22,7 +23,7 @@ void xt_run_bind_batch(xt_run *r, const xt_batch *b) {
 xt_t xt_run_trace_logp(xt_run *r, xt_graph *g, int mode) {
     xt_t out = xt_model_forward(&r->model, g, xt_leaf(g, r->slot_x), mode, xt_leaf(g, r->slot_step), (uint64_t)r->c->seed);
     const xt_spec *sp = r->model.spec;
-    if (sp->nlayers == 0 || sp->layers[sp->nlayers - 1].kind != XT_L_LOG_SOFTMAX) out = xt_log_softmax(g, out);
+    if (sp->nlayers == 0 || xt_spec_last(sp)->kind != XT_L_LOG_SOFTMAX) out = xt_log_softmax(g, out);
     return out;
 }
 

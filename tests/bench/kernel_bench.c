@@ -330,6 +330,16 @@ int main(int argc, char **argv) {
         {"seed conv2", {.N = 128, .Ci = 10, .H = 12, .W = 12, .Co = 20, .kh = 5, .kw = 5, .sh = 1, .sw = 1}},
         {"wide conv1", {.N = 128, .Ci = 1, .H = 28, .W = 28, .Co = 32, .kh = 3, .kw = 3, .sh = 1, .sw = 1}},
         {"wide conv2", {.N = 128, .Ci = 32, .H = 26, .W = 26, .Co = 64, .kh = 3, .kw = 3, .sh = 1, .sw = 1}},
+        /* ResNet-20 (models/resnet20.yaml): a stage's 3x3 convs, the stride-2 3x3 that opens the
+         * next stage, and its 1x1 stride-2 projection shortcut */
+        {"r20 stem 3x3 3->16 32x32", {.N = 128, .Ci = 3, .H = 32, .W = 32, .Co = 16, .kh = 3, .kw = 3, .sh = 1, .sw = 1, .ph = 1, .pw = 1}},
+        {"r20 3x3 16->16 32x32", {.N = 128, .Ci = 16, .H = 32, .W = 32, .Co = 16, .kh = 3, .kw = 3, .sh = 1, .sw = 1, .ph = 1, .pw = 1}},
+        {"r20 3x3 16->32 s2 32x32", {.N = 128, .Ci = 16, .H = 32, .W = 32, .Co = 32, .kh = 3, .kw = 3, .sh = 2, .sw = 2, .ph = 1, .pw = 1}},
+        {"r20 1x1 16->32 s2 32x32", {.N = 128, .Ci = 16, .H = 32, .W = 32, .Co = 32, .kh = 1, .kw = 1, .sh = 2, .sw = 2}},
+        {"r20 3x3 32->32 16x16", {.N = 128, .Ci = 32, .H = 16, .W = 16, .Co = 32, .kh = 3, .kw = 3, .sh = 1, .sw = 1, .ph = 1, .pw = 1}},
+        {"r20 3x3 64->64 8x8", {.N = 128, .Ci = 64, .H = 8, .W = 8, .Co = 64, .kh = 3, .kw = 3, .sh = 1, .sw = 1, .ph = 1, .pw = 1}},
+        {"r20 3x3 32->64 s2 16x16", {.N = 128, .Ci = 32, .H = 16, .W = 16, .Co = 64, .kh = 3, .kw = 3, .sh = 2, .sw = 2, .ph = 1, .pw = 1}},
+        {"r20 1x1 32->64 s2 16x16", {.N = 128, .Ci = 32, .H = 16, .W = 16, .Co = 64, .kh = 1, .kw = 1, .sh = 2, .sw = 2}},
     };
     for (size_t i = 0; i < sizeof convs / sizeof convs[0]; i++)
         if (wanted(convs[i].label)) bench_conv(convs[i].label, convs[i].s);

@@ -155,6 +155,43 @@ for p in 1 2; do
     fi
 done
 
+# ResNet-20 (models/resnet20.yaml) on synthetic 3x32x32 batches, beside PyTorch's
+# same network (tests/bench/torch_resnet_ref.py); each repetition runs xlatrain
+# and then PyTorch, so both see the same machine.
+STEPS_R20=${STEPS_R20:-10}
+printf '\n== ResNet-20 training (synthetic 3x32x32, batch 128 per worker, %s repetitions, medians; PyTorch: tests/bench/torch_resnet_ref.py)\n' "$REPS"
+for p in 1 2; do
+    : > "$tmp/r20x.$p"
+    : > "$tmp/r20t.$p"
+    i=0
+    while [ $i -lt "$REPS" ]; do
+        $B/train_bench models/resnet20.yaml --procs $p --steps "$STEPS_R20" --infer-steps 0 >> "$tmp/r20x.$p" 2>>"$tmp/err" ||
+            echo "train_bench resnet20 --procs $p failed: $(tail -n 1 "$tmp/err")" >&2
+        [ $have_torch = 1 ] && /usr/bin/python3 tests/bench/torch_resnet_ref.py --procs $p --bench-seconds 8 2>/dev/null |
+            grep '^RESULT' >> "$tmp/r20t.$p"
+        i=$((i + 1))
+    done
+done
+printf '%-9s %-5s %12s %12s %7s %10s %8s %7s %9s\n' model procs xla_train torch_train ratio GFLOP/s "%FMA" graphs step_ms
+for p in 1 2; do
+    x="$tmp/r20x.$p"
+    [ -s "$x" ] || continue
+    xt=$(med "$x" train_sps); tt=nan
+    [ -s "$tmp/r20t.$p" ] && tt=$(tmed "$tmp/r20t.$p" 'samples_per_s')
+    macs=$(field fwd_macs "$(head -n 1 "$x")")
+    awk -v p=$p -v a="$xt" -v b="$tt" -v m="$macs" -v f="$FMA" -v g="$(field graphs "$(head -n 1 "$x")")" -v s="$(med "$x" step_ms)" \
+        'BEGIN{ r = (b+0 > 0) ? sprintf("%.2fx", a/b) : "-"; gf = a*6*m/1e9;
+                printf "%-9s %-5s %12s %12s %7s %10.1f %7.0f%% %7s %9s\n", "resnet20", p, a, b, r, gf, 100*gf/(f*p), g, s }'
+done
+echo "  (FLOPs from models/resnet20.yaml via xt_spec_forward_macs: 6 per multiply-add of the forward pass per trained sample;"
+echo "   %FMA: share of the FMA limit of that many cores; graphs: distinct graphs compiled, 1 = the train step compiled once)"
+x="$tmp/r20x.1"
+if [ -s "$x" ]; then
+    printf '  1-worker step split (ms):'
+    for k in conv_ms ew_ms norm_ms reduce_ms pool_ms other_ms trace_ms; do printf ' %s %s' "${k%_ms}" "$(med "$x" $k)"; done
+    printf '\n'
+fi
+
 # multi-host figures when ./xlatrain was built with make MPI=1 (tests/bench/mpi.sh)
 if ./xlatrain --version | grep -q 'Open MPI' && command -v mpirun >/dev/null 2>&1; then
     echo

@@ -13,7 +13,8 @@
  * binding the batch; exec_ms; per
  * kernel class), ir_nodes, kernels, fused, arena_kb, intermediates_kb, and
  * fwd_macs (one sample's forward multiply-adds, from the spec: the FLOP
- * count run.sh holds against the FMA limit).
+ * count run.sh holds against the FMA limit), graphs (distinct graphs the
+ * engine compiled over the 5 warm-up steps: 1 when the train step compiles once).
  * Built by `make bench` (build/release/bench/train_bench).
  */
 #include <cblas.h>
@@ -124,7 +125,7 @@ static int worker(int rank, void *arg) {
             for (int off = 0; off < b->infer_batch && !rc; off += XT_EVAL_CHUNK_MAX) {
                 xt_batch part = ib;
                 part.n = b->infer_batch - off < XT_EVAL_CHUNK_MAX ? b->infer_batch - off : XT_EVAL_CHUNK_MAX;
-                part.x = x + (size_t)off * 784;
+                part.x = x + (size_t)off * px;
                 part.y = y + off;
                 xt_graph *g = xt_engine_graph(en);
                 xt_run_bind_batch(r, &part);
@@ -146,12 +147,12 @@ static int worker(int rank, void *arg) {
         double step_s = sum[V_TRAIN_S] / n;
         printf("RESULT model=%s procs=%d batch=%d steps=%d train_sps=%.1f infer_sps=%.1f rss_mb=%.1f step_ms=%.3f trace_ms=%.4f host_ms=%.4f exec_ms=%.3f"
                " conv_ms=%.3f gemm_ms=%.3f pool_ms=%.3f norm_ms=%.3f ew_ms=%.3f reduce_ms=%.3f allreduce_ms=%.3f other_ms=%.3f"
-               " ir_nodes=%d kernels=%d fused=%d arena_kb=%.1f intermediates_kb=%.1f loss=%.4f fwd_macs=%lld\n",
+               " ir_nodes=%d kernels=%d fused=%d arena_kb=%.1f intermediates_kb=%.1f loss=%.4f fwd_macs=%lld graphs=%d\n",
                r->c->spec.source, n, b->batch, b->steps, (double)b->batch * b->steps * n / step_s, sum[V_INFER_SPS],
                sum[V_RSS] / n, step_s * 1e3 / b->steps, sum[V_TRACE] / n, sum[V_HOST] / n, sum[V_EXEC] / n,
                sum[V_CONV] / n, sum[V_GEMM] / n, sum[V_POOL] / n, sum[V_NORM] / n, sum[V_EW] / n, sum[V_RED] / n,
                sum[V_AR] / n, sum[V_OTHER] / n, st.ir_nodes, st.kernels, st.fused_kernels, st.arena_bytes / 1024.0,
-               st.intermediate_bytes / 1024.0, loss, xt_spec_forward_macs(&r->c->spec));
+               st.intermediate_bytes / 1024.0, loss, xt_spec_forward_macs(&r->c->spec), st.distinct_graphs);
         fflush(stdout);
     }
     if (rc) fprintf(stderr, "train_bench: xla:%d: %s\n", rank, e.msg);

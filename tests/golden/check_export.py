@@ -3,9 +3,11 @@
 python3-torch; run with /usr/bin/python3). tests/test_export.c runs it.
 
     check_export.py WEIGHTS.pt IMAGES.idx PREDICTIONS.csv [--mean 0.1307 --std 0.3081]
+                    [--model seed_cnn|resnet8_mnist|resnet20|resnet18_cifar]
 
 Loads WEIGHTS.pt with torch.load (weights_only=True: tensors and an
-OrderedDict, nothing else), puts it into the seed CNN with
+OrderedDict, nothing else), puts it into the model (the seed CNN of
+golden_util.py, or a residual network of resnet_util.py) with
 load_state_dict(strict=True), predicts every image of the raw IDX file and
 compares with xlatrain's --predict CSV (index,predicted,p0..p9): the class
 must agree on every image and each probability within 1e-4 (the CSV has 5
@@ -21,6 +23,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from golden_util import SeedCNN  # noqa: E402
+from resnet_util import MODELS  # noqa: E402
 
 
 def read_idx_images(path):
@@ -37,15 +40,17 @@ def main():
     ap.add_argument("predictions")
     ap.add_argument("--mean", type=float, default=0.1307)
     ap.add_argument("--std", type=float, default=0.3081)
+    ap.add_argument("--model", default="seed_cnn", choices=["seed_cnn"] + sorted(MODELS))
     a = ap.parse_args()
     torch.set_num_threads(1)
     state = torch.load(a.weights, weights_only=True)
-    model = SeedCNN()
+    model = SeedCNN() if a.model == "seed_cnn" else MODELS[a.model][0]()
     model.load_state_dict(state, strict=True)
     model.eval()
     x = (read_idx_images(a.images).astype(np.float32) / 255.0 - a.mean) / a.std
     with torch.no_grad():
-        prob = model(torch.from_numpy(np.ascontiguousarray(x)).unsqueeze(1)).exp().numpy()
+        # softmax of log-probabilities (the seed CNN) or of logits (the ResNets) is the probabilities
+        prob = torch.softmax(model(torch.from_numpy(np.ascontiguousarray(x)).unsqueeze(1)), 1).numpy()
     rows = [line.strip().split(",") for line in open(a.predictions) if line[:1].isdigit()]
     agree, worst = 0, 0.0
     for r in rows:
