@@ -3,6 +3,7 @@
  * momentum with Adam is named as unused, a missing data file given with
  * --set is not blamed on the config file, and "Finished training epoch" is
  * printed once per epoch (by the master, as torch_xla's xm.master_print). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "test.h"
@@ -55,6 +56,23 @@ TEST(rough_finished_training_epoch_is_printed_once_per_epoch) {
     CHECK_MSG(rc == 0, "%s", g_out);
     CHECK_EQ(count(g_out, "Finished training epoch 1"), 1);
     CHECK_EQ(count(g_out, "Finished training epoch 2"), 1);
+}
+
+/* Below target with several workers: the master worker writes the summary
+ * and exits 6; its parent used to write a second one over it, without the
+ * master's figures (samples_per_sec 0), and print it as a second last line. */
+TEST(rough_below_target_with_two_workers_leaves_one_summary_with_the_masters_figures) {
+    char args[2048], path[1200];
+    snprintf(args, sizeof args, "--config configs/smoke.yaml --set synthetic_train_size=512 --set synthetic_test_size=128 "
+             "--set num_epochs=1 --set num_cores=2 --set log_steps=0 --set target_accuracy=99.99 --set output_dir=%s/b",
+             test_tmpdir());
+    CHECK_EQ(run(args), 6);
+    CHECK_EQ(count(g_out, "{\"status\":\"below_target\""), 1);
+    snprintf(path, sizeof path, "cat %s/b/results.json", test_tmpdir());
+    CHECK_EQ(test_run(path, g_out, sizeof g_out), 0);
+    CHECK_STR_CONTAINS(g_out, "\"status\":\"below_target\"");
+    const char *sps = strstr(g_out, "\"samples_per_sec\":");
+    CHECK_MSG(sps && atof(sps + strlen("\"samples_per_sec\":")) > 0, "results.json: %s", g_out);
 }
 
 TEST(rough_metrics_jsonl_step_counts_within_the_epoch_as_stdout_does) {

@@ -151,7 +151,10 @@ static const char *failure_status(const xt_run *r, const xt_err *e, int in_repli
  * several workers their figures died with them; the newest checkpoint has
  * them. */
 static void failure_summary(xt_run *r, const xt_err *e, int in_replicas) {
-    if (!r->claimed || r->summary_written) return;
+    /* below_target is the one failure xt_run_finish returns after it wrote
+     * the full summary: here, or in the master worker, whose exit code is
+     * all this parent sees (a second summary would hide the master's figures) */
+    if (!r->claimed || r->summary_written || e->code == XT_EBELOW) return;
     /* a refused --resume or --eval-only (no or bad checkpoint, changed config)
      * leaves the directory as it was */
     if (r->cli->resume && !r->resumed) return;
