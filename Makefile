@@ -16,8 +16,8 @@
 # that the public ones call through $(MAKE) after `deps`, so that a fresh
 # machine without the -dev packages can still run `make test`.
 
-PKGS      := yaml-0.1 libpng zlib openblas libzip
-DEB_PKGS  := build-essential pkg-config libyaml-dev libpng-dev zlib1g-dev libopenblas-dev libzip-dev
+PKGS      := yaml-0.1 libpng zlib openblas libzip libarchive
+DEB_PKGS  := build-essential pkg-config libyaml-dev libpng-dev zlib1g-dev libopenblas-dev libzip-dev libarchive-dev
 PREFIX    ?= /usr/local
 CC        ?= cc
 DATASET   ?= mnist
