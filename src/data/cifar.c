@@ -37,8 +37,9 @@ int xt_cifar_check_size(const char *what, uint64_t size, xt_err *e) {
     if (size % (XT_CIFAR_RECORD + 1) == 0)
         return xt_fail(e, XT_EDATA, "%s: %s bytes are whole 3,074-byte records: this looks like CIFAR-100 (two label "
                        "bytes), not CIFAR-10; use the CIFAR-10 binary version", what, xt_commas(a, size));
-    return xt_fail(e, XT_EDATA, "%s: wrong size: %s bytes is not a whole number of 3,073-byte records (%s records and "
-                   "%u bytes over); %s", what, xt_commas(a, size), xt_commas(b, size / XT_CIFAR_RECORD),
+    uint64_t whole = size / XT_CIFAR_RECORD;
+    return xt_fail(e, XT_EDATA, "%s: wrong size: %s bytes is not a whole number of 3,073-byte records (%s record%s and "
+                   "%u bytes over); %s", what, xt_commas(a, size), xt_commas(b, whole), whole == 1 ? "" : "s",
                    (unsigned)(size % XT_CIFAR_RECORD), FIX);
 }
 
