@@ -241,10 +241,12 @@ TEST(cifar_torn_and_incomplete_archives_are_refused) {
     /* the gzip trailer (CRC32, ISIZE) cut off */
     write_bytes(path_in(test_tmpdir(), "notrailer.tar.gz"), b, n - 8);
     expect_broken_archive(path_in(test_tmpdir(), "notrailer.tar.gz"), "damaged or truncated archive");
-    /* a flipped byte in the deflate data */
+    /* a flipped byte in the deflate data: refused, either by inflate or the gzip CRC ("damaged or
+     * truncated archive") or, when the damaged stream still inflates, by the records it yields (a
+     * label over 9, a member of the wrong size): which one depends on where tar's mtimes put the byte */
     b[n / 2] ^= 0x55;
     write_bytes(path_in(test_tmpdir(), "flipped.tar.gz"), b, n);
-    expect_broken_archive(path_in(test_tmpdir(), "flipped.tar.gz"), "damaged or truncated archive");
+    expect_broken_archive(path_in(test_tmpdir(), "flipped.tar.gz"), XT_CIFAR_ARCHIVE);
     free(b);
     /* a member missing */
     expect_broken_archive(tar_set(root, "nob3.tar.gz",
