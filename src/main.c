@@ -26,13 +26,13 @@ static const char usage_line[] =
     "usage: xlatrain --config FILE [--set KEY=VALUE]... [--dry-run] [--download]\n"
     "                [--resume PATH|latest [--allow-config-change]] [--overwrite]\n"
     "                [--eval-only]\n"
-    "                [--predict IDX_FILE [--output CSV]]\n"
+    "                [--predict FILE [--output CSV]]\n"
     "       xlatrain --export CHECKPOINT|RUN_DIR --output FILE(.pt|.safetensors)\n"
     "       xlatrain --list-models | --help | --version\n";
 
 static const char help_text[] =
     "\n"
-    "Train a small CNN on MNIST-shaped images on the CPU, the way PyTorch/XLA does\n"
+    "Train a CNN on MNIST-shaped or CIFAR-10 images on the CPU, the way PyTorch/XLA does\n"
     "on TPUs: a lazily traced, compiled and cached step graph, run by one forked\n"
     "data-parallel worker per core. FILE is a YAML FLAGS file (see configs/).\n"
     "\n"
@@ -53,8 +53,10 @@ static const char help_text[] =
     "                         results.json; the run is no longer bit-identical)\n"
     "  --eval-only            evaluate the --resume checkpoint (default: latest) on\n"
     "                         the test set and exit\n"
-    "  --predict IDX_FILE     write the predicted class of every image in IDX_FILE as\n"
-    "                         CSV, with the --resume checkpoint (default: latest)\n"
+    "  --predict FILE         write the predicted class of every image in FILE (an IDX\n"
+    "                         images file; a CIFAR-10 .bin batch for CIFAR-shaped\n"
+    "                         models) as CSV, with the --resume checkpoint (default:\n"
+    "                         latest)\n"
     "  --output CSV           where --predict writes (default:\n"
     "                         OUTPUT_DIR/predictions.csv)\n"
     "  --export CKPT          write the model's weights alone (PyTorch's state_dict\n"
@@ -266,7 +268,7 @@ static int parse_args(int argc, char **argv, xt_cli *cli) {
         return -1;
     }
     if (!cli->config_path) return usage_error("missing --config FILE");
-    if (cli->predict_out && !cli->predict) return usage_error("--output goes with --predict IDX_FILE or --export CKPT");
+    if (cli->predict_out && !cli->predict) return usage_error("--output goes with --predict FILE or --export CKPT");
     if (cli->predict && cli->eval_only) return usage_error("choose one of --eval-only and --predict");
     if (cli->overwrite && (cli->resume || cli->eval_only || cli->predict))
         return usage_error("--overwrite starts a new run; it does not go with --resume, --eval-only or --predict");

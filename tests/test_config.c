@@ -95,7 +95,8 @@ TEST(config_defaults) {
     CHECK_EQ(c.synthetic_train_size, 6000);
     CHECK_EQ(c.synthetic_test_size, 1000);
     CHECK(c.norm_mean < 0 && c.norm_std < 0);
-    CHECK_EQ(c.random_crop_padding, 0);
+    CHECK_EQ(c.random_crop_padding, -1); /* auto: by dataset */
+    CHECK_EQ(c.random_flip, -1);
     CHECK_EQ(c.shuffle, 1);
     CHECK_EQ(c.drop_last, 1);
     CHECK_EQ(c.loader_prefetch_size, 8);
@@ -436,7 +437,7 @@ TEST(config_err_enum_with_suggestion) {
     CFG_ERR(OK_HEAD "optimizer: {name: adamm}\n", ":3:19", "optimizer.name: expected one of sgd, adam, adamw, got "
             "'adamm'", "did you mean 'adam'?");
     CFG_ERR("dataset: minst\nmodel: models/mlp.yaml\n", ":1:10", "dataset: expected one of mnist, fashion_mnist, "
-            "synthetic, got 'minst'", "did you mean 'mnist'?");
+            "synthetic, cifar10, synthetic_cifar10, got 'minst'", "did you mean 'mnist'?");
 }
 
 TEST(config_err_pairs) {

@@ -272,9 +272,9 @@ TEST(fetch_sh_verifies_and_fails_clearly) {
     CHECK_STR_CONTAINS(out, "copy the files into");
 
     CHECK_EQ(test_run("sh data/fetch.sh", out, sizeof out), 2);
-    CHECK_STR_CONTAINS(out, "usage: sh data/fetch.sh mnist|fashion_mnist DIR");
-    CHECK_EQ(test_run("sh data/fetch.sh cifar10 /tmp/x", out, sizeof out), 2);
-    CHECK_STR_CONTAINS(out, "unknown dataset 'cifar10'");
+    CHECK_STR_CONTAINS(out, "usage: sh data/fetch.sh mnist|fashion_mnist|cifar10 DIR");
+    CHECK_EQ(test_run("sh data/fetch.sh cifar100 /tmp/x", out, sizeof out), 2);
+    CHECK_STR_CONTAINS(out, "unknown dataset 'cifar100'");
 }
 
 TEST(fetch_sh_fetches_the_real_t10k_files) {

@@ -293,8 +293,8 @@ TEST(dataset_opens_both_splits_raw_or_gz) {
         CHECK_EQ(tr.num_classes, 10);
         CHECK_EQ(tr.labels[13], 3);
         CHECK_EQ(tr.first, 0);
-        CHECK_NEAR(tr.mean, 0.1307, 1e-9);
-        CHECK_NEAR(tr.std, 0.3081, 1e-9);
+        CHECK_NEAR(tr.mean[0], 0.1307, 1e-9);
+        CHECK_NEAR(tr.std[0], 0.3081, 1e-9);
         CHECK_STR_CONTAINS(tr.images_path, gz ? "train-images-idx3-ubyte.gz" : "train-images-idx3-ubyte");
         CHECK_STR_CONTAINS(te.labels_path, "t10k-labels-idx1-ubyte");
         xt_dataset_free(&tr), xt_dataset_free(&te);
@@ -303,10 +303,10 @@ TEST(dataset_opens_both_splits_raw_or_gz) {
 }
 
 TEST(dataset_norm_defaults_and_override) {
-    double m, s;
-    xt_data_norm_defaults(XT_DATA_FASHION_MNIST, &m, &s);
-    CHECK_NEAR(m, 0.2860, 1e-12);
-    CHECK_NEAR(s, 0.3530, 1e-12);
+    double m[XT_DATA_MAX_CHANNELS], s[XT_DATA_MAX_CHANNELS];
+    xt_data_norm_defaults(XT_DATA_FASHION_MNIST, m, s);
+    CHECK_NEAR(m[0], 0.2860, 1e-12);
+    CHECK_NEAR(s[0], 0.3530, 1e-12);
     const char *dir = make_dir("norm", 1);
     xt_data_opts o;
     xt_data_opts_defaults(&o);
@@ -316,8 +316,8 @@ TEST(dataset_norm_defaults_and_override) {
     xt_dataset d;
     xt_err e = {0};
     CHECK_EQ(xt_dataset_open(&d, &o, XT_SPLIT_TEST, &e), 0);
-    CHECK_NEAR(d.mean, 0.5, 1e-12);
-    CHECK_NEAR(d.std, 0.3530, 1e-12);
+    CHECK_NEAR(d.mean[0], 0.5, 1e-12);
+    CHECK_NEAR(d.std[0], 0.3530, 1e-12);
     xt_dataset_free(&d);
     CHECK(!strcmp(xt_data_kind_name(XT_DATA_FASHION_MNIST), "fashion_mnist"));
 }

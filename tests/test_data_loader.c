@@ -17,30 +17,31 @@
 
 TEST(transform_normalizes_like_torchvision) {
     xt_transform t;
-    xt_transform_init(&t, 28, 28, 0.1307, 0.3081, 0, 1);
-    CHECK_NEAR(t.lut[0], -0.1307 / 0.3081, 1e-6);
-    CHECK_NEAR(t.lut[255], (1 - 0.1307) / 0.3081, 1e-6);
-    CHECK_NEAR(t.lut[128], (128 / 255.0 - 0.1307) / 0.3081, 1e-6);
+    xt_transform_init(&t, 1, 28, 28, (double[]){0.1307}, (double[]){0.3081}, 0, 0, 1);
+    CHECK_NEAR(t.lut[0][0], -0.1307 / 0.3081, 1e-6);
+    CHECK_NEAR(t.lut[0][255], (1 - 0.1307) / 0.3081, 1e-6);
+    CHECK_NEAR(t.lut[0][128], (128 / 255.0 - 0.1307) / 0.3081, 1e-6);
     uint8_t src[784];
     float dst[784];
     for (int i = 0; i < 784; i++) src[i] = (uint8_t)(i * 31);
     xt_transform_apply(&t, src, dst, 0, 0);
-    for (int i = 0; i < 784; i++) CHECK_NEAR(dst[i], t.lut[src[i]], 0);
+    for (int i = 0; i < 784; i++) CHECK_NEAR(dst[i], t.lut[0][src[i]], 0);
 }
 
 TEST(transform_random_crop_pads_with_zero_and_shifts) {
     const int P = 3;
     xt_transform t;
-    xt_transform_init(&t, 28, 28, 0.5, 0.25, P, 11);
+    xt_transform_init(&t, 1, 28, 28, (double[]){0.5}, (double[]){0.25}, P, 0, 11);
     uint8_t src[784];
     float dst[784];
     for (int i = 0; i < 784; i++) src[i] = (uint8_t)(1 + i % 250); /* no zeros: padding is recognizable */
     int hits[7][7] = {{0}};
     for (int64_t idx = 0; idx < 2000; idx++) {
-        int dy, dx, dy2, dx2;
-        xt_transform_crop_offset(&t, 4, idx, &dy, &dx);
-        xt_transform_crop_offset(&t, 4, idx, &dy2, &dx2);
+        int dy, dx, dy2, dx2, f, f2;
+        xt_transform_choice(&t, 4, idx, &dy, &dx, &f);
+        xt_transform_choice(&t, 4, idx, &dy2, &dx2, &f2);
         CHECK(dy == dy2 && dx == dx2); /* a function of (seed, epoch, index) */
+        CHECK(!f && !f2);             /* no flip unless asked */
         CHECK(dy >= 0 && dy <= 2 * P && dx >= 0 && dx <= 2 * P);
         hits[dy][dx]++;
         if (idx < 60) {
@@ -48,7 +49,7 @@ TEST(transform_random_crop_pads_with_zero_and_shifts) {
             for (int y = 0; y < 28; y++)
                 for (int x = 0; x < 28; x++) {
                     int sy = y + dy - P, sx = x + dx - P;
-                    float want = sy < 0 || sy >= 28 || sx < 0 || sx >= 28 ? t.lut[0] : t.lut[src[sy * 28 + sx]];
+                    float want = sy < 0 || sy >= 28 || sx < 0 || sx >= 28 ? t.lut[0][0] : t.lut[0][src[sy * 28 + sx]];
                     CHECK_NEAR(dst[y * 28 + x], want, 0);
                 }
         }
@@ -58,9 +59,9 @@ TEST(transform_random_crop_pads_with_zero_and_shifts) {
     /* another epoch draws other offsets */
     int same = 0;
     for (int64_t idx = 0; idx < 200; idx++) {
-        int a, b, c, d;
-        xt_transform_crop_offset(&t, 4, idx, &a, &b);
-        xt_transform_crop_offset(&t, 5, idx, &c, &d);
+        int a, b, c, d, f;
+        xt_transform_choice(&t, 4, idx, &a, &b, &f);
+        xt_transform_choice(&t, 5, idx, &c, &d, &f);
         same += a == c && b == d;
     }
     CHECK(same < 30);
@@ -159,7 +160,7 @@ TEST(loader_batches_follow_the_sampler) {
     xt_loader l;
     CHECK_EQ(xt_loader_open(&l, &d, &s, &o, &e), 0);
     xt_transform t;
-    xt_transform_init(&t, 28, 28, d.mean, d.std, 1, o.seed);
+    xt_transform_init(&t, 1, 28, 28, d.mean, d.std, 1, 0, o.seed);
     xt_sampler_set_epoch(&s, 7);
     xt_loader_start_epoch(&l, 7);
     const xt_batch *b;
@@ -350,7 +351,7 @@ TEST(loader_subset_over_two_ranks) {
                 seen[b->index[j]]++;
                 /* dataset index + first = the synthetic stream's index */
                 CHECK_EQ(b->y[j], xt_synth_sample(1, XT_SPLIT_TRAIN, d.first + b->index[j], img));
-                CHECK_NEAR(b->x[j * 784 + 400], (img[400] / 255.0 - d.mean) / d.std, 1e-5);
+                CHECK_NEAR(b->x[j * 784 + 400], (img[400] / 255.0 - d.mean[0]) / d.std[0], 1e-5);
             }
             xt_loader_release(&l, b);
         }

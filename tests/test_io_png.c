@@ -202,7 +202,7 @@ TEST(grid_digits_layout_and_colours) {
     pred[3] = 8; /* one wrong, in the first row */
     const char *p = out_path("grid-digits.png");
     xt_err e = {0};
-    CHECK_EQ(xt_grid_write(p, imgs, 28, 28, actual, pred, N, NULL, &e), 0);
+    CHECK_EQ(xt_grid_write(p, imgs, 1, 28, 28, actual, pred, N, NULL, &e), 0);
     decoded d;
     CHECK_EQ(decode(p, &d), 0);
     if (!d.px) return;
@@ -239,7 +239,7 @@ TEST(grid_fashion_titles_wrap_to_two_lines) {
     actual[0] = 5, pred[0] = 7; /* "Actual Sandal / Predicted Sneaker" */
     const char *p = out_path("grid-fashion.png");
     xt_err e = {0};
-    CHECK_EQ(xt_grid_write(p, imgs, 28, 28, actual, pred, N, names, &e), 0);
+    CHECK_EQ(xt_grid_write(p, imgs, 1, 28, 28, actual, pred, N, names, &e), 0);
     decoded d;
     CHECK_EQ(decode(p, &d), 0);
     if (!d.px) return;
@@ -262,14 +262,14 @@ TEST(grid_handles_few_and_too_many) {
     int a[30] = {0}, b[30] = {0};
     xt_err e = {0};
     const char *p = out_path("grid-small.png");
-    CHECK_EQ(xt_grid_write(p, imgs, 28, 28, a, b, 2, NULL, &e), 0);
+    CHECK_EQ(xt_grid_write(p, imgs, 1, 28, 28, a, b, 2, NULL, &e), 0);
     decoded d;
     CHECK_EQ(decode(p, &d), 0);
     CHECK_EQ(d.w, 2 * 131 + 14 + 2 * 16);
     free(d.px);
-    CHECK_EQ(xt_grid_write(p, imgs, 28, 28, a, b, 30, NULL, &e), 0); /* first 25 drawn */
-    CHECK_EQ(xt_grid_write(p, imgs, 28, 28, a, b, 0, NULL, &e), 0);
-    CHECK_EQ(xt_grid_write(p, NULL, 28, 28, a, b, 3, NULL, &e), XT_EIO);
+    CHECK_EQ(xt_grid_write(p, imgs, 1, 28, 28, a, b, 30, NULL, &e), 0); /* first 25 drawn */
+    CHECK_EQ(xt_grid_write(p, imgs, 1, 28, 28, a, b, 0, NULL, &e), 0);
+    CHECK_EQ(xt_grid_write(p, NULL, 1, 28, 28, a, b, 3, NULL, &e), XT_EIO);
 }
 
 /* ------------------------------------------------------------------ curves */

@@ -18,8 +18,12 @@
 #include "config/config_yaml.h"
 #include "config/model_find.h"
 
-/* What every dataset delivers (all three are MNIST-shaped). */
-static const int dataset_input[3] = {1, 28, 28};
+/* The [C, H, W] each dataset delivers, by xt_dataset_kind (run.c checks the
+ * loaded data against the model again). */
+static const int dataset_inputs[][3] = {
+    [XT_DS_MNIST] = {1, 28, 28}, [XT_DS_FASHION_MNIST] = {1, 28, 28}, [XT_DS_SYNTHETIC] = {1, 28, 28},
+    [XT_DS_CIFAR10] = {3, 32, 32}, [XT_DS_SYNTHETIC_CIFAR10] = {3, 32, 32},
+};
 #define DATASET_CLASSES 10
 
 enum { FROM_DEFAULT = 0, FROM_FILE = -1 }; /* or k > 0: the k-th --set */
@@ -257,7 +261,8 @@ static int check_model_fits_data(lctx *x) {
     const xt_spec *s = &c->spec;
     const char *ds = xt_keys[xt_key_find("dataset")].choices[c->dataset];
     int ki = xt_key_find("model");
-    if (memcmp(s->input, dataset_input, sizeof dataset_input))
+    const int *dataset_input = dataset_inputs[c->dataset];
+    if (memcmp(s->input, dataset_input, sizeof dataset_inputs[0]))
         return fail_key(x, ki, "the model's input is [%d, %d, %d] but %s images are [%d, %d, %d]; set input: [%d, %d, "
                         "%d] in %s", s->input[0], s->input[1], s->input[2], ds, dataset_input[0], dataset_input[1],
                         dataset_input[2], dataset_input[0], dataset_input[1], dataset_input[2], s->source);
@@ -275,11 +280,13 @@ static int check_model_fits_data(lctx *x) {
 static int validate(lctx *x) {
     xt_config *c = x->c;
     int rc;
-    if (c->dataset != XT_DS_SYNTHETIC && !c->datadir[0]) {
+    if (c->dataset != XT_DS_SYNTHETIC && c->dataset != XT_DS_SYNTHETIC_CIFAR10 && !c->datadir[0]) {
         int kd = xt_key_find("datadir"), ks = xt_key_find("dataset");
         const char *ds = xt_keys[ks].choices[c->dataset];
-        return fail_key(x, x->org[kd].how ? kd : ks, "datadir is not set, but dataset %s reads its IDX files from "
-                        "there; set datadir (e.g. datadir: data/%s) or use dataset: synthetic", ds, ds);
+        int cifar = c->dataset == XT_DS_CIFAR10;
+        return fail_key(x, x->org[kd].how ? kd : ks, "datadir is not set, but dataset %s reads its %s files from "
+                        "there; set datadir (e.g. datadir: data/%s) or use dataset: %s", ds, cifar ? "CIFAR-10" : "IDX",
+                        ds, cifar ? "synthetic_cifar10" : "synthetic");
     }
     if (c->nesterov && (c->optimizer != XT_OPT_SGD || c->momentum <= 0))
         return fail_key(x, xt_key_find("optimizer.nesterov"), "optimizer.nesterov needs optimizer.name: sgd and "

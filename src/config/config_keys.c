@@ -27,13 +27,13 @@ _Static_assert(sizeof(xt_dataset_kind) == sizeof(int) && sizeof(xt_optim_kind) =
                "enum keys are stored as int");
 
 /* The enums' names in the order of their C values (config.h). */
-static const char *const datasets[] = {"mnist", "fashion_mnist", "synthetic", NULL};
+static const char *const datasets[] = {"mnist", "fashion_mnist", "synthetic", "cifar10", "synthetic_cifar10", NULL};
 static const char *const optimizers[] = {"sgd", "adam", "adamw", NULL};
 static const char *const schedules[] = {"constant", "step", "cosine", NULL};
 
 const xt_key xt_keys[] = {
     /* the seed's FLAGS (PyTorch/XLA test_train_mp_mnist.py) */
-    STR_KEY("datadir", datadir, "\"\"", "directory with the IDX files; required for mnist and fashion_mnist"),
+    STR_KEY("datadir", datadir, "\"\"", "directory with the IDX files (or CIFAR-10's); required for mnist, fashion_mnist and cifar10"),
     INT_KEY("batch_size", batch_size, "128", 1, 65536, "training batch per core; the global batch is batch_size x num_cores"),
     INT_KEY("num_workers", num_workers, "4", 0, 64, "data-loader threads per core process"),
     FLOAT_KEY("learning_rate", learning_rate, "0.01", 0, HUGE_VAL, XT_KF_MIN_OPEN,
@@ -46,7 +46,7 @@ const xt_key xt_keys[] = {
     BOOL_KEY("metrics_debug", metrics_debug, "false", "print the engine's metrics report (compiles, cache hits, timers)"),
 
     /* the run */
-    ENUM_KEY("dataset", dataset, "mnist", datasets, "which images to train on; synthetic needs no files"),
+    ENUM_KEY("dataset", dataset, "mnist", datasets, "which images to train on; synthetic and synthetic_cifar10 need no files"),
     {"model", XT_K_MODEL, F(model_path), 0, S(model_path), "(required)", 0, 0, 0, NULL,
      "spec file (from the current dir, else the config's dir) or an inline spec"},
     {"seed", XT_K_I64, F(seed), 0, 0, "1", 0, HUGE_VAL, 0, NULL, "seed for initialization, shuffling, dropout and synthetic data"},
@@ -60,21 +60,24 @@ const xt_key xt_keys[] = {
     {"progress", XT_K_TRI, F(progress), 0, 0, "auto", 0, 0, 0, NULL, "progress bar: auto (when stderr is a terminal), true or false"},
 
     /* data */
-    STR_KEY("train_images", train_images, "\"\"", "a file path, instead of datadir/train-images-idx3-ubyte[.gz]"),
+    STR_KEY("train_images", train_images, "\"\"", "a file path, instead of datadir/train-images-idx3-ubyte[.gz] (cifar10: a .bin batch, a directory or the .tar.gz)"),
     STR_KEY("train_labels", train_labels, "\"\"", "a file path, instead of datadir/train-labels-idx1-ubyte[.gz]"),
-    STR_KEY("test_images", test_images, "\"\"", "a file path, instead of datadir/t10k-images-idx3-ubyte[.gz]"),
+    STR_KEY("test_images", test_images, "\"\"", "a file path, instead of datadir/t10k-images-idx3-ubyte[.gz] (cifar10: a .bin batch, a directory or the .tar.gz)"),
     STR_KEY("test_labels", test_labels, "\"\"", "a file path, instead of datadir/t10k-labels-idx1-ubyte[.gz]"),
     {"train_subset", XT_K_SUBSET, F(train_subset), 0, 0, "[0, -1]", 0, 0, 0, NULL,
      "use training images [start, end) only; end -1 = to the last one"},
     {"test_subset", XT_K_SUBSET, F(test_subset), 0, 0, "[0, -1]", 0, 0, 0, NULL, "use test images [start, end) only"},
     BOOL_KEY("download", download, "false", "fetch the dataset into datadir when its files are missing"),
-    INT_KEY("synthetic_train_size", synthetic_train_size, "6000", 1, 10000000, "training images of dataset: synthetic"),
-    INT_KEY("synthetic_test_size", synthetic_test_size, "1000", 1, 10000000, "test images of dataset: synthetic"),
+    INT_KEY("synthetic_train_size", synthetic_train_size, "6000", 1, 10000000, "training images of dataset: synthetic or synthetic_cifar10"),
+    INT_KEY("synthetic_test_size", synthetic_test_size, "1000", 1, 10000000, "test images of dataset: synthetic or synthetic_cifar10"),
     FLOAT_KEY("normalize.mean", norm_mean, "auto", 0, 1, XT_KF_AUTO,
-              "mean subtracted from pixels in [0, 1]; auto = the dataset's (MNIST 0.1307)"),
+              "mean subtracted from pixels in [0, 1], every channel; auto = the dataset's (MNIST 0.1307, CIFAR-10 per channel)"),
     FLOAT_KEY("normalize.std", norm_std, "auto", 0, 1000, XT_KF_AUTO | XT_KF_MIN_OPEN,
-              "std. deviation pixels are divided by; auto = the dataset's (MNIST 0.3081)"),
-    INT_KEY("random_crop_padding", random_crop_padding, "0", 0, 16, "pad by N and crop back at a random offset; 0 = off"),
+              "std. deviation pixels are divided by, every channel; auto = the dataset's (MNIST 0.3081, CIFAR-10 per channel)"),
+    {"random_crop_padding", XT_K_INT, F(random_crop_padding), 0, 0, "auto", 0, 16, XT_KF_AUTO, NULL,
+     "pad by N and crop back at a random offset; 0 = off; auto = 4 for cifar10 and synthetic_cifar10, else 0"},
+    {"random_flip", XT_K_TRI, F(random_flip), 0, 0, "auto", 0, 0, 0, NULL,
+     "flip training images left-right at random; auto = on for cifar10 and synthetic_cifar10, else off"},
     BOOL_KEY("shuffle", shuffle, "true", "reshuffle the training set every epoch"),
     BOOL_KEY("drop_last", drop_last, "true", "drop the last incomplete training batch (keeps one compiled graph)"),
     INT_KEY("loader_prefetch_size", loader_prefetch_size, "8", 1, 1024, "batches the loader threads prepare ahead"),
@@ -171,8 +174,9 @@ int xt_key_set_text(const xt_key *k, xt_config *c, const char *text, int plain, 
     switch (k->type) {
     case XT_K_INT:
     case XT_K_I64:
+        if ((k->flags & XT_KF_AUTO) && plain && !strcmp(text, "auto")) return *(int *)dst = -1, 0;
         r = xt_scalar_int(text, plain, &ll);
-        if (r == -1) return bad(why, cap, "an integer", text, plain);
+        if (r == -1) return bad(why, cap, k->flags & XT_KF_AUTO ? "an integer or auto" : "an integer", text, plain);
         if (r == -2 || !in_range(k, (double)ll)) return out_of_range(k, text, why, cap);
         if (k->type == XT_K_INT) *(int *)dst = (int)ll;
         else *(long long *)dst = ll;
@@ -305,7 +309,10 @@ void xt_key_print_value(const xt_key *k, const xt_config *c, FILE *out) {
     const void *src = base + k->off;
     char a[32], b[32];
     switch (k->type) {
-    case XT_K_INT: fprintf(out, "%d", *(const int *)src); break;
+    case XT_K_INT:
+        if ((k->flags & XT_KF_AUTO) && *(const int *)src < 0) fputs("auto", out);
+        else fprintf(out, "%d", *(const int *)src);
+        break;
     case XT_K_I64: fprintf(out, "%lld", *(const long long *)src); break;
     case XT_K_FLOAT:
         if ((k->flags & XT_KF_AUTO) && *(const double *)src < 0) fputs("auto", out);
@@ -328,7 +335,9 @@ const char *xt_key_type_doc(const xt_key *k, char *buf, size_t cap) {
     char r[128];
     switch (k->type) {
     case XT_K_INT:
-    case XT_K_I64: snprintf(buf, cap, "integer %s", range_doc(k, r, sizeof r)); break;
+    case XT_K_I64:
+        snprintf(buf, cap, "integer %s%s", range_doc(k, r, sizeof r), k->flags & XT_KF_AUTO ? ", or auto" : "");
+        break;
     case XT_K_FLOAT:
         snprintf(buf, cap, "number %s%s", range_doc(k, r, sizeof r), k->flags & XT_KF_AUTO ? ", or auto" : "");
         break;

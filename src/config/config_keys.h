@@ -30,7 +30,7 @@ typedef enum {
 enum {
     XT_KF_MIN_OPEN = 1,  /* value must be > min (not >=) */
     XT_KF_MAX_OPEN = 2,  /* value must be < max */
-    XT_KF_AUTO = 4,      /* FLOAT: "auto" is accepted and stored as -1 */
+    XT_KF_AUTO = 4,      /* FLOAT, INT: "auto" is accepted and stored as -1 */
     XT_KF_COMPUTED = 8,  /* default is computed in config.c; def only documents it */
 };
 

@@ -9,7 +9,7 @@
 
 #include "config/spec.h"
 
-typedef enum { XT_DS_MNIST, XT_DS_FASHION_MNIST, XT_DS_SYNTHETIC } xt_dataset_kind;
+typedef enum { XT_DS_MNIST, XT_DS_FASHION_MNIST, XT_DS_SYNTHETIC, XT_DS_CIFAR10, XT_DS_SYNTHETIC_CIFAR10 } xt_dataset_kind;
 typedef enum { XT_OPT_SGD, XT_OPT_ADAM, XT_OPT_ADAMW } xt_optim_kind;
 typedef enum { XT_SCHED_CONSTANT, XT_SCHED_STEP, XT_SCHED_COSINE } xt_sched_kind;
 
@@ -29,7 +29,7 @@ typedef struct xt_config {
     int metrics_debug;         /* false */
 
     /* --- run --- */
-    xt_dataset_kind dataset;   /* mnist | fashion_mnist | synthetic (default mnist) */
+    xt_dataset_kind dataset;   /* mnist | fashion_mnist | synthetic | cifar10 | synthetic_cifar10 (default mnist) */
     char model_path[512];      /* `model: models/x.yaml` ("" when inline) */
     xt_spec spec;              /* the parsed model (from model_path or inline) */
     long long seed;            /* 1 */
@@ -48,7 +48,8 @@ typedef struct xt_config {
     int synthetic_train_size;  /* 6000 */
     int synthetic_test_size;   /* 1000 */
     double norm_mean, norm_std;/* <0 = the dataset's own (MNIST 0.1307/0.3081) */
-    int random_crop_padding;   /* 0 = off */
+    int random_crop_padding;   /* 0 = off; -1 auto (4 for CIFAR-10, 0 for MNIST-shaped sets) */
+    int random_flip;           /* -1 auto (on for CIFAR-10, off for MNIST-shaped sets), 0 off, 1 on */
     int shuffle;               /* true */
     int drop_last;             /* true for training */
     int loader_prefetch_size;  /* 8 */

@@ -6,8 +6,15 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "data/cifar.h"
 #include "data/idx.h"
 #include "data/synthetic.h"
+#include "data/synthetic_cifar.h"
+
+_Static_assert(sizeof(((xt_dataset *)0)->class_names[0]) >= XT_CIFAR_NAME_MAX, "a CIFAR-10 class name must fit");
+
+static const char *const FASHION_NAMES[XT_DATA_CLASSES] = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
+                                                           "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"};
 
 void xt_data_opts_defaults(xt_data_opts *o) {
     memset(o, 0, sizeof *o);
@@ -24,17 +31,36 @@ const char *xt_data_kind_name(xt_data_kind kind) {
     case XT_DATA_MNIST: return "mnist";
     case XT_DATA_FASHION_MNIST: return "fashion_mnist";
     case XT_DATA_SYNTHETIC: return "synthetic";
+    case XT_DATA_CIFAR10: return "cifar10";
+    case XT_DATA_SYNTHETIC_CIFAR10: return "synthetic_cifar10";
     }
     return "?";
 }
 
+static int cifar_shaped(xt_data_kind kind) { return kind == XT_DATA_CIFAR10 || kind == XT_DATA_SYNTHETIC_CIFAR10; }
+
+void xt_data_shape(xt_data_kind kind, int shape[3]) {
+    shape[0] = cifar_shaped(kind) ? XT_CIFAR_CHANNELS : 1;
+    shape[1] = shape[2] = cifar_shaped(kind) ? XT_CIFAR_SIDE : 28;
+}
+
 void xt_data_norm_defaults(xt_data_kind kind, double *mean, double *std) {
+    static const double cifar_m[3] = {0.4914, 0.4822, 0.4465}, cifar_s[3] = {0.2470, 0.2435, 0.2616};
+    static const double synth_m[3] = XT_SYNTH_CIFAR_MEAN, synth_s[3] = XT_SYNTH_CIFAR_STD;
+    for (int c = 0; c < XT_DATA_MAX_CHANNELS; c++) mean[c] = 0, std[c] = 1;
     switch (kind) {
-    case XT_DATA_FASHION_MNIST: *mean = 0.2860, *std = 0.3530; return;
-    case XT_DATA_SYNTHETIC: *mean = XT_SYNTH_MEAN, *std = XT_SYNTH_STD; return;
+    case XT_DATA_FASHION_MNIST: mean[0] = 0.2860, std[0] = 0.3530; return;
+    case XT_DATA_SYNTHETIC: mean[0] = XT_SYNTH_MEAN, std[0] = XT_SYNTH_STD; return;
+    case XT_DATA_CIFAR10: memcpy(mean, cifar_m, sizeof cifar_m), memcpy(std, cifar_s, sizeof cifar_s); return;
+    case XT_DATA_SYNTHETIC_CIFAR10: memcpy(mean, synth_m, sizeof synth_m), memcpy(std, synth_s, sizeof synth_s); return;
     case XT_DATA_MNIST: break;
     }
-    *mean = 0.1307, *std = 0.3081;
+    mean[0] = 0.1307, std[0] = 0.3081;
+}
+
+void xt_data_augment_defaults(xt_data_kind kind, int *crop_padding, int *flip) {
+    *crop_padding = cifar_shaped(kind) ? 4 : 0;
+    *flip = cifar_shaped(kind);
 }
 
 static int set(const char *s) { return s && *s; }
@@ -84,6 +110,18 @@ static int subset(const long sub[2], int64_t total, const char *key, const char 
     return 0;
 }
 
+/* Samples [start, end) of a whole split become the dataset: moved to the
+ * front, the tail stays allocated (at most one file's worth for the run). */
+static void keep_range(xt_dataset *ds, uint8_t *images, uint8_t *labels, int64_t start, int64_t end) {
+    const size_t px = xt_dataset_image_bytes(ds);
+    ds->n = end - start;
+    ds->first = start;
+    memmove(images, images + (size_t)start * px, (size_t)ds->n * px);
+    memmove(labels, labels + start, (size_t)ds->n);
+    ds->images = images;
+    ds->labels = labels;
+}
+
 static int open_synthetic(xt_dataset *ds, const xt_data_opts *o, int split, xt_err *e) {
     const char *key = split == XT_SPLIT_TRAIN ? "synthetic_train_size" : "synthetic_test_size";
     int total = split == XT_SPLIT_TRAIN ? o->synthetic_train_size : o->synthetic_test_size;
@@ -94,13 +132,55 @@ static int open_synthetic(xt_dataset *ds, const xt_data_opts *o, int split, xt_e
     if (rc) return rc;
     ds->n = end - start;
     ds->first = start;
-    ds->images = malloc((size_t)ds->n * XT_SYNTH_SIDE * XT_SYNTH_SIDE);
+    ds->images = malloc((size_t)ds->n * xt_dataset_image_bytes(ds));
     ds->labels = malloc((size_t)ds->n);
     if (!ds->images || !ds->labels) {
         xt_dataset_free(ds);
         return xt_fail(e, XT_ERUNTIME, "out of memory for %d synthetic images", total);
     }
-    xt_synth_generate(ds->images, ds->labels, start, ds->n, o->seed, split);
+    if (o->kind == XT_DATA_SYNTHETIC_CIFAR10) xt_synth_cifar_generate(ds->images, ds->labels, start, ds->n, o->seed, split);
+    else xt_synth_generate(ds->images, ds->labels, start, ds->n, o->seed, split);
+    return 0;
+}
+
+/* Where the CIFAR-10 split comes from: the explicit path, else datadir's
+ * extracted directory or archive; a missing one says every way forward. */
+static int cifar_source(const xt_data_opts *o, int split, char *out, size_t cap, xt_err *e) {
+    const char *explicit_path = split == XT_SPLIT_TRAIN ? o->train_images : o->test_images;
+    const char *key = split == XT_SPLIT_TRAIN ? "train_images" : "test_images";
+    if (set(explicit_path)) {
+        if (access(explicit_path, F_OK) != 0)
+            return xt_fail(e, XT_EDATA, "%s: no such file (the value of %s); correct %s where it is set (the config file or --set)", explicit_path, key, key);
+        snprintf(out, cap, "%s", explicit_path);
+        return 0;
+    }
+    if (!set(o->datadir))
+        return xt_fail(e, XT_EDATA, "datadir is not set, so CIFAR-10 cannot be found; set datadir to the directory "
+                       "holding " XT_CIFAR_ARCHIVE " or its extracted " XT_CIFAR_DIR "/ (`make data DATASET=cifar10` "
+                       "puts it in data/cifar10), or set %s, or use `dataset: synthetic_cifar10`", key);
+    if (xt_cifar_find(o->datadir, split, out, cap)) return 0;
+    const char *const *files;
+    xt_cifar_split_files(split, &files);
+    return xt_fail(e, XT_EDATA, "%s: has neither " XT_CIFAR_ARCHIVE " nor the CIFAR-10 batches (%s, in " XT_CIFAR_DIR
+                   "/ or directly): fetch it with `make data DATASET=cifar10` or `xlatrain --download` (see "
+                   "data/README.md), or train on `dataset: synthetic_cifar10`", o->datadir, files[0]);
+}
+
+static int open_cifar(xt_dataset *ds, const xt_data_opts *o, int split, xt_err *e) {
+    xt_cifar c = {0};
+    int64_t start = 0, end = 0;
+    int rc = cifar_source(o, split, ds->images_path, sizeof ds->images_path, e);
+    if (!rc) rc = xt_cifar_read(ds->images_path, split, &c, e);
+    if (!rc) rc = subset(split == XT_SPLIT_TRAIN ? o->train_subset : o->test_subset, c.n,
+                         split == XT_SPLIT_TRAIN ? "train_subset" : "test_subset", ds->images_path, &start, &end, e);
+    if (rc) {
+        xt_cifar_free(&c);
+        return rc;
+    }
+    keep_range(ds, c.images, c.labels, start, end);
+    for (int k = 0; k < XT_CIFAR_CLASSES; k++) {
+        snprintf(ds->class_names[k], sizeof ds->class_names[k], "%s", c.have_names ? c.names[k] : xt_cifar_default_names[k]);
+    }
     return 0;
 }
 
@@ -111,12 +191,23 @@ int xt_dataset_open(xt_dataset *ds, const xt_data_opts *o, int split, xt_err *e)
     memset(ds, 0, sizeof *ds);
     ds->kind = o->kind;
     ds->split = train ? XT_SPLIT_TRAIN : XT_SPLIT_TEST;
-    ds->rows = ds->cols = 28;
-    ds->num_classes = 10;
-    xt_data_norm_defaults(o->kind, &ds->mean, &ds->std);
-    if (o->norm_mean >= 0) ds->mean = o->norm_mean;
-    if (o->norm_std > 0) ds->std = o->norm_std;
-    if (o->kind == XT_DATA_SYNTHETIC) return open_synthetic(ds, o, ds->split, e);
+    int shape[3];
+    xt_data_shape(o->kind, shape);
+    ds->channels = shape[0], ds->rows = shape[1], ds->cols = shape[2];
+    ds->num_classes = XT_DATA_CLASSES;
+    xt_data_norm_defaults(o->kind, ds->mean, ds->std);
+    for (int c = 0; c < ds->channels; c++) {
+        if (o->norm_mean >= 0) ds->mean[c] = o->norm_mean;
+        if (o->norm_std > 0) ds->std[c] = o->norm_std;
+    }
+    if (o->kind == XT_DATA_FASHION_MNIST)
+        for (int k = 0; k < XT_DATA_CLASSES; k++) snprintf(ds->class_names[k], sizeof ds->class_names[k], "%s", FASHION_NAMES[k]);
+    if (o->kind == XT_DATA_SYNTHETIC || o->kind == XT_DATA_SYNTHETIC_CIFAR10) return open_synthetic(ds, o, ds->split, e);
+    if (o->kind == XT_DATA_CIFAR10) {
+        rc = open_cifar(ds, o, ds->split, e);
+        if (rc) memset(ds, 0, sizeof *ds);
+        return rc;
+    }
 
     if ((rc = locate(o, train ? o->train_images : o->test_images, train ? "train_images" : "test_images",
                      train ? XT_IDX_TRAIN_IMAGES : XT_IDX_TEST_IMAGES, ds->images_path, sizeof ds->images_path, e)) ||
@@ -136,15 +227,7 @@ int xt_dataset_open(xt_dataset *ds, const xt_data_opts *o, int split, xt_err *e)
     if ((rc = subset(train ? o->train_subset : o->test_subset, im.n, train ? "train_subset" : "test_subset",
                      ds->images_path, &start, &end, e)))
         goto fail;
-    const size_t px = (size_t)ds->rows * (size_t)ds->cols;
-    ds->n = end - start;
-    ds->first = start;
-    /* Keep only the subset: move it to the front; the tail stays allocated,
-     * which costs at most one file's worth for the run. */
-    memmove(im.data, im.data + (size_t)start * px, (size_t)ds->n * px);
-    memmove(lb.data, lb.data + start, (size_t)ds->n);
-    ds->images = im.data;
-    ds->labels = lb.data;
+    keep_range(ds, im.data, lb.data, start, end);
     return 0;
 fail:
     xt_idx_free(&im);

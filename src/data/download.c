@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "data/cifar.h"
 #include "data/md5.h"
 
 typedef struct {
@@ -38,10 +39,33 @@ static const remote_file FASHION_FILES[4] = {
     {XT_IDX_TEST_LABELS ".gz", "bb300cfdad3c16e7a12a480ee83cd310"},
 };
 
+/* https://www.cs.toronto.edu/~kriz/cifar.html: the binary version and the MD5 published beside it. */
+static const char *const CIFAR_MIRRORS[] = {"https://www.cs.toronto.edu/~kriz/"};
+static const remote_file CIFAR_FILES[1] = {{XT_CIFAR_ARCHIVE, "c32a1d4ab5d03f1284b67883e8d87530"}};
+
+typedef struct {
+    const remote_file *files;
+    int nfiles;
+    const char *const *mirrors;
+    int nmirrors;
+} remote_set;
+
+/* The files and mirrors of kind; 0, or -1 for a generated dataset. */
+static int remote_of(xt_data_kind kind, remote_set *rs) {
+    switch (kind) {
+    case XT_DATA_MNIST: *rs = (remote_set){MNIST_FILES, 4, MNIST_MIRRORS, 2}; return 0;
+    case XT_DATA_FASHION_MNIST: *rs = (remote_set){FASHION_FILES, 4, FASHION_MIRRORS, 1}; return 0;
+    case XT_DATA_CIFAR10: *rs = (remote_set){CIFAR_FILES, 1, CIFAR_MIRRORS, 1}; return 0;
+    case XT_DATA_SYNTHETIC:
+    case XT_DATA_SYNTHETIC_CIFAR10: break;
+    }
+    return -1;
+}
+
 const char *xt_download_md5(xt_data_kind kind, const char *name) {
-    const remote_file *f = kind == XT_DATA_MNIST ? MNIST_FILES : kind == XT_DATA_FASHION_MNIST ? FASHION_FILES : NULL;
-    for (int i = 0; f && i < 4; i++)
-        if (!strcmp(f[i].name, name)) return f[i].md5;
+    remote_set rs;
+    for (int i = 0; remote_of(kind, &rs) == 0 && i < rs.nfiles; i++)
+        if (!strcmp(rs.files[i].name, name)) return rs.files[i].md5;
     return NULL;
 }
 
@@ -227,32 +251,36 @@ int xt_download_file(const char *const *mirrors, int n, const char *dir, const c
                    name, dir, n ? reasons : "no mirror given", dir);
 }
 
+/* What the reader would use instead of the download, when it is there:
+ * an uncompressed IDX file, or CIFAR-10's extracted batches. Its checksum is
+ * not published, so it is kept unchecked (the reader validates it). */
+static int have_unpacked(xt_data_kind kind, const char *dir, const remote_file *f, xt_download_note note, void *ctx) {
+    char raw[1024];
+    if (kind == XT_DATA_CIFAR10) {
+        if (xt_cifar_find(dir, XT_SPLIT_TRAIN, raw, sizeof raw) != 1 || xt_cifar_find(dir, XT_SPLIT_TEST, raw, sizeof raw) != 1)
+            return 0;
+        notef(note, ctx, "%s: extracted CIFAR-10 present (not checked against the archive's MD5)", raw);
+        return 1;
+    }
+    snprintf(raw, sizeof raw, "%s/%.*s", dir, (int)(strlen(f->name) - 3), f->name);
+    if (access(raw, F_OK) != 0) return 0;
+    notef(note, ctx, "%s: present (uncompressed, not checked against the .gz MD5)", raw);
+    return 1;
+}
+
 int xt_download_dataset(xt_data_kind kind, const char *dir, xt_download_note note, void *ctx, xt_err *e) {
-    const remote_file *files;
-    const char *const *mirrors;
-    int nm;
-    if (kind == XT_DATA_MNIST) {
-        files = MNIST_FILES, mirrors = MNIST_MIRRORS, nm = 2;
-    } else if (kind == XT_DATA_FASHION_MNIST) {
-        files = FASHION_FILES, mirrors = FASHION_MIRRORS, nm = 1;
-    } else {
+    remote_set rs;
+    if (remote_of(kind, &rs))
         return xt_fail(e, XT_EUSAGE, "--download: dataset %s is generated, there is nothing to download",
                        xt_data_kind_name(kind));
-    }
     if (!dir || !*dir)
         return xt_fail(e, XT_EUSAGE, "--download: datadir is not set; set it to where the files should go");
     const char *env = getenv("XLATRAIN_DATA_MIRROR");
     const char *one[1] = {env};
-    if (env && *env) mirrors = one, nm = 1;
-    for (int i = 0; i < 4; i++) {
-        /* An uncompressed copy is what the reader would use; its checksum is not published. */
-        char raw[1024];
-        snprintf(raw, sizeof raw, "%s/%.*s", dir, (int)(strlen(files[i].name) - 3), files[i].name);
-        if (access(raw, F_OK) == 0) {
-            notef(note, ctx, "%s: present (uncompressed, not checked against the .gz MD5)", raw);
-            continue;
-        }
-        int rc = xt_download_file(mirrors, nm, dir, files[i].name, files[i].md5, note, ctx, e);
+    if (env && *env) rs.mirrors = one, rs.nmirrors = 1;
+    for (int i = 0; i < rs.nfiles; i++) {
+        if (have_unpacked(kind, dir, &rs.files[i], note, ctx)) continue;
+        int rc = xt_download_file(rs.mirrors, rs.nmirrors, dir, rs.files[i].name, rs.files[i].md5, note, ctx, e);
         if (rc) return rc;
     }
     return 0;

@@ -1,4 +1,4 @@
-/* download.h — fetch MNIST / FashionMNIST from their public mirrors with curl
+/* download.h — fetch MNIST / FashionMNIST / CIFAR-10 from their public mirrors with curl
  * (or wget), verify each file against its published MD5 and only then give it
  * its final name, so a partial or damaged download never looks like data.
  *
@@ -23,8 +23,9 @@
  * one line each, for the caller to print or ignore (library code never prints). */
 typedef void (*xt_download_note)(void *ctx, const char *line);
 
-/* The four .gz files of `kind` (mnist or fashion_mnist) into dir (created if
- * needed). Returns 0 or XT_EDATA (XT_EUSAGE for synthetic), stopping at the
+/* The four .gz files of `kind` (mnist or fashion_mnist), or
+ * cifar-10-binary.tar.gz (cifar10, read without extracting), into dir
+ * (created if needed). Returns 0 or XT_EDATA (XT_EUSAGE for synthetic), stopping at the
  * first file no mirror could deliver. */
 int xt_download_dataset(xt_data_kind kind, const char *dir, xt_download_note note, void *ctx, xt_err *e);
 

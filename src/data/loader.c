@@ -28,7 +28,7 @@ void xt_loader_opts_defaults(xt_loader_opts *o) {
  * only change in start_epoch while no batch is being filled. */
 static void fill(xt_loader *l, int b, int64_t k) {
     const xt_dataset *ds = l->ds;
-    const size_t px = (size_t)ds->rows * (size_t)ds->cols;
+    const size_t px = xt_dataset_image_bytes(ds);
     const int64_t first = k * l->o.batch_size;
     int64_t count = l->norder - first;
     if (count > l->o.batch_size) count = l->o.batch_size;
@@ -85,9 +85,13 @@ int xt_loader_open(xt_loader *l, const xt_dataset *ds, const xt_sampler *sampler
     l->ds = ds;
     l->sampler = sampler;
     l->o = *o;
-    xt_transform_init(&l->tf, ds->rows, ds->cols, ds->mean, ds->std, o->random_crop_padding, o->seed);
+    if (ds->channels < 1 || ds->channels > XT_TRANSFORM_MAX_CHANNELS)
+        return xt_fail(e, XT_EUSAGE, "loader: images of %d channels; 1 to %d are supported", ds->channels,
+                       XT_TRANSFORM_MAX_CHANNELS);
+    xt_transform_init(&l->tf, ds->channels, ds->rows, ds->cols, ds->mean, ds->std, o->random_crop_padding,
+                      o->random_flip, o->seed);
     l->nbuf = o->prefetch_size + o->max_held;
-    const size_t px = (size_t)ds->rows * (size_t)ds->cols, B = (size_t)o->batch_size;
+    const size_t px = xt_dataset_image_bytes(ds), B = (size_t)o->batch_size;
     l->bufs = calloc((size_t)l->nbuf, sizeof *l->bufs);
     l->state = calloc((size_t)l->nbuf, 1);
     l->free_stack = malloc((size_t)l->nbuf * sizeof *l->free_stack);

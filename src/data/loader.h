@@ -1,6 +1,6 @@
 /* loader.h — the prefetching batch loader (torch_xla's ParallelLoader minus the
  * device copy): `num_workers` threads assemble batches in sampler order
- * (gather u8 images, normalize to float, augment) into a fixed pool of
+ * (gather u8 images of any (channels, rows, cols), normalize to float, augment) into a fixed pool of
  * recycled buffers, and the consumer receives them strictly in order.
  *
  *   xt_loader l;
@@ -37,7 +37,7 @@ typedef struct xt_batch {
     int n;               /* samples: batch_size, or fewer in a final partial batch */
     int64_t number;      /* position in the epoch, from 0 */
     int64_t epoch;
-    float *x;            /* (n, 1, rows, cols) normalized pixels */
+    float *x;            /* (n, channels, rows, cols) normalized pixels */
     int32_t *y;          /* (n) labels */
     int64_t *index;      /* (n) dataset indices (add dataset->first for the file index) */
 } xt_batch;
@@ -49,7 +49,8 @@ typedef struct xt_loader_opts {
     int max_held;             /* 4: batches the consumer may hold unreleased (device_prefetch_size) */
     int drop_last;            /* drop the final partial batch */
     int random_crop_padding;  /* P > 0: pad by P and crop back at random; 0 = off */
-    uint64_t seed;            /* augmentation stream; crops depend on (seed, epoch, index) */
+    int random_flip;          /* 1: flip horizontally with probability 1/2; 0 = off */
+    uint64_t seed;            /* augmentation stream; crops and flips depend on (seed, epoch, index) */
 } xt_loader_opts;
 
 typedef struct xt_loader {

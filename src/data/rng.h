@@ -16,7 +16,8 @@ enum {
     XT_RNG_SYNTH = 0x5e17,   /* synthetic image: (seed, domain, split, index) */
     XT_RNG_SYNTH_LABELS,     /* synthetic labels: (seed, domain, split, block of 10) */
     XT_RNG_SHUFFLE,          /* sampler: (seed, domain, epoch) */
-    XT_RNG_CROP,             /* augmentation: (seed, domain, epoch, index) */
+    XT_RNG_CROP,             /* augmentation: (seed, domain, epoch, index): crop offsets, then the flip */
+    XT_RNG_SYNTH_CIFAR,      /* synthetic CIFAR colouring: (seed, domain, split, index) */
 };
 
 typedef struct xt_rng {

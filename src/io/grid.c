@@ -40,11 +40,12 @@ static void label_text(char *out, size_t cap, const char *what, int label, const
         snprintf(out, cap, "%s %d", what, label);
 }
 
-int xt_grid_write(const char *path, const uint8_t *images, int h, int w, const int *actual, const int *predicted,
+int xt_grid_write(const char *path, const uint8_t *images, int channels, int h, int w, const int *actual, const int *predicted,
                   int n, const char *const *class_names, xt_err *e) {
-    if (n < 0 || h < 1 || w < 1 || h > 256 || w > 256 || (n > 0 && (!images || !actual || !predicted)))
-        return xt_fail(e, XT_EIO, "cannot write %s: bad grid arguments (n=%d, %dx%d images); this is a bug, please report it",
-                       path, n, h, w);
+    if (n < 0 || h < 1 || w < 1 || h > 256 || w > 256 || (channels != 1 && channels != 3) ||
+        (n > 0 && (!images || !actual || !predicted)))
+        return xt_fail(e, XT_EIO, "cannot write %s: bad grid arguments (n=%d, %dx%dx%d images); this is a bug, please report it",
+                       path, n, channels, h, w);
     if (n > XT_GRID_MAX) n = XT_GRID_MAX;
 
     titles t;
@@ -101,7 +102,8 @@ int xt_grid_write(const char *path, const uint8_t *images, int h, int w, const i
             xt_font_draw(&img, cx + (cell_w - xt_font_width(t.one_line[i], 1)) / 2, cy, t.one_line[i], col, 1);
         }
         int ix = cx + (cell_w - img_w) / 2, iy = cy + title_h + TITLE_GAP;
-        xt_image_blit_gray(&img, ix, iy, images + (size_t)i * (size_t)h * (size_t)w, w, h, XT_GRID_SCALE);
+        xt_image_blit_planar(&img, ix, iy, images + (size_t)i * (size_t)channels * (size_t)h * (size_t)w, channels, w, h,
+                             XT_GRID_SCALE);
     }
     rc = xt_png_write(path, &img, e);
     xt_image_free(&img);

@@ -1,12 +1,12 @@
 /* grid.h — the predictions grid PNG: the seed's matplotlib 5x5 figure.
  *
- *   int rc = xt_grid_write("runs/mnist/predictions.png", images, 28, 28,
+ *   int rc = xt_grid_write("runs/mnist/predictions.png", images, 1, 28, 28,
  *                          labels, preds, 25, NULL, e);
  *
- * Up to 25 grayscale images, 5 per row, each drawn 4x (nearest neighbour)
+ * Up to 25 images (grayscale, or RGB for 3 channels), 5 per row, each drawn 4x (nearest neighbour)
  * under its title "Actual 7 / Predicted 7" — blue when the prediction is
  * right, red when wrong, as in the seed — on white, with a heading that
- * counts the correct ones. With class names (FashionMNIST) titles that would
+ * counts the correct ones. With class names (FashionMNIST, CIFAR-10) titles that would
  * be much wider than the image wrap to two lines, "Actual Sandal" over
  * "Predicted Sneaker", and cells widen to the longest line, so titles never
  * overlap. Not here: choosing which samples to show (the caller's job).
@@ -22,11 +22,12 @@
 #define XT_GRID_COLS 5
 #define XT_GRID_SCALE 4  /* each source pixel becomes 4x4 */
 
-/* images: n * h * w bytes, row-major, 0 = black .. 255 = white (as in the
- * IDX files). actual/predicted: n labels each. class_names: names indexed by
+/* images: n * channels * h * w bytes, each image channel-planar (1 channel:
+ * gray, 0 = black .. 255 = white as in the IDX files; 3: R, G, B planes as
+ * in CIFAR-10's files). actual/predicted: n labels each. class_names: names indexed by
  * label, or NULL to print the label numbers; a NULL entry or a negative label
  * prints the number. Writes atomically; 0 or XT_EIO. */
-int xt_grid_write(const char *path, const uint8_t *images, int h, int w, const int *actual, const int *predicted,
+int xt_grid_write(const char *path, const uint8_t *images, int channels, int h, int w, const int *actual, const int *predicted,
                   int n, const char *const *class_names, xt_err *e);
 
 #endif

@@ -118,11 +118,16 @@ void xt_image_disc(xt_image *img, double cx, double cy, double r, xt_rgb c) {
 }
 
 void xt_image_blit_gray(xt_image *img, int x, int y, const uint8_t *gray, int gw, int gh, int scale) {
+    xt_image_blit_planar(img, x, y, gray, 1, gw, gh, scale);
+}
+
+void xt_image_blit_planar(xt_image *img, int x, int y, const uint8_t *planes, int channels, int gw, int gh, int scale) {
     if (scale < 1) scale = 1;
+    const size_t hw = (size_t)gw * (size_t)gh, g = channels == 3 ? hw : 0, b = channels == 3 ? 2 * hw : 0;
     for (int sy = 0; sy < gh; sy++)
         for (int sx = 0; sx < gw; sx++) {
-            uint8_t v = gray[(size_t)sy * (size_t)gw + (size_t)sx];
-            xt_image_fill_rect(img, x + sx * scale, y + sy * scale, scale, scale, (xt_rgb){v, v, v});
+            const uint8_t *p = planes + (size_t)sy * (size_t)gw + (size_t)sx;
+            xt_image_fill_rect(img, x + sx * scale, y + sy * scale, scale, scale, (xt_rgb){p[0], p[g], p[b]});
         }
 }
 

@@ -58,6 +58,10 @@ void xt_image_disc(xt_image *img, double cx, double cy, double r, xt_rgb c);
  * (x, y), each source pixel a scale x scale block. */
 void xt_image_blit_gray(xt_image *img, int x, int y, const uint8_t *gray, int gw, int gh, int scale);
 
+/* The same for a channel-planar image (PyTorch's (C, H, W) layout): 1
+ * channel is grayscale, 3 are the R, G and B planes one after another. */
+void xt_image_blit_planar(xt_image *img, int x, int y, const uint8_t *planes, int channels, int gw, int gh, int scale);
+
 /* Write img as an 8-bit RGB PNG, atomically (temp + fsync + rename, see
  * atomic.h). 0, or XT_EIO naming the file (libpng errors included). */
 int xt_png_write(const char *path, const xt_image *img, xt_err *e);

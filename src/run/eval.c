@@ -47,7 +47,8 @@ int xt_eval_open(xt_eval *ev, const xt_run *r, int rank, xt_err *e) {
     o.prefetch_size = 2; /* evaluation is a short burst: 3 large batches in flight are plenty */
     o.max_held = 1;
     o.drop_last = 0;
-    o.random_crop_padding = 0;
+    o.random_crop_padding = 0; /* evaluation sees the images as they are */
+    o.random_flip = 0;
     if (xt_loader_open(&ev->loader, &r->test, &ev->sampler, &o, e)) return e->code;
     ev->have_loader = 1;
     return 0;

@@ -17,26 +17,26 @@
 #include "run/log.h"
 #include "util/version.h"
 
-static const char *const g_fashion_names[10] = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
-                                                "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"};
-
-/* predictions.png; skipped for images over 64x64 pixels. */
+/* predictions.png: the samples gathered into one buffer sized from the data. */
 static int write_grid(const xt_run *r, const xt_grid_samples *gs, xt_err *e) {
-    static uint8_t imgs[XT_GRID_MAX * 64 * 64];
-    int hw = r->test.rows * r->test.cols;
+    const xt_dataset *d = &r->test;
+    const size_t px = xt_dataset_image_bytes(d);
     int act[XT_GRID_MAX], prd[XT_GRID_MAX];
-    if (gs->n <= 0 || hw > 64 * 64) return 0;
+    const char *names[XT_DATA_CLASSES];
+    if (gs->n <= 0) return 0;
+    uint8_t *imgs = malloc((size_t)gs->n * px);
+    if (!imgs) return xt_fail(e, XT_EIO, "cannot write predictions.png: out of memory for %d images", gs->n);
     for (int i = 0; i < gs->n; i++) {
-        memcpy(imgs + (size_t)i * hw, r->test.images + (size_t)gs->index[i] * hw, (size_t)hw);
+        memcpy(imgs + (size_t)i * px, d->images + (size_t)gs->index[i] * px, px);
         act[i] = gs->truth[i];
         prd[i] = gs->pred[i];
     }
+    for (int k = 0; k < XT_DATA_CLASSES; k++) names[k] = d->class_names[k][0] ? d->class_names[k] : NULL;
     char path[700];
     snprintf(path, sizeof path, "%s/%s", r->outdir, r->cli->eval_only ? "eval-predictions.png" : "predictions.png"); /* --eval-only keeps the run's own */
-    if (xt_grid_write(path, imgs, r->test.rows, r->test.cols, act, prd, gs->n,
-                      r->c->dataset == XT_DS_FASHION_MNIST ? g_fashion_names : NULL, e))
-        return e->code;
-    return 0;
+    int rc = xt_grid_write(path, imgs, d->channels, d->rows, d->cols, act, prd, gs->n, names, e);
+    free(imgs);
+    return rc;
 }
 
 static const char *optimizer_name(xt_optim_kind k) { return k == XT_OPT_SGD ? "sgd" : k == XT_OPT_ADAM ? "adam" : "adamw"; }
@@ -80,7 +80,10 @@ static void hyperparameters(const xt_run *r, xt_jsonw *w) {
     xt_jw_key(w, "step_size"); xt_jw_int(w, c->step_size);
     xt_jw_key(w, "gamma"); xt_jw_num(w, c->gamma);
     xt_jw_key(w, "warmup_epochs"); xt_jw_int(w, c->warmup_epochs);
-    xt_jw_key(w, "random_crop_padding"); xt_jw_int(w, c->random_crop_padding);
+    int crop, flip;
+    xt_run_augmentation(c, &crop, &flip);
+    xt_jw_key(w, "random_crop_padding"); xt_jw_int(w, crop);
+    xt_jw_key(w, "random_flip"); xt_jw_bool(w, flip);
     xt_jw_key(w, "shuffle"); xt_jw_bool(w, c->shuffle);
     xt_jw_key(w, "drop_last"); xt_jw_bool(w, c->drop_last);
     str_or_null(w, "datadir", c->datadir);
@@ -90,7 +93,7 @@ static void hyperparameters(const xt_run *r, xt_jsonw *w) {
     str_or_null(w, "test_labels", c->test_labels);
     subset(w, "train_subset", c->train_subset);
     subset(w, "test_subset", c->test_subset);
-    if (c->dataset == XT_DS_SYNTHETIC) {
+    if (c->dataset == XT_DS_SYNTHETIC || c->dataset == XT_DS_SYNTHETIC_CIFAR10) {
         xt_jw_key(w, "synthetic_train_size"); xt_jw_int(w, c->synthetic_train_size);
         xt_jw_key(w, "synthetic_test_size"); xt_jw_int(w, c->synthetic_test_size);
     }

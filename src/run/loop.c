@@ -92,7 +92,7 @@ static int open_train_loader(worker *w, xt_err *e) {
     o.seed = (uint64_t)c->seed;
     o.batch_size = c->batch_size;
     o.drop_last = c->drop_last;
-    o.random_crop_padding = c->random_crop_padding;
+    xt_run_augmentation(c, &o.random_crop_padding, &o.random_flip);
     if (xt_loader_open(&w->loader, &r->train, &w->sampler, &o, e)) return e->code;
     w->have_loader = 1;
     return 0;

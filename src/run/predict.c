@@ -1,7 +1,10 @@
-/* predict.c — `--predict IDX_FILE`: run a checkpoint over an images file and
- * write a CSV "index,predicted[,label],p0..p9" (the label column when a
- * matching labels file sits beside it: *-images-idx3-ubyte* ->
- * *-labels-idx1-ubyte*). Batches of test_batch_size; eval mode.
+/* predict.c — `--predict FILE`: run a checkpoint over an images file and
+ * write a CSV "index,predicted[,label],p0..p9". The file is an IDX images
+ * file for the MNIST family (the label column when a matching labels file
+ * sits beside it: *-images-idx3-ubyte* -> *-labels-idx1-ubyte*), and a
+ * CIFAR-10 batch (.bin, labels inside; or the .tar.gz, whose test batch is
+ * used) when the config's dataset is CIFAR-shaped. Batches of
+ * test_batch_size; eval mode.
  * Not here: the model's setup and trace (run.c, step.c), training (train.c). */
 #include "run/predict.h"
 
@@ -12,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "data/cifar.h"
 #include "data/idx.h"
 #include "io/atomic.h"
 #include "run/checkpoint.h"
@@ -47,15 +51,29 @@ static void csv_row(csv *o, long index, const float *logp, int K, int label) {
     o->buf[o->len++] = '\n';
 }
 
-/* Images s .. s+n-1 of img, normalized, into x. */
-static void normalize(const xt_idx *img, long s, int n, double mean, double std, float *x) {
-    long hw = (long)img->rows * img->cols;
-    for (long i = 0; i < (long)n * hw; i++) x[i] = (float)(((double)img->data[s * hw + i] / 255.0 - mean) / std);
+/* The images to predict, whatever file they came from. */
+typedef struct pimages {
+    long n;
+    int channels, rows, cols;
+    const uint8_t *data;    /* (n, channels, rows, cols) */
+    const uint8_t *labels;  /* (n), or NULL */
+} pimages;
+
+/* Images s .. s+n-1 of img, normalized per channel, into x. */
+static void normalize(const pimages *img, long s, int n, const double *mean, const double *std, float *x) {
+    const long hw = (long)img->rows * img->cols, px = hw * img->channels;
+    for (long i = 0; i < (long)n * px; i++) {
+        int ch = (int)(i % px / hw);
+        x[i] = (float)(((double)img->data[s * px + i] / 255.0 - mean[ch]) / std[ch]);
+    }
 }
 
 static void norm_of(const xt_config *c, double *mean, double *std) {
     xt_data_norm_defaults(xt_run_data_kind(c->dataset), mean, std);
-    if (c->norm_std > 0) { *mean = c->norm_mean; *std = c->norm_std; }
+    for (int ch = 0; ch < XT_DATA_MAX_CHANNELS; ch++) {
+        if (c->norm_mean >= 0) mean[ch] = c->norm_mean;
+        if (c->norm_std > 0) std[ch] = c->norm_std;
+    }
 }
 
 static int write_csv(const xt_run *r, const csv *o, long n, xt_err *e) {
@@ -67,27 +85,27 @@ static int write_csv(const xt_run *r, const csv *o, long n, xt_err *e) {
     return 0;
 }
 
-/* Predict every image of img (labels in lab when have_labels) into the CSV. */
-static int predict_images(xt_run *r, const xt_idx *img, const xt_idx *lab, int have_labels, xt_err *e) {
+/* Predict every image of img into the CSV. */
+static int predict_images(xt_run *r, const pimages *img, xt_err *e) {
     const xt_config *c = r->c;
-    int B = c->test_batch_size, K = c->spec.num_classes, hw = img->rows * img->cols, rc = 0;
-    double mean, std;
-    norm_of(c, &mean, &std);
-    float *x = malloc((size_t)B * hw * sizeof *x), *logp = malloc((size_t)B * K * sizeof *logp);
+    int B = c->test_batch_size, K = c->spec.num_classes, px = img->channels * img->rows * img->cols, rc = 0;
+    double mean[XT_DATA_MAX_CHANNELS], std[XT_DATA_MAX_CHANNELS];
+    norm_of(c, mean, std);
+    float *x = malloc((size_t)B * px * sizeof *x), *logp = malloc((size_t)B * K * sizeof *logp);
     csv o = {.cap = (size_t)img->n * (size_t)(24 + 12 * K) + 256};
     o.buf = malloc(o.cap);
     xt_engine_opts eo = {.fuse = 1};
     xt_engine *en = xt_engine_new(&r->store, &eo);
     if (!x || !logp || !o.buf || !en) { rc = xt_fail(e, XT_ERUNTIME, "out of memory"); goto out; }
-    csv_header(&o, have_labels, K);
+    csv_header(&o, img->labels != NULL, K);
     for (long s = 0; s < img->n; s += B) {
         int n = img->n - s < B ? (int)(img->n - s) : B;
         normalize(img, s, n, mean, std, x);
-        xt_run_bind_images(r, x, n, img->rows, img->cols);
+        xt_run_bind_images(r, x, n);
         xt_graph *g = xt_engine_graph(en);
         xt_fetch(g, xt_run_trace_logp(r, g, XT_EVAL), logp, (size_t)n * K * sizeof *logp);
         if ((rc = xt_mark_step(en, e))) goto out;
-        for (int i = 0; i < n; i++) csv_row(&o, s + i, logp + (size_t)i * K, K, have_labels ? lab->data[s + i] : -1);
+        for (int i = 0; i < n; i++) csv_row(&o, s + i, logp + (size_t)i * K, K, img->labels ? img->labels[s + i] : -1);
     }
     rc = write_csv(r, &o, img->n, e);
 out:
@@ -98,17 +116,29 @@ out:
     return rc;
 }
 
+/* A CIFAR-10 batch file (or the archive's test batch), labels included. */
+static int predict_cifar(xt_run *r, xt_err *e) {
+    xt_cifar cf = {0};
+    int rc = xt_cifar_read(r->cli->predict, XT_SPLIT_TEST, &cf, e);
+    pimages img = {cf.n, XT_CIFAR_CHANNELS, XT_CIFAR_SIDE, XT_CIFAR_SIDE, cf.images, cf.labels};
+    if (!rc) rc = predict_images(r, &img, e);
+    xt_cifar_free(&cf);
+    return rc;
+}
+
 static int predict_file(xt_run *r, xt_err *e) {
     const xt_spec *sp = &r->c->spec;
-    xt_idx img = {0}, lab = {0};
+    xt_idx im = {0}, lab = {0};
     if (access(r->cli->predict, R_OK)) /* an input that cannot be read is a data error, not an output one */
         return xt_fail(e, XT_EDATA, "--predict %s: cannot read it: %s; check the path", r->cli->predict, strerror(errno));
-    int rc = xt_idx_read_images(r->cli->predict, sp->input[1], sp->input[2], &img, e);
+    if (sp->input[0] == XT_CIFAR_CHANNELS) return predict_cifar(r, e);
+    int rc = xt_idx_read_images(r->cli->predict, sp->input[1], sp->input[2], &im, e);
     if (rc) return rc;
     char lpath[1024];
-    int have_labels = labels_path_for(r->cli->predict, lpath, sizeof lpath) && xt_idx_read_labels(lpath, sp->num_classes, &lab, NULL) == 0 && lab.n == img.n;
-    rc = predict_images(r, &img, &lab, have_labels, e);
-    xt_idx_free(&img);
+    int have_labels = labels_path_for(r->cli->predict, lpath, sizeof lpath) && xt_idx_read_labels(lpath, sp->num_classes, &lab, NULL) == 0 && lab.n == im.n;
+    pimages img = {im.n, 1, im.rows, im.cols, im.data, have_labels ? lab.data : NULL};
+    rc = predict_images(r, &img, e);
+    xt_idx_free(&im);
     xt_idx_free(&lab);
     return rc;
 }

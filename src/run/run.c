@@ -22,7 +22,20 @@ static void note(void *ctx, const char *line) {
 }
 
 xt_data_kind xt_run_data_kind(xt_dataset_kind k) {
-    return k == XT_DS_FASHION_MNIST ? XT_DATA_FASHION_MNIST : k == XT_DS_SYNTHETIC ? XT_DATA_SYNTHETIC : XT_DATA_MNIST;
+    switch (k) {
+    case XT_DS_FASHION_MNIST: return XT_DATA_FASHION_MNIST;
+    case XT_DS_SYNTHETIC: return XT_DATA_SYNTHETIC;
+    case XT_DS_CIFAR10: return XT_DATA_CIFAR10;
+    case XT_DS_SYNTHETIC_CIFAR10: return XT_DATA_SYNTHETIC_CIFAR10;
+    case XT_DS_MNIST: break;
+    }
+    return XT_DATA_MNIST;
+}
+
+void xt_run_augmentation(const xt_config *c, int *crop_padding, int *flip) {
+    xt_data_augment_defaults(xt_run_data_kind(c->dataset), crop_padding, flip);
+    if (c->random_crop_padding >= 0) *crop_padding = c->random_crop_padding;
+    if (c->random_flip >= 0) *flip = c->random_flip;
 }
 
 static void data_opts(const xt_config *c, xt_data_opts *o) {
@@ -45,9 +58,10 @@ static void data_opts(const xt_config *c, xt_data_opts *o) {
 static int check_input_shape(const xt_run *r, xt_err *e) {
     const xt_spec *sp = &r->c->spec;
     const xt_dataset *d = &r->test;
-    if (sp->input[0] != 1 || sp->input[1] != d->rows || sp->input[2] != d->cols)
-        return xt_fail(e, XT_EUSAGE, "%s: the model's input is [%d, %d, %d] but the data is [1, %d, %d]; set input: [1, %d, %d] in the model spec",
-                       sp->source, sp->input[0], sp->input[1], sp->input[2], d->rows, d->cols, d->rows, d->cols);
+    if (sp->input[0] != d->channels || sp->input[1] != d->rows || sp->input[2] != d->cols)
+        return xt_fail(e, XT_EUSAGE, "%s: the model's input is [%d, %d, %d] but the data is [%d, %d, %d]; set input: [%d, %d, %d] in the model spec",
+                       sp->source, sp->input[0], sp->input[1], sp->input[2], d->channels, d->rows, d->cols, d->channels,
+                       d->rows, d->cols);
     return 0;
 }
 
@@ -55,7 +69,7 @@ int xt_run_open_data(xt_run *r, xt_err *e) {
     const xt_config *c = r->c;
     xt_data_opts o;
     data_opts(c, &o);
-    if ((r->cli->download || c->download) && o.kind != XT_DATA_SYNTHETIC &&
+    if ((r->cli->download || c->download) && o.kind != XT_DATA_SYNTHETIC && o.kind != XT_DATA_SYNTHETIC_CIFAR10 &&
         xt_download_dataset(o.kind, c->datadir, note, NULL, e))
         return e->code;
     if (!r->cli->eval_only) {

@@ -84,6 +84,9 @@ void xt_run_close(xt_run *r);
 size_t xt_run_grad_floats(const xt_run *r);
 /* The data module's name for the config's dataset. */
 xt_data_kind xt_run_data_kind(xt_dataset_kind k);
+/* The training augmentation the config asks for, `auto` resolved by dataset
+ * (crop padding 4 and flips for CIFAR-10, none for the MNIST family). */
+void xt_run_augmentation(const xt_config *c, int *crop_padding, int *flip);
 
 /* results.json's final_loss: the mean training loss of the last finished
  * epoch over all replicas (what curves.png and metrics.jsonl's epoch line

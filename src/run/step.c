@@ -5,15 +5,14 @@
  * eval.c, predict.c). */
 #include "run/step.h"
 
-void xt_run_bind_images(xt_run *r, float *x, int n, int rows, int cols) {
-    /* the channels are the model's input's (1 for MNIST, 3 for a 3x32x32 model) */
-    xt_store_set_input_shape(&r->store, r->slot_x, 4, (int32_t[]){n, r->c->spec.input[0], rows, cols});
+void xt_run_bind_images(xt_run *r, float *x, int n) {
+    const int *in = r->c->spec.input; /* (C, H, W), checked against the data at start */
+    xt_store_set_input_shape(&r->store, r->slot_x, 4, (int32_t[]){n, in[0], in[1], in[2]});
     xt_store_bind(&r->store, r->slot_x, x);
 }
 
 void xt_run_bind_batch(xt_run *r, const xt_batch *b) {
-    const int *in = r->c->spec.input; /* (C, H, W); checked against the data at start */
-    xt_run_bind_images(r, b->x, b->n, in[1], in[2]);
+    xt_run_bind_images(r, b->x, b->n);
     xt_store_set_input_shape(&r->store, r->slot_y, 1, (int32_t[]){b->n});
     xt_store_bind(&r->store, r->slot_y, b->y);
 }

@@ -11,9 +11,9 @@
 #include "run/run.h"
 #include "util/err.h"
 
-/* Point the image input slot at x: n single-channel images of rows x cols
- * (the data is grayscale; the run checks the model's input against it). */
-void xt_run_bind_images(xt_run *r, float *x, int n, int rows, int cols);
+/* Point the image input slot at x: n images of the model's input shape
+ * [C, H, W] (the run checks it against the data when it opens them). */
+void xt_run_bind_images(xt_run *r, float *x, int n);
 /* Point the input slots at batch b (shape follows b->n). */
 void xt_run_bind_batch(xt_run *r, const xt_batch *b);
 /* Trace the model to log-probabilities (log_softmax added if the spec ends in logits). */

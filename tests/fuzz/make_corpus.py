@@ -10,10 +10,12 @@ few inline variants; the binary formats are built here from their specs
 header, data, with the "xlatrain.crc32" xlatrain writes).
 """
 import gzip
+import io
 import json
 import os
 import shutil
 import struct
+import tarfile
 import zlib
 
 ROOT = os.path.join("tests", "fuzz", "corpus")
@@ -136,8 +138,30 @@ def ckpt_meta_seeds():
         "xlatrain.global_step=0\nxlatrain.optimizer_steps=0\n")
 
 
+def cifar_seeds():
+    # mode byte, payload (see fuzz_cifar.c); records are 1 label byte + 3,072 pixels
+    rec = lambda label, fill: bytes([label]) + bytes((fill + i) % 256 for i in range(3072))
+    two = rec(3, 0) + rec(9, 7)
+    put("cifar", "m0_two_records.bin", b"\x00" + two)
+    put("cifar", "m0_short.bin", b"\x00" + two[:-100])
+    put("cifar", "m0_label10.bin", b"\x00" + rec(10, 1))
+    member = tarfile.TarInfo("cifar-10-batches-bin/test_batch.bin")
+    member.size, member.mtime = len(two), 0
+    meta = tarfile.TarInfo("cifar-10-batches-bin/batches.meta.txt")
+    names = b"airplane\nautomobile\nbird\ncat\ndeer\ndog\nfrog\nhorse\nship\ntruck\n"
+    meta.size, meta.mtime = len(names), 0
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.USTAR_FORMAT) as t:
+        t.addfile(member, io.BytesIO(two))
+        t.addfile(meta, io.BytesIO(names))
+    put("cifar", "m1_archive.tar.gz", b"\x01" + gz(buf.getvalue()))
+    put("cifar", "m2_records.bin", b"\x02" + two)
+    put("cifar", "m2_cut.bin", b"\x06" + two)             # mode 2, last byte cut
+    put("cifar", "m3_meta.txt", b"\x03" + names)
+
+
 if __name__ == "__main__":
-    for t in ("config", "spec", "idx", "idx_gz", "safetensors", "ckpt_meta"):
+    for t in ("config", "spec", "idx", "idx_gz", "safetensors", "ckpt_meta", "cifar"):
         shutil.rmtree(os.path.join(ROOT, t), ignore_errors=True)
         os.makedirs(os.path.join(ROOT, t))
     config_seeds()
@@ -145,3 +169,4 @@ if __name__ == "__main__":
     idx_seeds()
     safetensors_seeds()
     ckpt_meta_seeds()
+    cifar_seeds()
