@@ -16,6 +16,7 @@
 #include "run/export.h"
 #include "run/predict.h"
 #include "run/record.h"
+#include "run/sweep.h"
 #include "run/train.h"
 #include "util/err.h"
 #include "util/version.h"
@@ -23,7 +24,7 @@
 static const char usage_line[] =
     "usage: xlatrain --config FILE [--set KEY=VALUE]... [--dry-run] [--download]\n"
     "                [--resume PATH|latest [--allow-config-change]] [--overwrite]\n"
-    "                [--eval-only]\n"
+    "                [--eval-only] [--sweep KEY=V1,V2,...]... [--sweep-resume]\n"
     "                [--predict IDX_FILE [--output CSV]]\n"
     "       xlatrain --export CHECKPOINT|RUN_DIR --output FILE(.pt|.safetensors)\n"
     "       xlatrain --list-models | --help | --version\n";
@@ -60,6 +61,20 @@ static const char help_text[] =
     "                         run directory's latest one, to --output FILE: PyTorch's\n"
     "                         own format for FILE.pt / FILE.pth (torch.load reads it),\n"
     "                         safetensors otherwise; needs no --config\n"
+    "  --sweep KEY=V1,V2,...  a multirun: one normal run per combination of the\n"
+    "                         swept values (the cartesian product of every --sweep,\n"
+    "                         the first varying slowest), one after another, in\n"
+    "                         OUTPUT_DIR/<i>-<key=value,...>; --sweep seed=1,2,3\n"
+    "                         repeats. Writes OUTPUT_DIR/summary.jsonl and\n"
+    "                         summary.csv as each run ends and prints the table\n"
+    "                         (runs' own output goes to stderr), the mean and std.\n"
+    "                         deviation over runs that differ only in seed, and\n"
+    "                         the best run. Exit 0 when every run succeeded, else\n"
+    "                         the first failing run's code; a failing run never\n"
+    "                         stops the others\n"
+    "  --sweep-resume         with --sweep: continue the sweep in OUTPUT_DIR, skipping\n"
+    "                         runs whose results.json says ok (resuming from a\n"
+    "                         checkpoint where one is left)\n"
     "  --download             fetch the dataset into datadir first if it is missing\n"
     "  --list-models          list the models that model: NAME finds, with their\n"
     "                         parameter counts, and exit\n"
@@ -121,6 +136,7 @@ static const struct option_def {
     {"--output", OPT_VALUE}, {"--dry-run", OPT_FLAG},  {"--eval-only", OPT_FLAG}, {"--download", OPT_FLAG},
     {"--help", OPT_FLAG},    {"--version", OPT_FLAG},   {"--overwrite", OPT_FLAG}, {"--allow-config-change", OPT_FLAG},
     {"--export", OPT_VALUE}, {"--list-models", OPT_FLAG}, {"--bash-completion", OPT_FLAG},
+    {"--sweep", OPT_VALUE},  {"--sweep-resume", OPT_FLAG},
 };
 
 /* --list-models: every model `model: NAME` finds, one line each. */
@@ -239,7 +255,11 @@ static int parse_args(int argc, char **argv, xt_cli *cli) {
         else if (!strcmp(o->name, "--download")) cli->download = 1;
         else if (!strcmp(o->name, "--overwrite")) cli->overwrite = 1;
         else if (!strcmp(o->name, "--allow-config-change")) cli->allow_config_change = 1;
-        else if (!strcmp(o->name, "--set")) {
+        else if (!strcmp(o->name, "--sweep-resume")) cli->sweep_resume = 1;
+        else if (!strcmp(o->name, "--sweep")) {
+            if (cli->nsweep == XT_CLI_MAX_SETS) return usage_error("more than %d --sweep options", XT_CLI_MAX_SETS);
+            cli->sweeps[cli->nsweep++] = val;
+        } else if (!strcmp(o->name, "--set")) {
             if (!strchr(val, '=') || val[0] == '=')
                 return usage_error("--set %s: expected KEY=VALUE, e.g. --set batch_size=64", val);
             if (cli->nset == XT_CLI_MAX_SETS) return usage_error("more than %d --set options", XT_CLI_MAX_SETS);
@@ -252,7 +272,7 @@ static int parse_args(int argc, char **argv, xt_cli *cli) {
     }
     if (cli->export_ckpt) {
         if (!cli->predict_out) return usage_error("--export needs --output FILE (.pt for PyTorch's format, else safetensors)");
-        if (cli->config_path || cli->predict || cli->resume || cli->eval_only || cli->dry_run || cli->nset)
+        if (cli->config_path || cli->predict || cli->resume || cli->eval_only || cli->dry_run || cli->nset || cli->nsweep)
             return usage_error("--export takes only --output: the checkpoint names its tensors");
         return -1;
     }
@@ -263,6 +283,9 @@ static int parse_args(int argc, char **argv, xt_cli *cli) {
         return usage_error("--overwrite starts a new run; it does not go with --resume, --eval-only or --predict");
     if (cli->allow_config_change && (!cli->resume || cli->eval_only || cli->predict))
         return usage_error("--allow-config-change goes with --resume when training");
+    if (cli->sweep_resume && !cli->nsweep) return usage_error("--sweep-resume goes with the sweep's --sweep options");
+    if (cli->nsweep && (cli->resume || cli->eval_only || cli->predict || cli->overwrite || cli->dry_run))
+        return usage_error("--sweep runs new runs; it does not go with --resume, --eval-only, --predict, --overwrite or --dry-run (continue a sweep with --sweep-resume)");
     if ((cli->eval_only || cli->predict) && !cli->resume) cli->resume = "latest";
     return -1;
 }
@@ -311,7 +334,9 @@ int main(int argc, char **argv) {
     if (cli.dry_run) {
         rc = dry_run(&cfg, &cli);
     } else {
-        rc = cli.predict ? xt_predict_main(&cfg, &cli, &err) : xt_train_main(&cfg, &cli, &err);
+        rc = cli.nsweep    ? xt_sweep_main(&cfg, &cli, &err)
+             : cli.predict ? xt_predict_main(&cfg, &cli, &err)
+                           : xt_train_main(&cfg, &cli, &err);
         fflush(stdout);
         if (rc && err.msg[0]) fprintf(stderr, "xlatrain: %s\n", err.msg);
     }
