@@ -75,6 +75,11 @@ static const char help_text[] =
     "  --sweep-resume         with --sweep: continue the sweep in OUTPUT_DIR, skipping\n"
     "                         runs whose results.json says ok (resuming from a\n"
     "                         checkpoint where one is left)\n"
+    "  --fast-dev-run         a smoke test for CI (--set fast_dev_run=true): one\n"
+    "                         epoch of one training step and one test batch on each\n"
+    "                         worker, through every writer (checkpoint written and\n"
+    "                         read back, both PNGs, metrics.jsonl, results.json with\n"
+    "                         \"smoke\": true); exit 0 only if all of them worked\n"
     "  --download             fetch the dataset into datadir first if it is missing\n"
     "  --list-models          list the models that model: NAME finds, with their\n"
     "                         parameter counts, and exit\n"
@@ -136,7 +141,7 @@ static const struct option_def {
     {"--output", OPT_VALUE}, {"--dry-run", OPT_FLAG},  {"--eval-only", OPT_FLAG}, {"--download", OPT_FLAG},
     {"--help", OPT_FLAG},    {"--version", OPT_FLAG},   {"--overwrite", OPT_FLAG}, {"--allow-config-change", OPT_FLAG},
     {"--export", OPT_VALUE}, {"--list-models", OPT_FLAG}, {"--bash-completion", OPT_FLAG},
-    {"--sweep", OPT_VALUE},  {"--sweep-resume", OPT_FLAG},
+    {"--sweep", OPT_VALUE},  {"--sweep-resume", OPT_FLAG}, {"--fast-dev-run", OPT_FLAG},
 };
 
 /* --list-models: every model `model: NAME` finds, one line each. */
@@ -256,6 +261,10 @@ static int parse_args(int argc, char **argv, xt_cli *cli) {
         else if (!strcmp(o->name, "--overwrite")) cli->overwrite = 1;
         else if (!strcmp(o->name, "--allow-config-change")) cli->allow_config_change = 1;
         else if (!strcmp(o->name, "--sweep-resume")) cli->sweep_resume = 1;
+        else if (!strcmp(o->name, "--fast-dev-run")) { /* the key, so config.yaml records it and sweep runs inherit it */
+            if (cli->nset == XT_CLI_MAX_SETS) return usage_error("more than %d --set options", XT_CLI_MAX_SETS);
+            cli->sets[cli->nset++] = "fast_dev_run=true";
+        }
         else if (!strcmp(o->name, "--sweep")) {
             if (cli->nsweep == XT_CLI_MAX_SETS) return usage_error("more than %d --sweep options", XT_CLI_MAX_SETS);
             cli->sweeps[cli->nsweep++] = val;

@@ -1,12 +1,16 @@
-/* test_sweep.c — --sweep driven through the real binary as a user drives
- * it: the product's run directories and summary files, a diverging run
- * that does not stop the others and sets the exit code, --sweep-resume
- * after the sweep was killed mid-run, and the values checked before the
- * first run. Small synthetic sets keep each run under a second. */
+/* test_sweep.c — the sweep and CI uses, driven through the real binary as
+ * a script drives it. --sweep: the product's run directories and summary
+ * files, a diverging run that does not stop the others and sets the exit
+ * code, --sweep-resume after the sweep was killed mid-run, the values
+ * checked before the first run. Smoke mode: --fast-dev-run writes every
+ * output (and fast), max_time ends with time_limit and exit 0, max_steps,
+ * limit_train_batches and limit_test_batches bound the work exactly, at 1
+ * and 2 workers. Small synthetic sets keep each run under a second. */
 #include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "test.h"
@@ -120,4 +124,61 @@ TEST(sweep_over_seeds_prints_mean_and_std) {
     CHECK_STR_CONTAINS(g_out, "learning_rate  n  final_acc");
     CHECK_STR_CONTAINS(g_out, "0.05           3  ");
     CHECK_STR_CONTAINS(g_out, " ± ");
+}
+
+/* ---- smoke mode ------------------------------------------------------------ */
+
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static void fast_dev_run_at(int cores) {
+    const char *d = test_tmpdir();
+    double t0 = now_s();
+    int rc = run("$XL --config configs/smoke.yaml --fast-dev-run --set num_cores=%d --set output_dir=%s/f 2>&1", cores, d);
+    double took = now_s() - t0;
+    CHECK_EQ(rc, 0);
+    if (!getenv("XLATRAIN_SANITIZED")) CHECK_MSG(took < 3.0, "--fast-dev-run took %.2f s", took);
+    CHECK_STR_CONTAINS(g_out, "\"smoke\":true");
+    CHECK_STR_CONTAINS(g_out, "\"global_step\":1,");
+    CHECK_EQ(run("cd %s/f && ls checkpoint-epoch001.safetensors predictions.png curves.png metrics.jsonl results.json config.yaml", d), 0);
+    CHECK_EQ(run("grep -c '\"smoke\":true' %s/f/results.json", d), 0);
+    CHECK_EQ(run("grep -c '\"type\":\"epoch\"' %s/f/metrics.jsonl", d), 0);
+    CHECK_STR_CONTAINS(g_out, "1\n");
+    /* the checkpoint it wrote is one --eval-only reads */
+    CHECK_EQ(run("$XL --config configs/smoke.yaml --fast-dev-run --set num_cores=%d --set output_dir=%s/f --eval-only 2>&1", cores, d), 0);
+}
+
+TEST(smoke_fast_dev_run_writes_every_output_1_worker) { fast_dev_run_at(1); }
+TEST(smoke_fast_dev_run_writes_every_output_2_workers) { fast_dev_run_at(2); }
+
+TEST(smoke_max_time_stops_with_time_limit_and_exit_0) {
+    const char *d = test_tmpdir();
+    double t0 = now_s();
+    int rc = run("$XL --config configs/smoke.yaml --set synthetic_train_size=20000 --set num_epochs=500 --set log_steps=0 "
+                 "--set max_time=2 --set output_dir=%s/m 2>/dev/null | tail -1", d);
+    double took = now_s() - t0;
+    CHECK_EQ(rc, 0);
+    CHECK_STR_CONTAINS(g_out, "\"status\":\"time_limit\",\"exit_code\":0");
+    CHECK_MSG(took < 30, "max_time 2 took %.1f s", took);
+    CHECK_EQ(run("ls %s/m | grep -c checkpoint-epoch", d), 0); /* it checkpointed where it stopped */
+    CHECK_EQ(run("grep -c '\"status\":\"time_limit\"' %s/m/results.json", d), 0);
+}
+
+TEST(smoke_max_steps_and_batch_limits_bound_the_work) {
+    const char *d = test_tmpdir();
+    /* 4000 / 128 = 31 batches an epoch; 5 per epoch for 3 epochs = 15 steps, then max_steps 12 */
+    CHECK_EQ(run("$XL --config configs/smoke.yaml --set target_accuracy=0 --set log_steps=0 --set limit_train_batches=5 "
+                 "--set output_dir=%s/a 2>/dev/null | tail -1", d), 0);
+    CHECK_STR_CONTAINS(g_out, "\"global_step\":15,");
+    CHECK_EQ(run("$XL --config configs/smoke.yaml --set target_accuracy=0 --set log_steps=0 --set limit_train_batches=5 "
+                 "--set max_steps=12 --set num_cores=2 --set output_dir=%s/b 2>/dev/null | tail -1", d), 0);
+    CHECK_STR_CONTAINS(g_out, "\"global_step\":12,");
+    CHECK_STR_CONTAINS(g_out, "stopped at max_steps (12)");
+    /* one test batch of 100 images on each of 2 workers: 200 of the 1000 evaluated */
+    CHECK_EQ(run("$XL --config configs/smoke.yaml --set target_accuracy=0 --set num_epochs=1 --set test_batch_size=100 "
+                 "--set limit_test_batches=1 --set num_cores=2 --set output_dir=%s/c 2>/dev/null | grep 'global accuracy'", d), 0);
+    CHECK_STR_CONTAINS(g_out, "/200 over 2 replicas)");
 }

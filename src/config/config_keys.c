@@ -95,6 +95,15 @@ const xt_key xt_keys[] = {
     /* checkpoints and workers */
     INT_KEY("checkpoint.every", checkpoint_every, "1", 0, 100000, "write a checkpoint every N epochs; 0 = only the final one"),
     INT_KEY("checkpoint.keep", keep_checkpoints, "3", 0, 1000, "epoch checkpoints kept; 0 = all"),
+    /* smoke runs and limits */
+    {"max_steps", XT_K_I64, F(max_steps), 0, 0, "0", 0, 2147483647.0, 0, NULL,
+     "stop after N global optimizer steps (evaluate, checkpoint, status ok); 0 = no limit"},
+    FLOAT_KEY("max_time", max_time, "0", 0, HUGE_VAL, 0,
+              "seconds of training, then stop at the next step boundary (evaluate, checkpoint, status time_limit, exit 0); 0 = no limit"),
+    INT_KEY("limit_train_batches", limit_train_batches, "0", 0, INT_MAX, "training batches per epoch and worker; 0 = all"),
+    INT_KEY("limit_test_batches", limit_test_batches, "0", 0, INT_MAX, "test batches per evaluation and worker; 0 = all"),
+    BOOL_KEY("fast_dev_run", fast_dev_run, "false",
+             "a smoke test: 1 epoch, 1 training step and 1 test batch per worker, every output written (results.json smoke: true)"),
     BOOL_KEY("pin_cores", pin_cores, "false", "pin worker k to CPU k"),
     INT_KEY("worker_timeout", worker_timeout, "300", 0, 86400, "seconds without progress before a worker counts as hung; 0 = never"),
     INT_KEY("blas_threads", blas_threads, "1", 1, 256, "BLAS threads per worker"),

@@ -69,6 +69,13 @@ typedef struct xt_config {
     int checkpoint_every;      /* checkpoint.every (epochs): 1 */
     int keep_checkpoints;      /* checkpoint.keep: 3 */
 
+    /* --- smoke runs and limits (CI) --- */
+    long long max_steps;       /* stop after this many global optimizer steps: 0 = none */
+    double max_time;           /* stop at the first step boundary after this many seconds of training: 0 = none */
+    int limit_train_batches;   /* training batches per epoch and worker: 0 = all */
+    int limit_test_batches;    /* evaluation batches per evaluation and worker: 0 = all */
+    int fast_dev_run;          /* one epoch, one step, one evaluation batch, every output: a smoke test */
+
     /* --- data parallel --- */
     int pin_cores;             /* false */
     int worker_timeout;        /* seconds without progress before a worker is declared hung: 300 */

@@ -81,7 +81,8 @@ int xt_eval_run(xt_eval *ev, xt_run *r, xt_engine *en, long long *correct, long 
     *correct = *total = 0;
     xt_loader_start_epoch(&ev->loader, 0);
     const xt_batch *b;
-    while ((b = xt_loader_next(&ev->loader))) {
+    int limit = r->c->limit_test_batches, nb = 0;
+    while ((limit <= 0 || nb++ < limit) && (b = xt_loader_next(&ev->loader))) {
         int rc = 0;
         for (int off = 0; off < b->n && !rc; off += ev->chunk)
             rc = predict_chunk(ev, r, en, b, off, b->n - off < ev->chunk ? b->n - off : ev->chunk, e);

@@ -128,6 +128,7 @@ static void results_json(const xt_run *r, xt_jsonw *w, const xt_summary *s) {
     xt_jw_key(w, "data_wait_s"); xt_jw_numg(w, (double)r->data_wait_ns / 1e9, 6);
     xt_jw_key(w, "wall_time_s"); xt_jw_numg(w, wall, 6);
     xt_jw_key(w, "config_changed_on_resume"); xt_jw_bool(w, r->config_changed);
+    xt_jw_key(w, "smoke"); xt_jw_bool(w, c->fast_dev_run);
     hyperparameters(r, w);
     xt_jw_end(w);
 }
@@ -164,8 +165,17 @@ int xt_run_finish(xt_run *r, const xt_grid_samples *grid, double final_loss, xt_
     int below = !r->cli->eval_only && c->target_accuracy > 0 && r->best_acc < c->target_accuracy;
     xt_err verdict = {0};
     if (below) xt_fail(&verdict, XT_EBELOW, "best accuracy %.2f%% is below target_accuracy %.2f%% (outputs written to %s)", r->best_acc, c->target_accuracy, r->outdir);
-    xt_summary s = {.status = below ? "below_target" : "ok", .exit_code = verdict.code, .message = below ? verdict.msg : "finished",
-                    .final_loss = final_loss, .checkpoint = r->last_ckpt};
+    char msg[sizeof verdict.msg] = "finished";
+    const char *status = below ? "below_target" : "ok";
+    if (below) snprintf(msg, sizeof msg, "%s", verdict.msg);
+    else if (r->limit_stop == XT_STOP_TIME_LIMIT) { /* a planned ending: exit 0 */
+        status = "time_limit";
+        snprintf(msg, sizeof msg, "stopped by max_time (%gs) after global step %lld", c->max_time, r->global_step);
+    } else if (c->fast_dev_run)
+        snprintf(msg, sizeof msg, "fast_dev_run: one step and one test batch per worker, every output written");
+    else if (r->limit_stop == XT_STOP_MAX_STEPS)
+        snprintf(msg, sizeof msg, "stopped at max_steps (%lld)", c->max_steps);
+    xt_summary s = {.status = status, .exit_code = verdict.code, .message = msg, .final_loss = final_loss, .checkpoint = r->last_ckpt};
     int rc = xt_run_summary(r, &s, e);
     r->summary_written = 1;
     if (rc) return rc;

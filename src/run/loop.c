@@ -10,6 +10,7 @@
 #include <cblas.h>
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "data/loader.h"
 #include "data/sampler.h"
@@ -17,6 +18,7 @@
 #include "distributed/shm.h"
 #include "engine/metrics.h"
 #include "io/curves.h"
+#include "io/safetensors.h"
 #include "run/checkpoint.h"
 #include "run/eval.h"
 #include "run/finish.h"
@@ -208,6 +210,24 @@ static int interrupted_mid_epoch(worker *w, const epoch_pos *p, xt_err *e) {
                    p->epoch + 1, p->step, r->outdir, r->outdir);
 }
 
+/* max_steps or max_time reached after this step: 1 (r->limit_stop says
+ * which), 0, or -1 with e set. Every replica must stop at the same step:
+ * steps are counted in lockstep, but clocks are read at different moments,
+ * so with several workers the time verdict is their reduced sum. */
+static int limit_reached(worker *w, xt_err *e) {
+    xt_run *r = w->r;
+    const xt_config *c = r->c;
+    if (c->max_steps > 0 && r->global_step >= c->max_steps) {
+        r->limit_stop = XT_STOP_MAX_STEPS;
+        return 1;
+    }
+    if (c->max_time <= 0) return 0;
+    double late = (double)(xt_now_ns() - r->t_train0_ns) / 1e9 >= c->max_time;
+    if (r->dist && xt_mesh_reduce_sum(r->dist, w->rank, &late, 1, e)) return -1;
+    if (late > 0) r->limit_stop = XT_STOP_TIME_LIMIT;
+    return late > 0;
+}
+
 static int train_epoch(worker *w, epoch_pos *p, xt_err *e) {
     xt_run *r = w->r;
     xt_loader_start_epoch(&w->loader, p->epoch);
@@ -228,6 +248,8 @@ static int train_epoch(worker *w, epoch_pos *p, xt_err *e) {
         int rc = train_batch(w, p, b, e);
         if (rc) return rc;
         if (stop_requested(w)) return interrupted_mid_epoch(w, p, e);
+        if ((rc = limit_reached(w, e)) < 0) return e->code;
+        if (rc || (r->c->limit_train_batches > 0 && p->step >= r->c->limit_train_batches)) break;
     }
     r->train_ns += xt_now_ns() - t_epoch;
     xt_progress_clear();
@@ -236,6 +258,21 @@ static int train_epoch(worker *w, epoch_pos *p, xt_err *e) {
 }
 
 /* ---- after an epoch ------------------------------------------------------------ */
+
+/* fast_dev_run: the checkpoint just written is read back whole (header,
+ * checksum over metadata and data) and must be this model's, so a smoke
+ * run proves --resume would find a usable file. */
+static int read_back(const xt_run *r, xt_err *e) {
+    xt_st_file f;
+    if (xt_st_read(r->last_ckpt, &f, e)) return e->code;
+    char want[32];
+    snprintf(want, sizeof want, "%016llx", (unsigned long long)r->model_hash);
+    const char *have = xt_st_meta_get(&f, "xlatrain.model_hash");
+    int ok = have && !strcmp(have, want);
+    xt_st_close(&f);
+    if (!ok) return xt_fail(e, XT_EIO, "%s: read back after writing, it is not this model's checkpoint; check the disk", r->last_ckpt);
+    return 0;
+}
 
 /* Master-only epoch outputs: metrics line, curves, checkpoint. */
 static int master_epoch_outputs(worker *w, int epoch, double loss, double acc, double lr, xt_err *e) {
@@ -247,11 +284,12 @@ static int master_epoch_outputs(worker *w, int epoch, double loss, double acc, d
     char path[700];
     snprintf(path, sizeof path, "%s/curves.png", r->outdir);
     if (xt_curves_write(path, r->hist_loss, r->hist_acc, r->nhist, e)) return e->code;
-    int last = epoch + 1 == r->c->num_epochs;
-    if (r->c->checkpoint_every > 0 && ((epoch + 1) % r->c->checkpoint_every == 0 || last))
-        return xt_ckpt_save(r, epoch + 1, epoch + 1, 0, e);
-    if (last) return xt_ckpt_save(r, epoch + 1, epoch + 1, 0, e);
-    return 0;
+    int last = epoch + 1 == r->c->num_epochs || r->limit_stop; /* a limit ends the run here */
+    int rc = 0;
+    if (last || (r->c->checkpoint_every > 0 && (epoch + 1) % r->c->checkpoint_every == 0))
+        rc = xt_ckpt_save(r, epoch + 1, epoch + 1, 0, e);
+    if (!rc && r->c->fast_dev_run) rc = read_back(r, e);
+    return rc;
 }
 
 /* Evaluate the shard and print this replica's accuracy. */
@@ -301,7 +339,8 @@ static int end_epoch(worker *w, const epoch_pos *p, xt_err *e) {
 
 static int train_epochs(worker *w, xt_err *e) {
     xt_run *r = w->r;
-    for (int epoch = r->start_epoch; epoch < r->c->num_epochs; epoch++) {
+    r->t_train0_ns = xt_now_ns();
+    for (int epoch = r->start_epoch; epoch < r->c->num_epochs && !r->limit_stop; epoch++) {
         epoch_pos p = {.epoch = epoch};
         int rc = train_epoch(w, &p, e);
         if (!rc) rc = end_epoch(w, &p, e);
