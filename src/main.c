@@ -80,6 +80,11 @@ static const char help_text[] =
     "                         worker, through every writer (checkpoint written and\n"
     "                         read back, both PNGs, metrics.jsonl, results.json with\n"
     "                         \"smoke\": true); exit 0 only if all of them worked\n"
+    "  --max-compiles N       a CI guard: fail with exit 7 if the engine compiles more\n"
+    "                         than N distinct graphs (per worker); the message names\n"
+    "                         each graph and why it was compiled. A training run\n"
+    "                         needs 2 (training step, evaluation), plus one per\n"
+    "                         partial batch shape\n"
     "  --download             fetch the dataset into datadir first if it is missing\n"
     "  --list-models          list the models that model: NAME finds, with their\n"
     "                         parameter counts, and exit\n"
@@ -94,7 +99,7 @@ static const char help_text[] =
     "results.json (eval.json for --eval-only) and prints it as the last line.\n"
     "\n"
     "exit status (results.json \"status\" in brackets):\n"
-    "  0    success [ok]\n"
+    "  0    success [ok]; also a run stopped by max_time [time_limit]\n"
     "  2    usage, configuration or layer-spec error; output_dir holds another run\n"
     "       or is in use; --resume with a config that changes the trajectory [error]\n"
     "  3    an input cannot be read: dataset files missing, truncated or corrupt;\n"
@@ -104,6 +109,7 @@ static const char help_text[] =
     "  5    an output file cannot be written [error]\n"
     "  6    finished, but the best test accuracy is below target_accuracy\n"
     "       [below_target]\n"
+    "  7    more graphs compiled than --max-compiles allows [compile_limit]\n"
     "  130  interrupted by SIGINT or SIGTERM, checkpoint written [interrupted]\n"
     "\n"
     "environment:\n"
@@ -142,6 +148,7 @@ static const struct option_def {
     {"--help", OPT_FLAG},    {"--version", OPT_FLAG},   {"--overwrite", OPT_FLAG}, {"--allow-config-change", OPT_FLAG},
     {"--export", OPT_VALUE}, {"--list-models", OPT_FLAG}, {"--bash-completion", OPT_FLAG},
     {"--sweep", OPT_VALUE},  {"--sweep-resume", OPT_FLAG}, {"--fast-dev-run", OPT_FLAG},
+    {"--max-compiles", OPT_VALUE},
 };
 
 /* --list-models: every model `model: NAME` finds, one line each. */
@@ -261,6 +268,13 @@ static int parse_args(int argc, char **argv, xt_cli *cli) {
         else if (!strcmp(o->name, "--overwrite")) cli->overwrite = 1;
         else if (!strcmp(o->name, "--allow-config-change")) cli->allow_config_change = 1;
         else if (!strcmp(o->name, "--sweep-resume")) cli->sweep_resume = 1;
+        else if (!strcmp(o->name, "--max-compiles")) {
+            char *end;
+            long n = strtol(val, &end, 10);
+            if (*end || n < 1 || n > 1000000)
+                return usage_error("--max-compiles %s: expected a whole number of graphs from 1 to 1000000 (a training run compiles 2)", val);
+            cli->max_compiles = (int)n;
+        }
         else if (!strcmp(o->name, "--fast-dev-run")) { /* the key, so config.yaml records it and sweep runs inherit it */
             if (cli->nset == XT_CLI_MAX_SETS) return usage_error("more than %d --set options", XT_CLI_MAX_SETS);
             cli->sets[cli->nset++] = "fast_dev_run=true";

@@ -182,3 +182,23 @@ TEST(smoke_max_steps_and_batch_limits_bound_the_work) {
                  "--set limit_test_batches=1 --set num_cores=2 --set output_dir=%s/c 2>/dev/null | grep 'global accuracy'", d), 0);
     CHECK_STR_CONTAINS(g_out, "/200 over 2 replicas)");
 }
+
+/* ---- the recompilation guard ------------------------------------------------- */
+
+TEST(ci_max_compiles_1_fails_on_a_cosine_warmup_run_naming_its_graphs) {
+    const char *d = test_tmpdir();
+    const char *cosine = "--set 'schedule={name: cosine, warmup_epochs: 1}' --set num_epochs=2 --set target_accuracy=0";
+    int rc = run("$XL --config configs/smoke.yaml %s --max-compiles 1 --set output_dir=%s/a 2>&1 >/dev/null", cosine, d);
+    CHECK_EQ(rc, 7);
+    CHECK_STR_CONTAINS(g_out, "more than 1 graphs compiled (--max-compiles 1): 1 'training step'");
+    CHECK_STR_CONTAINS(g_out, "then 2 'evaluation'");
+    CHECK_EQ(run("grep -c '\"status\":\"compile_limit\",\"exit_code\":7' %s/a/results.json", d), 0);
+    /* the schedule itself never recompiles: 2 graphs are enough, at 2 workers too */
+    CHECK_EQ(run("$XL --config configs/smoke.yaml %s --max-compiles 2 --set num_cores=2 --set output_dir=%s/b >/dev/null 2>&1", cosine, d), 0);
+    /* a partial last batch is a third graph, and the message says what changed */
+    rc = run("$XL --config configs/smoke.yaml --set drop_last=false --set num_epochs=1 --set target_accuracy=0 --max-compiles 2 "
+             "--set output_dir=%s/c 2>&1 >/dev/null", d);
+    CHECK_EQ(rc, 7);
+    CHECK_STR_CONTAINS(g_out, "2 'training step' (");
+    CHECK_STR_CONTAINS(g_out, "has shape [32] instead of [128]");
+}

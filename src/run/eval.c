@@ -71,6 +71,7 @@ static int predict_chunk(xt_eval *ev, xt_run *r, xt_engine *en, const xt_batch *
     part.x = b->x + (size_t)off * image;
     part.y = b->y + off;
     part.index = b->index ? b->index + off : NULL;
+    xt_engine_set_label(en, "evaluation");
     xt_graph *g = xt_engine_graph(en);
     xt_run_bind_batch(r, &part);
     xt_fetch(g, xt_argmax(g, xt_run_trace_logp(r, g, XT_EVAL)), ev->pred + off, (size_t)n * sizeof *ev->pred);

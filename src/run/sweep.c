@@ -206,7 +206,7 @@ static void on_signal(int sig) {
 /* The run's command line: this binary, the sweep's own options, the run's
  * values and directory, and how to treat what an earlier attempt left. */
 static char **run_argv(const xt_sweep *s, const xt_sweep_row *r, const xt_cli *cli, const char *mode) {
-    int cap = 8 + 2 * cli->nset + 2 * s->naxes, n = 0;
+    int cap = 10 + 2 * cli->nset + 2 * s->naxes, n = 0;
     char **av = calloc((size_t)cap + 1, sizeof *av);
     if (!av) return NULL;
     av[n++] = strdup(cli->argv[0]);
@@ -223,6 +223,10 @@ static char **run_argv(const xt_sweep *s, const xt_sweep_row *r, const xt_cli *c
     av[n++] = strdup("--set");
     if (asprintf(&av[n++], "output_dir=%s", r->dir) < 0) av[n - 1] = NULL;
     if (cli->download) av[n++] = strdup("--download");
+    if (cli->max_compiles > 0) {
+        av[n++] = strdup("--max-compiles");
+        if (asprintf(&av[n++], "%d", cli->max_compiles) < 0) av[n - 1] = NULL;
+    }
     if (!strcmp(mode, "resume")) {
         av[n++] = strdup("--resume");
         av[n++] = strdup("latest");

@@ -121,6 +121,7 @@ static int run_replicas(xt_run *r, xt_err *e) {
 static const char *failure_status(const xt_run *r, const xt_err *e, int in_replicas) {
     if (e->code == XT_EINTR) return "interrupted";
     if (e->code == XT_EBELOW) return "below_target";
+    if (e->code == XT_ECOMPILE) return "compile_limit";
     if (e->code == XT_ERUNTIME && (strstr(e->msg, "loss is NaN") || strstr(e->msg, "loss is Inf"))) return "diverged";
     if (e->code == XT_ERUNTIME && in_replicas && r->world > 1) return "worker_failed";
     return "error";
