@@ -10,7 +10,7 @@
 
 #include <stdio.h>
 
-#include "run/sweep.h"
+#include "run/sweep_types.h"
 #include "util/err.h"
 
 /* Rewrite <dir>/summary.jsonl and <dir>/summary.csv from the finished rows. 0 or XT_EIO. */
