@@ -13,6 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "config/config.h"
+#include "run/monitor.h"
 #include "test.h"
 
 #define TINY "--config configs/smoke.yaml --set synthetic_train_size=1024 --set synthetic_test_size=200 --set log_steps=0 --set num_epochs=1 --set target_accuracy=0"
@@ -201,4 +203,82 @@ TEST(ci_max_compiles_1_fails_on_a_cosine_warmup_run_naming_its_graphs) {
     CHECK_EQ(rc, 7);
     CHECK_STR_CONTAINS(g_out, "2 'training step' (");
     CHECK_STR_CONTAINS(g_out, "has shape [32] instead of [128]");
+}
+
+/* ---- early stopping and checkpoint keeping ---------------------------------- */
+
+/* learning_rate 1e-7 learns nothing: the accuracy is flat, so patience 2
+ * stops after epoch 3 (epoch 1 is the best, 2 and 3 do not improve). */
+#define PLATEAU "--config configs/smoke.yaml --set learning_rate=1e-7 --set target_accuracy=0 --set log_steps=0 " \
+                "--set early_stopping.patience=2 --set num_epochs=10"
+
+TEST(early_stopping_stops_a_plateau_at_the_same_epoch_when_resumed) {
+    const char *d = test_tmpdir();
+    CHECK_EQ(run("$XL " PLATEAU " --set synthetic_train_size=1000 --set output_dir=%s/a 2>/dev/null | tail -1", d), 0);
+    CHECK_STR_CONTAINS(g_out, "\"status\":\"early_stopped\",\"exit_code\":0");
+    CHECK_STR_CONTAINS(g_out, "\"epochs\":3,");
+    /* stopped after epoch 2 (num_epochs is free to change), then resumed: the
+     * patience counter came back from the checkpoint, so it stops after 3 too */
+    CHECK_EQ(run("$XL " PLATEAU " --set synthetic_train_size=1000 --set num_epochs=2 --set output_dir=%s/b >/dev/null 2>&1", d), 0);
+    CHECK_EQ(run("$XL " PLATEAU " --set synthetic_train_size=1000 --set output_dir=%s/b --resume latest 2>/dev/null | tail -1", d), 0);
+    CHECK_STR_CONTAINS(g_out, "\"status\":\"early_stopped\",\"exit_code\":0");
+    CHECK_STR_CONTAINS(g_out, "\"epochs\":3,");
+    /* interrupted mid-run (SIGTERM: a background job of sh ignores SIGINT), then resumed */
+    run("$XL " PLATEAU " --set synthetic_train_size=16000 --set output_dir=%s/c > %s/log 2>&1 & echo $! > %s/pid; "
+        "for i in $(seq 600); do grep -q 'Finished training epoch 2' %s/log 2>/dev/null && break; sleep 0.02; done; "
+        "kill -TERM $(cat %s/pid); wait", d, d, d, d, d);
+    CHECK_EQ(run("grep -c '\"status\":\"interrupted\"' %s/c/results.json", d), 0);
+    CHECK_EQ(run("$XL " PLATEAU " --set synthetic_train_size=16000 --set output_dir=%s/c --resume latest 2>/dev/null | tail -1", d), 0);
+    CHECK_STR_CONTAINS(g_out, "\"status\":\"early_stopped\",\"exit_code\":0");
+    CHECK_STR_CONTAINS(g_out, "\"epochs\":3,");
+    /* and a third start trains nothing */
+    CHECK_EQ(run("$XL " PLATEAU " --set synthetic_train_size=16000 --set output_dir=%s/c --resume latest 2>&1 >/dev/null", d), 0);
+    CHECK_STR_CONTAINS(g_out, "was stopped early");
+}
+
+TEST(early_stopping_monitor_is_checked_when_the_config_loads) {
+    CHECK_EQ(run("$XL --config configs/smoke.yaml --set early_stopping.monitor=test_acuracy --dry-run 2>&1 >/dev/null"), 2);
+    CHECK_STR_CONTAINS(g_out, "did you mean 'test_accuracy'?");
+}
+
+TEST(checkpoint_keep_last_2_leaves_2_periodic_checkpoints_and_the_best) {
+    const char *d = test_tmpdir();
+    CHECK_EQ(run("$XL --config configs/smoke.yaml --set num_epochs=5 --set target_accuracy=0 --set log_steps=0 "
+                 "--set synthetic_train_size=2000 --set checkpoint.keep_last=2 --set checkpoint.keep_best=true "
+                 "--set early_stopping.monitor=test_loss --set output_dir=%s/a 2>/dev/null | tail -1", d), 0);
+    CHECK_STR_CONTAINS(g_out, "\"best\":{\"monitor\":\"test_loss\",\"value\":");
+    CHECK_STR_CONTAINS(g_out, "/a/best.safetensors\"}");
+    CHECK_EQ(run("ls %s/a | grep safetensors | tr '\\n' ' '", d), 0);
+    CHECK(!strcmp(g_out, "best.safetensors checkpoint-epoch004.safetensors checkpoint-epoch005.safetensors "));
+    /* best.safetensors is a whole checkpoint: --eval-only reads it */
+    CHECK_EQ(run("$XL --config configs/smoke.yaml --set output_dir=%s/a --eval-only --resume %s/a/best.safetensors 2>&1 >/dev/null", d, d), 0);
+}
+
+/* The rule itself: a NaN is never best, min_delta must be exceeded, and
+ * test_loss improves downwards. */
+TEST(early_stopping_nan_is_never_best) {
+    static xt_config c;
+    static xt_run r;
+    xt_config_defaults(&c);
+    c.patience = 2;
+    c.min_delta = 0.5;
+    r.c = &c;
+    r.mon_best = NAN;
+    CHECK_EQ(xt_monitor_update(&r, NAN, NAN, 1), 0);     /* NaN first: not best, patience runs */
+    CHECK(isnan(r.mon_best));
+    CHECK_EQ(r.mon_wait, 1);
+    CHECK_EQ(xt_monitor_update(&r, 90, NAN, 2), 1);      /* the first finite value is */
+    CHECK_EQ(r.mon_best_epoch, 2);
+    CHECK_EQ(xt_monitor_update(&r, 90.4, NAN, 3), 0);    /* not by more than min_delta */
+    CHECK_EQ(xt_monitor_update(&r, INFINITY, NAN, 4), 0);
+    CHECK_NEAR(r.mon_best, 90, 0);
+    CHECK(xt_monitor_should_stop(&r));
+    c.monitor = XT_MON_TEST_LOSS;                        /* mode auto: lower is better */
+    r.mon_best = NAN;
+    r.mon_wait = 0;
+    CHECK_EQ(xt_monitor_update(&r, 0, 0.9, 1), 1);
+    CHECK_EQ(xt_monitor_update(&r, 0, 0.5, 2), 0);       /* 0.4 lower: not more than 0.5 */
+    CHECK_EQ(xt_monitor_update(&r, 0, 0.3, 3), 1);
+    CHECK_EQ(xt_monitor_update(&r, 0, NAN, 4), 0);
+    CHECK_NEAR(r.mon_best, 0.3, 0);
 }

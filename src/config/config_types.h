@@ -12,6 +12,8 @@
 typedef enum { XT_DS_MNIST, XT_DS_FASHION_MNIST, XT_DS_SYNTHETIC } xt_dataset_kind;
 typedef enum { XT_OPT_SGD, XT_OPT_ADAM, XT_OPT_ADAMW } xt_optim_kind;
 typedef enum { XT_SCHED_CONSTANT, XT_SCHED_STEP, XT_SCHED_COSINE } xt_sched_kind;
+typedef enum { XT_MON_TEST_ACCURACY, XT_MON_TEST_LOSS } xt_monitor_kind;
+typedef enum { XT_MODE_AUTO, XT_MODE_MAX, XT_MODE_MIN } xt_monitor_mode;
 
 typedef struct xt_config {
     char source[512];          /* the config file path ("" when none) */
@@ -67,7 +69,14 @@ typedef struct xt_config {
 
     /* --- checkpoints --- */
     int checkpoint_every;      /* checkpoint.every (epochs): 1 */
-    int keep_checkpoints;      /* checkpoint.keep: 3 */
+    int keep_checkpoints;      /* checkpoint.keep_last: 3 */
+    int keep_best;             /* checkpoint.keep_best: false (best.safetensors by the monitor) */
+
+    /* --- the monitored metric: early stopping and keep_best --- */
+    xt_monitor_kind monitor;   /* early_stopping.monitor: test_accuracy */
+    xt_monitor_mode monitor_mode; /* early_stopping.mode: auto (max for accuracy, min for loss) */
+    int patience;              /* early_stopping.patience (epochs): 0 = no early stopping */
+    double min_delta;          /* early_stopping.min_delta: 0 */
 
     /* --- smoke runs and limits (CI) --- */
     long long max_steps;       /* stop after this many global optimizer steps: 0 = none */

@@ -15,6 +15,7 @@
 #include "io/grid.h"
 #include "io/jsonw.h"
 #include "run/log.h"
+#include "run/monitor.h"
 #include "util/version.h"
 
 static const char *const g_fashion_names[10] = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
@@ -101,6 +102,22 @@ static void num_or_null(xt_jsonw *w, const char *key, double v) {
     if (isfinite(v) && v >= 0) xt_jw_numg(w, v, 6); else xt_jw_null(w);
 }
 
+/* The monitored metric's best epoch and, with checkpoint.keep_best, its
+ * checkpoint (null before any epoch was evaluated). */
+static void best_epoch(const xt_run *r, xt_jsonw *w) {
+    xt_jw_key(w, "best");
+    if (!r->mon_best_epoch) {
+        xt_jw_null(w);
+        return;
+    }
+    xt_jw_obj(w);
+    xt_jw_key(w, "monitor"); xt_jw_str(w, xt_monitor_name(r->c));
+    xt_jw_key(w, "value"); xt_jw_numg(w, r->mon_best, 6);
+    xt_jw_key(w, "epoch"); xt_jw_int(w, r->mon_best_epoch);
+    str_or_null(w, "checkpoint", r->best_ckpt);
+    xt_jw_end(w);
+}
+
 /* The summary object: how it ended, what ran, how well, how fast. */
 static void results_json(const xt_run *r, xt_jsonw *w, const xt_summary *s) {
     const xt_config *c = r->c;
@@ -129,6 +146,7 @@ static void results_json(const xt_run *r, xt_jsonw *w, const xt_summary *s) {
     xt_jw_key(w, "wall_time_s"); xt_jw_numg(w, wall, 6);
     xt_jw_key(w, "config_changed_on_resume"); xt_jw_bool(w, r->config_changed);
     xt_jw_key(w, "smoke"); xt_jw_bool(w, c->fast_dev_run);
+    best_epoch(r, w);
     hyperparameters(r, w);
     xt_jw_end(w);
 }
@@ -171,6 +189,10 @@ int xt_run_finish(xt_run *r, const xt_grid_samples *grid, double final_loss, xt_
     else if (r->limit_stop == XT_STOP_TIME_LIMIT) { /* a planned ending: exit 0 */
         status = "time_limit";
         snprintf(msg, sizeof msg, "stopped by max_time (%gs) after global step %lld", c->max_time, r->global_step);
+    } else if (r->limit_stop == XT_STOP_EARLY) { /* a planned ending: exit 0 */
+        status = "early_stopped";
+        snprintf(msg, sizeof msg, "early stopping after epoch %d: %s did not improve by more than %g for %d epochs (best %.6g at epoch %d)",
+                 r->nhist, xt_monitor_name(c), c->min_delta, r->mon_wait, r->mon_best, r->mon_best_epoch);
     } else if (c->fast_dev_run)
         snprintf(msg, sizeof msg, "fast_dev_run: one step and one test batch per worker, every output written");
     else if (r->limit_stop == XT_STOP_MAX_STEPS)

@@ -23,6 +23,7 @@
 #include "run/eval.h"
 #include "run/finish.h"
 #include "run/log.h"
+#include "run/monitor.h"
 #include "run/run.h"
 #include "run/signals.h"
 #include "run/step.h"
@@ -275,7 +276,7 @@ static int read_back(const xt_run *r, xt_err *e) {
 }
 
 /* Master-only epoch outputs: metrics line, curves, checkpoint. */
-static int master_epoch_outputs(worker *w, int epoch, double loss, double acc, double lr, xt_err *e) {
+static int master_epoch_outputs(worker *w, int epoch, double loss, double acc, double lr, int improved, xt_err *e) {
     xt_run *r = w->r;
     char line[512];
     snprintf(line, sizeof line, "{\"type\":\"epoch\",\"epoch\":%d,\"global_step\":%lld,\"loss\":%.6g,\"accuracy\":%.4f,"
@@ -289,14 +290,16 @@ static int master_epoch_outputs(worker *w, int epoch, double loss, double acc, d
     if (last || (r->c->checkpoint_every > 0 && (epoch + 1) % r->c->checkpoint_every == 0))
         rc = xt_ckpt_save(r, epoch + 1, epoch + 1, 0, e);
     if (!rc && r->c->fast_dev_run) rc = read_back(r, e);
+    /* after the periodic one is in place: the best epoch's copy */
+    if (!rc && improved && r->c->keep_best) rc = xt_ckpt_save_best(r, epoch + 1, e);
     return rc;
 }
 
 /* Evaluate the shard and print this replica's accuracy. */
-static int evaluate_and_log(worker *w, long long *correct, long long *total, xt_err *e) {
-    int rc = xt_eval_run(&w->eval, w->r, w->en, correct, total, e);
+static int evaluate_and_log(worker *w, xt_eval_counts *ec, xt_err *e) {
+    int rc = xt_eval_run(&w->eval, w->r, w->en, ec, e);
     if (rc) return rc;
-    xt_out("[xla:%d] Accuracy=%.2f%%", w->rank, *total ? 100.0 * (double)*correct / (double)*total : 0.0);
+    xt_out("[xla:%d] Accuracy=%.2f%%", w->rank, ec->total ? 100.0 * (double)ec->correct / (double)ec->total : 0.0);
     return 0;
 }
 
@@ -320,19 +323,23 @@ static void record_epoch(xt_run *r, double loss, double acc) {
  * and (master) write the epoch's outputs. */
 static int end_epoch(worker *w, const epoch_pos *p, xt_err *e) {
     xt_run *r = w->r;
-    long long correct, total;
-    int rc = evaluate_and_log(w, &correct, &total, e);
+    xt_eval_counts ec;
+    int rc = evaluate_and_log(w, &ec, e);
     if (rc) return rc;
     /* before the mesh-reduce: every replica's report precedes the master's summary line */
     if (r->c->metrics_debug) metrics_debug_report();
-    double counts[3] = {(double)correct, (double)total, p->loss_n ? p->loss_sum / (double)p->loss_n : NAN};
-    if (r->dist && (rc = xt_mesh_reduce_sum(r->dist, w->rank, counts, 3, e))) return rc;
+    double counts[4] = {(double)ec.correct, (double)ec.total, p->loss_n ? p->loss_sum / (double)p->loss_n : NAN, ec.loss_sum};
+    if (r->dist && (rc = xt_mesh_reduce_sum(r->dist, w->rank, counts, 4, e))) return rc;
     double gacc = counts[1] > 0 ? 100.0 * counts[0] / counts[1] : 0.0;
     double eloss = counts[2] / (r->dist ? r->world : 1);
+    double test_loss = w->eval.want_loss && counts[1] > 0 ? counts[3] / counts[1] : NAN;
     if (r->world > 1 && w->rank == 0)
         xt_out("Epoch %d global accuracy=%.2f%% (%.0f/%.0f over %d replicas)", p->epoch + 1, gacc, counts[0], counts[1], r->world);
     record_epoch(r, eloss, gacc);
-    if (w->rank == 0 && (rc = master_epoch_outputs(w, p->epoch, eloss, gacc, p->lr, e))) return rc;
+    /* every replica reaches the same verdict from the same reduced figures */
+    int improved = xt_monitor_update(r, gacc, test_loss, p->epoch + 1);
+    if (xt_monitor_should_stop(r) && p->epoch + 1 < r->c->num_epochs && !r->limit_stop) r->limit_stop = XT_STOP_EARLY;
+    if (w->rank == 0 && (rc = master_epoch_outputs(w, p->epoch, eloss, gacc, p->lr, improved, e))) return rc;
     if (stop_requested(w)) return xt_fail(e, XT_EINTR, "interrupted after epoch %d; checkpoint in %s", p->epoch + 1, r->outdir);
     return 0;
 }
@@ -352,9 +359,10 @@ static int train_epochs(worker *w, xt_err *e) {
 /* --eval-only: one evaluation of the resumed checkpoint. */
 static int eval_only(worker *w, xt_err *e) {
     xt_run *r = w->r;
-    long long correct, total;
-    int rc = xt_eval_run(&w->eval, r, w->en, &correct, &total, e);
+    xt_eval_counts ec;
+    int rc = xt_eval_run(&w->eval, r, w->en, &ec, e);
     if (rc) return rc;
+    long long correct = ec.correct, total = ec.total;
     double counts[2] = {(double)correct, (double)total};
     if (r->dist && (rc = xt_mesh_reduce_sum(r->dist, w->rank, counts, 2, e))) return rc;
     xt_out("[xla:%d] Accuracy=%.2f%%", w->rank, total ? 100.0 * (double)correct / (double)total : 0.0);

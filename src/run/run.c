@@ -110,6 +110,7 @@ int xt_run_open(xt_run *r, const xt_config *c, const xt_cli *cli, xt_err *e) {
     r->cli = cli;
     r->world = c->num_cores;
     r->best_acc = -1;
+    r->mon_best = NAN;
     r->t_start_ns = xt_now_ns();
     r->rundir.lock_fd = -1;
     r->last_loss = NAN;

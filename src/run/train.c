@@ -22,6 +22,7 @@
 #include "run/record.h"
 #include "run/log.h"
 #include "run/loop.h"
+#include "run/monitor.h"
 #include "run/run.h"
 #include "run/signals.h"
 
@@ -69,7 +70,11 @@ static int already_finished(const xt_run *r, xt_err *e) {
     if (f) fclose(f);
     text[n] = 0;
     while (n && text[n - 1] == '\n') text[--n] = 0;
-    fprintf(stderr, "xlatrain: %s already trained %d epochs; raise num_epochs to train further\n", r->outdir, r->c->num_epochs);
+    if (xt_monitor_should_stop(r))
+        fprintf(stderr, "xlatrain: %s was stopped early (%s did not improve for %d epochs); raise early_stopping.patience to train further\n",
+                r->outdir, xt_monitor_name(r->c), r->mon_wait);
+    else
+        fprintf(stderr, "xlatrain: %s already trained %d epochs; raise num_epochs to train further\n", r->outdir, r->c->num_epochs);
     const char *code = strstr(text, "\"exit_code\":");
     int rc = code ? atoi(code + 12) : 0;
     if (n) xt_out("%s", text);
@@ -151,7 +156,8 @@ int xt_train_main(const xt_config *c, const xt_cli *cli, xt_err *e) {
     static xt_run r;
     int rc = xt_run_open(&r, c, cli, e), in_replicas = 0;
     if (!rc) rc = resume(&r, e);
-    if (!rc && cli->resume && !cli->eval_only && r.start_epoch >= c->num_epochs) {
+    /* nothing left: all epochs trained, or early stopping already stopped it */
+    if (!rc && cli->resume && !cli->eval_only && (r.start_epoch >= c->num_epochs || xt_monitor_should_stop(&r))) {
         rc = already_finished(&r, e);
         r.summary_written = 1;
     } else {
