@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "config/config.h"
+#include "io/json.h"
 #include "run/monitor.h"
 #include "test.h"
 
@@ -281,4 +282,64 @@ TEST(early_stopping_nan_is_never_best) {
     CHECK_EQ(xt_monitor_update(&r, 0, 0.3, 3), 1);
     CHECK_EQ(xt_monitor_update(&r, 0, NAN, 4), 0);
     CHECK_NEAR(r.mon_best, 0.3, 0);
+}
+
+/* ---- evaluation reports ------------------------------------------------------ */
+
+/* A small file's whole text into buf ("" when missing). */
+static size_t slurp(const char *path, char *buf, size_t cap) {
+    FILE *f = fopen(path, "rb");
+    size_t n = f ? fread(buf, 1, cap - 1, f) : 0;
+    if (f) fclose(f);
+    buf[n] = 0;
+    return n;
+}
+
+static void confusion_matches_accuracy(int cores) {
+    const char *d = test_tmpdir();
+    CHECK_EQ(run("$XL --config configs/smoke.yaml --set num_epochs=1 --set target_accuracy=0 --set log_steps=0 --set num_cores=%d "
+                 "--set output_dir=%s/a >/dev/null 2>&1", cores, d), 0);
+    static char text[1 << 16], res[1 << 16];
+    char path[1024];
+    snprintf(path, sizeof path, "%s/a/confusion.json", d);
+    size_t n = slurp(path, text, sizeof text);
+    xt_json_doc doc, rdoc;
+    xt_json_error je;
+    CHECK(n > 0 && xt_json_parse(&doc, text, n, NULL, &je) == 0);
+    const xt_json *m = xt_json_get(doc.root, "matrix");
+    CHECK(m && m->len == 10);
+    long long total = 0, diag = 0;
+    int t = 0;
+    for (const xt_json *row = m ? m->kid : NULL; row; row = row->next, t++) {
+        int p = 0;
+        for (const xt_json *v = row->kid; v; v = v->next, p++) {
+            total += v->i;
+            if (p == t) diag += v->i;
+        }
+    }
+    CHECK_EQ(total, 1000); /* synthetic_test_size of configs/smoke.yaml */
+    snprintf(path, sizeof path, "%s/a/results.json", d);
+    n = slurp(path, res, sizeof res);
+    CHECK(xt_json_parse(&rdoc, res, n, NULL, &je) == 0);
+    const xt_json *acc = xt_json_get(rdoc.root, "final_accuracy"), *pc = xt_json_get(rdoc.root, "per_class");
+    CHECK(acc && acc->type == XT_JSON_NUMBER);
+    CHECK_NEAR(100.0 * (double)diag / (double)total, acc ? acc->num : -1, 1e-9);
+    CHECK(pc && pc->type == XT_JSON_ARRAY && pc->len == 10);
+    CHECK(pc && xt_json_get(pc->kid, "precision") && xt_json_get(pc->kid, "recall") && xt_json_get(pc->kid, "accuracy"));
+    xt_json_free(&doc);
+    xt_json_free(&rdoc);
+    CHECK_EQ(run("head -c 8 %s/a/confusion.png | od -An -c | tr -d ' \\n'", d), 0);
+    CHECK_STR_CONTAINS(g_out, "PNG");
+}
+
+TEST(report_confusion_matrix_sums_to_the_test_set_and_matches_accuracy_1_worker) { confusion_matches_accuracy(1); }
+TEST(report_confusion_matrix_sums_to_the_test_set_and_matches_accuracy_2_workers) { confusion_matches_accuracy(2); }
+
+TEST(report_eval_only_writes_its_own_confusion_and_leaves_the_runs) {
+    const char *d = test_tmpdir();
+    CHECK_EQ(run("$XL --config configs/smoke.yaml --set num_epochs=1 --set target_accuracy=0 --set output_dir=%s/a >/dev/null 2>&1", d), 0);
+    CHECK_EQ(run("cd %s/a && md5sum confusion.json confusion.png > ../before", d), 0);
+    CHECK_EQ(run("$XL --config configs/smoke.yaml --set output_dir=%s/a --eval-only 2>/dev/null | tail -1", d), 0);
+    CHECK_STR_CONTAINS(g_out, "\"per_class\":[{\"class\":\"0\",\"support\":100,");
+    CHECK_EQ(run("cd %s/a && md5sum -c ../before && ls eval-confusion.json eval-confusion.png", d), 0);
 }

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "run/step.h"
+#include "util/check.h"
 
 /* The largest divisor of the test batch up to XT_EVAL_CHUNK_MAX, so that a
  * full test batch splits into equal chunks (one compiled graph); a batch
@@ -38,6 +39,9 @@ int xt_eval_open(xt_eval *ev, const xt_run *r, int rank, xt_err *e) {
     ev->want_loss = c->monitor == XT_MON_TEST_LOSS && (c->patience > 0 || c->keep_best);
     ev->pred = malloc((size_t)c->test_batch_size * sizeof *ev->pred);
     if (!ev->pred) return xt_fail(e, XT_ERUNTIME, "out of memory for a test batch of %d", c->test_batch_size);
+    ev->classes = c->spec.num_classes;
+    ev->confusion = calloc((size_t)ev->classes * (size_t)ev->classes, sizeof *ev->confusion);
+    if (!ev->confusion) return xt_fail(e, XT_ERUNTIME, "out of memory for a %dx%d confusion matrix", ev->classes, ev->classes);
     if (xt_sampler_init(&ev->sampler, r->test.n, r->world, rank, 0, (uint64_t)c->seed, 0, e)) return e->code;
     ev->have_sampler = 1;
     xt_loader_opts o;
@@ -87,6 +91,7 @@ static int predict_chunk(xt_eval *ev, xt_run *r, xt_engine *en, const xt_batch *
 
 int xt_eval_run(xt_eval *ev, xt_run *r, xt_engine *en, xt_eval_counts *out, xt_err *e) {
     *out = (xt_eval_counts){0};
+    memset(ev->confusion, 0, (size_t)ev->classes * (size_t)ev->classes * sizeof *ev->confusion);
     xt_loader_start_epoch(&ev->loader, 0);
     const xt_batch *b;
     int limit = r->c->limit_test_batches, nb = 0;
@@ -98,7 +103,11 @@ int xt_eval_run(xt_eval *ev, xt_run *r, xt_engine *en, xt_eval_counts *out, xt_e
             xt_loader_release(&ev->loader, b);
             return rc;
         }
-        for (int i = 0; i < b->n; i++) out->correct += ev->pred[i] == b->y[i];
+        for (int i = 0; i < b->n; i++) {
+            out->correct += ev->pred[i] == b->y[i];
+            XT_CHECK(b->y[i] >= 0 && b->y[i] < ev->classes && ev->pred[i] >= 0 && ev->pred[i] < ev->classes);
+            ev->confusion[(size_t)b->y[i] * (size_t)ev->classes + (size_t)ev->pred[i]]++;
+        }
         out->total += b->n;
         keep_grid_samples(&ev->grid, ev->pred, b);
         xt_loader_release(&ev->loader, b);
@@ -111,5 +120,7 @@ void xt_eval_close(xt_eval *ev) {
     if (ev->have_sampler) xt_sampler_free(&ev->sampler);
     free(ev->pred);
     ev->pred = NULL;
+    free(ev->confusion);
+    ev->confusion = NULL;
     ev->have_loader = ev->have_sampler = 0;
 }

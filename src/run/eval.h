@@ -40,6 +40,8 @@ typedef struct xt_eval {
     int32_t *pred;                  /* (test_batch_size) predicted classes of a batch */
     int chunk;                      /* images per evaluation step (see eval.c) */
     int want_loss;                  /* trace and fetch the test loss too (early_stopping.monitor: test_loss) */
+    long long *confusion;           /* (classes^2) this shard's [true][predicted] counts of the last pass */
+    int classes;
     xt_grid_samples grid;
 } xt_eval;
 

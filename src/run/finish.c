@@ -14,12 +14,10 @@
 #include "io/atomic.h"
 #include "io/grid.h"
 #include "io/jsonw.h"
+#include "run/confusion.h"
 #include "run/log.h"
 #include "run/monitor.h"
 #include "util/version.h"
-
-static const char *const g_fashion_names[10] = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
-                                                "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"};
 
 /* predictions.png; skipped for images over 64x64 pixels. */
 static int write_grid(const xt_run *r, const xt_grid_samples *gs, xt_err *e) {
@@ -35,7 +33,7 @@ static int write_grid(const xt_run *r, const xt_grid_samples *gs, xt_err *e) {
     char path[700];
     snprintf(path, sizeof path, "%s/%s", r->outdir, r->cli->eval_only ? "eval-predictions.png" : "predictions.png"); /* --eval-only keeps the run's own */
     if (xt_grid_write(path, imgs, r->test.rows, r->test.cols, act, prd, gs->n,
-                      r->c->dataset == XT_DS_FASHION_MNIST ? g_fashion_names : NULL, e))
+                      xt_run_class_names(r), e))
         return e->code;
     return 0;
 }
@@ -147,6 +145,7 @@ static void results_json(const xt_run *r, xt_jsonw *w, const xt_summary *s) {
     xt_jw_key(w, "config_changed_on_resume"); xt_jw_bool(w, r->config_changed);
     xt_jw_key(w, "smoke"); xt_jw_bool(w, c->fast_dev_run);
     best_epoch(r, w);
+    xt_confusion_per_class(r, w);
     hyperparameters(r, w);
     xt_jw_end(w);
 }
@@ -180,6 +179,7 @@ int xt_run_summary(xt_run *r, const xt_summary *s, xt_err *e) {
 int xt_run_finish(xt_run *r, const xt_grid_samples *grid, double final_loss, xt_err *e) {
     const xt_config *c = r->c;
     if (write_grid(r, grid, e)) return e->code;
+    if (xt_confusion_write(r, e)) return e->code;
     int below = !r->cli->eval_only && c->target_accuracy > 0 && r->best_acc < c->target_accuracy;
     xt_err verdict = {0};
     if (below) xt_fail(&verdict, XT_EBELOW, "best accuracy %.2f%% is below target_accuracy %.2f%% (outputs written to %s)", r->best_acc, c->target_accuracy, r->outdir);

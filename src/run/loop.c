@@ -20,6 +20,7 @@
 #include "io/curves.h"
 #include "io/safetensors.h"
 #include "run/checkpoint.h"
+#include "run/confusion.h"
 #include "run/eval.h"
 #include "run/finish.h"
 #include "run/log.h"
@@ -339,6 +340,8 @@ static int end_epoch(worker *w, const epoch_pos *p, xt_err *e) {
     /* every replica reaches the same verdict from the same reduced figures */
     int improved = xt_monitor_update(r, gacc, test_loss, p->epoch + 1);
     if (xt_monitor_should_stop(r) && p->epoch + 1 < r->c->num_epochs && !r->limit_stop) r->limit_stop = XT_STOP_EARLY;
+    /* the run's last evaluation: its confusion matrix over every shard, for the report */
+    if ((p->epoch + 1 == r->c->num_epochs || r->limit_stop) && (rc = xt_confusion_reduce(r, w->rank, w->eval.confusion, e))) return rc;
     if (w->rank == 0 && (rc = master_epoch_outputs(w, p->epoch, eloss, gacc, p->lr, improved, e))) return rc;
     if (stop_requested(w)) return xt_fail(e, XT_EINTR, "interrupted after epoch %d; checkpoint in %s", p->epoch + 1, r->outdir);
     return 0;
@@ -363,6 +366,7 @@ static int eval_only(worker *w, xt_err *e) {
     int rc = xt_eval_run(&w->eval, r, w->en, &ec, e);
     if (rc) return rc;
     long long correct = ec.correct, total = ec.total;
+    if ((rc = xt_confusion_reduce(r, w->rank, w->eval.confusion, e))) return rc;
     double counts[2] = {(double)correct, (double)total};
     if (r->dist && (rc = xt_mesh_reduce_sum(r->dist, w->rank, counts, 2, e))) return rc;
     xt_out("[xla:%d] Accuracy=%.2f%%", w->rank, total ? 100.0 * (double)correct / (double)total : 0.0);

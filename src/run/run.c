@@ -134,4 +134,6 @@ void xt_run_close(xt_run *r) {
     free(r->resumed_config);
     free(r->hist_loss);
     free(r->hist_acc);
+    free(r->confusion);
+    r->confusion = NULL;
 }

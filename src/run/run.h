@@ -73,6 +73,9 @@ typedef struct xt_run {
     int mon_best_epoch;             /* 1-based epoch of mon_best; 0 before any */
     int mon_wait;                   /* epochs since it last improved */
     char best_ckpt[1024];           /* best.safetensors once written (checkpoint.keep_best), else "" */
+    long long *confusion;           /* (nclasses^2) the last evaluation's [true][predicted] counts over
+                                       all replicas (confusion.h); NULL before it */
+    int nclasses;
 } xt_run;
 
 /* Set r up for config c and command line cli: create the output directory,
