@@ -83,8 +83,9 @@ TEST(sweep_resume_after_a_kill_runs_only_the_missing_ones) {
     /* three runs of a few seconds; the sweep is killed during the second */
     run("$XL " TINY " --set synthetic_train_size=6000 --set num_epochs=3 --set output_dir=%s/s "
         "--sweep seed=1,2,3 > %s/out 2> %s/err & echo $! > %s/pid; "
-        "for i in $(seq 600); do [ $(wc -l < %s/s/summary.csv 2>/dev/null || echo 0) -ge 2 ] && break; sleep 0.05; done; "
-        "sleep 0.3; kill -TERM $(cat %s/pid); wait",
+        /* once run 2 has finished an epoch it is training, with its signal handlers in place */
+        "for i in $(seq 1200); do [ -e %s/s/2-seed=2/checkpoint-epoch001.safetensors ] && break; sleep 0.05; done; "
+        "kill -TERM $(cat %s/pid); wait",
         d, d, d, d, d, d);
     CHECK_EQ(count("tail -n +2 %s/s/summary.csv | wc -l", d), 2);
     CHECK_EQ(run("cat %s/s/summary.csv", d), 0);
