@@ -24,7 +24,8 @@
 static const char usage_line[] =
     "usage: xlatrain --config FILE [--set KEY=VALUE]... [--dry-run] [--download]\n"
     "                [--resume PATH|latest [--allow-config-change]] [--overwrite]\n"
-    "                [--eval-only] [--sweep KEY=V1,V2,...]... [--sweep-resume]\n"
+    "                [--eval-only] [--fast-dev-run] [--max-compiles N]\n"
+    "                [--sweep KEY=V1,V2,...]... [--sweep-resume]\n"
     "                [--predict IDX_FILE [--output CSV]]\n"
     "       xlatrain --export CHECKPOINT|RUN_DIR --output FILE(.pt|.safetensors)\n"
     "       xlatrain --list-models | --help | --version\n";
