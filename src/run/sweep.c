@@ -270,12 +270,12 @@ static int exec_run(char **av, int *signaled) {
 }
 
 /* What an earlier attempt left in the run's directory decides how this
- * one starts: ok -> skipped (--sweep-resume), a checkpoint -> resumed, other
+ * one starts: ended with exit 0 -> skipped (--sweep-resume), a checkpoint -> resumed, other
  * outputs -> overwritten (only with --sweep-resume; otherwise the run
  * refuses the directory, as any run does). */
 static const char *start_mode(xt_sweep_row *r, const xt_cli *cli) {
     if (!cli->sweep_resume) return "new";
-    if (!read_results(r, NULL) && !strcmp(r->status, "ok")) return "skip";
+    if (!read_results(r, NULL) && r->exit_code == 0) return "skip"; /* ok, time_limit or early_stopped */
     char ck[1100];
     xt_err ignored = {0};
     if (!xt_st_find_latest(r->dir, ck, sizeof ck, &ignored)) return "resume";
@@ -286,7 +286,7 @@ static int run_one(const xt_sweep *s, xt_sweep_row *r, const xt_cli *cli, xt_err
     const char *mode = start_mode(r, cli);
     if (!strcmp(mode, "skip")) {
         r->done = r->skipped = 1;
-        fprintf(stderr, "xlatrain: sweep run %d/%d: %s already ended ok; skipped\n", r->index, s->nrows, r->dir);
+        fprintf(stderr, "xlatrain: sweep run %d/%d: %s already ended %s; skipped\n", r->index, s->nrows, r->dir, r->status);
         return 0;
     }
     fprintf(stderr, "xlatrain: sweep run %d/%d%s: %s\n", r->index, s->nrows, !strcmp(mode, "resume") ? " (resumed)" : "", r->dir);

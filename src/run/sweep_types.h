@@ -18,7 +18,7 @@ typedef struct xt_sweep_row {
     int *choice;            /* (naxes) index into each axis' values */
     char dir[1024];
     int done;               /* ended (ran, or skipped by --sweep-resume) */
-    int skipped;            /* --sweep-resume: its results.json already said ok */
+    int skipped;            /* --sweep-resume: its results.json already said it succeeded (exit 0) */
     char status[32];        /* results.json's status, or "crashed"/"error" when it wrote none */
     int exit_code;
     double best_acc, final_acc, final_loss, samples_per_sec; /* NaN when unknown */
