@@ -181,6 +181,11 @@ TEST(smoke_max_steps_and_batch_limits_bound_the_work) {
                  "--set max_steps=12 --set num_cores=2 --set output_dir=%s/b 2>/dev/null | tail -1", d), 0);
     CHECK_STR_CONTAINS(g_out, "\"global_step\":12,");
     CHECK_STR_CONTAINS(g_out, "stopped at max_steps (12)");
+    /* resumed, it has nothing left to train */
+    CHECK_EQ(run("$XL --config configs/smoke.yaml --set target_accuracy=0 --set log_steps=0 --set limit_train_batches=5 "
+                 "--set max_steps=12 --set num_cores=2 --set output_dir=%s/b --resume latest 2>&1", d), 0);
+    CHECK_STR_CONTAINS(g_out, "already trained max_steps (12 steps)");
+    CHECK_STR_CONTAINS(g_out, "\"global_step\":12,");
     /* one test batch of 100 images on each of 2 workers: 200 of the 1000 evaluated */
     CHECK_EQ(run("$XL --config configs/smoke.yaml --set target_accuracy=0 --set num_epochs=1 --set test_batch_size=100 "
                  "--set limit_test_batches=1 --set num_cores=2 --set output_dir=%s/c 2>/dev/null | grep 'global accuracy'", d), 0);

@@ -298,9 +298,9 @@ static int run_one(const xt_sweep *s, xt_sweep_row *r, const xt_cli *cli, xt_err
     int signaled = 0, code = exec_run(av, &signaled);
     free_argv(av);
     memset(r->status, 0, sizeof r->status);
-    /* this attempt's summary; or the one a finished run kept (a resumed run
-     * with nothing left to train reprints it without rewriting it) */
-    int have = !read_results(r, &t0) || !read_results(r, NULL);
+    /* this attempt's summary; or, for a resumed run with nothing left to
+     * train (it reprints its summary without rewriting it), the one it kept */
+    int have = !read_results(r, &t0) || (!strcmp(mode, "resume") && !read_results(r, NULL));
     if (!have || r->exit_code != code) { /* it wrote no summary of how it ended */
         snprintf(r->status, sizeof r->status, "%s", signaled ? "crashed" : code ? "error" : "ok");
         r->best_acc = r->final_acc = r->final_loss = r->samples_per_sec = NAN;

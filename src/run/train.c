@@ -73,6 +73,8 @@ static int already_finished(const xt_run *r, xt_err *e) {
     if (xt_monitor_should_stop(r))
         fprintf(stderr, "xlatrain: %s was stopped early (%s did not improve for %d epochs); raise early_stopping.patience to train further\n",
                 r->outdir, xt_monitor_name(r->c), r->mon_wait);
+    else if (r->c->max_steps > 0 && r->global_step >= r->c->max_steps)
+        fprintf(stderr, "xlatrain: %s already trained max_steps (%lld steps); raise max_steps to train further\n", r->outdir, r->c->max_steps);
     else
         fprintf(stderr, "xlatrain: %s already trained %d epochs; raise num_epochs to train further\n", r->outdir, r->c->num_epochs);
     const char *code = strstr(text, "\"exit_code\":");
@@ -156,8 +158,9 @@ int xt_train_main(const xt_config *c, const xt_cli *cli, xt_err *e) {
     static xt_run r;
     int rc = xt_run_open(&r, c, cli, e), in_replicas = 0;
     if (!rc) rc = resume(&r, e);
-    /* nothing left: all epochs trained, or early stopping already stopped it */
-    if (!rc && cli->resume && !cli->eval_only && (r.start_epoch >= c->num_epochs || xt_monitor_should_stop(&r))) {
+    /* nothing left: all epochs trained, early stopping stopped it, or max_steps is reached */
+    if (!rc && cli->resume && !cli->eval_only &&
+        (r.start_epoch >= c->num_epochs || xt_monitor_should_stop(&r) || (c->max_steps > 0 && r.global_step >= c->max_steps))) {
         rc = already_finished(&r, e);
         r.summary_written = 1;
     } else {
