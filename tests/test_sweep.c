@@ -162,7 +162,7 @@ TEST(smoke_max_time_stops_with_time_limit_and_exit_0) {
     const char *d = test_tmpdir();
     double t0 = now_s();
     int rc = run("$XL --config configs/smoke.yaml --set synthetic_train_size=20000 --set num_epochs=500 --set log_steps=0 "
-                 "--set max_time=2 --set output_dir=%s/m 2>/dev/null | tail -1", d);
+                 "--set max_time=2 --set target_accuracy=0 --set output_dir=%s/m 2>/dev/null | tail -1", d);
     double took = now_s() - t0;
     CHECK_EQ(rc, 0);
     CHECK_STR_CONTAINS(g_out, "\"status\":\"time_limit\",\"exit_code\":0");
