@@ -18,6 +18,7 @@
 #include "run/hosts.h"
 #include "run/predict.h"
 #include "run/record.h"
+#include "run/sweep.h"
 #include "run/train.h"
 #include "util/err.h"
 #include "util/version.h"
@@ -25,7 +26,8 @@
 static const char usage_line[] =
     "usage: xlatrain --config FILE [--set KEY=VALUE]... [--dry-run] [--download]\n"
     "                [--resume PATH|latest [--allow-config-change]] [--overwrite]\n"
-    "                [--eval-only]\n"
+    "                [--eval-only] [--fast-dev-run] [--max-compiles N]\n"
+    "                [--sweep KEY=V1,V2,...]... [--sweep-resume]\n"
     "                [--predict FILE [--output CSV]]\n"
     "       xlatrain --export CHECKPOINT|RUN_DIR --output FILE(.pt|.safetensors)\n"
     "       xlatrain --list-models | --help | --version\n";
@@ -64,6 +66,31 @@ static const char help_text[] =
     "                         run directory's latest one, to --output FILE: PyTorch's\n"
     "                         own format for FILE.pt / FILE.pth (torch.load reads it),\n"
     "                         safetensors otherwise; needs no --config\n"
+    "  --sweep KEY=V1,V2,...  a multirun: one normal run per combination of the\n"
+    "                         swept values (the cartesian product of every --sweep,\n"
+    "                         the first varying slowest), one after another, in\n"
+    "                         OUTPUT_DIR/<i>-<key=value,...>; --sweep seed=1,2,3\n"
+    "                         repeats. Writes OUTPUT_DIR/summary.jsonl and\n"
+    "                         summary.csv as each run ends and prints the table\n"
+    "                         (runs' own output goes to stderr), the mean and std.\n"
+    "                         deviation over runs that differ only in seed, and\n"
+    "                         the best run. Exit 0 when every run succeeded, else\n"
+    "                         the first failing run's code; a failing run never\n"
+    "                         stops the others\n"
+    "  --sweep-resume         with --sweep: continue the sweep in OUTPUT_DIR, skipping\n"
+    "                         runs whose results.json says they succeeded (exit 0:\n"
+    "                         ok, time_limit, early_stopped), resuming from a\n"
+    "                         checkpoint where one is left\n"
+    "  --fast-dev-run         a smoke test for CI (--set fast_dev_run=true): one\n"
+    "                         epoch of one training step and one test batch on each\n"
+    "                         worker, through every writer (checkpoint written and\n"
+    "                         read back, both PNGs, metrics.jsonl, results.json with\n"
+    "                         \"smoke\": true); exit 0 only if all of them worked\n"
+    "  --max-compiles N       a CI guard: fail with exit 7 if the engine compiles more\n"
+    "                         than N distinct graphs (per worker); the message names\n"
+    "                         each graph and why it was compiled. A training run\n"
+    "                         needs 2 (training step, evaluation), plus one per\n"
+    "                         partial batch shape\n"
     "  --download             fetch the dataset into datadir first if it is missing\n"
     "  --list-models          list the models that model: NAME finds, with their\n"
     "                         parameter counts, and exit\n"
@@ -78,7 +105,7 @@ static const char help_text[] =
     "results.json (eval.json for --eval-only) and prints it as the last line.\n"
     "\n"
     "exit status (results.json \"status\" in brackets):\n"
-    "  0    success [ok]\n"
+    "  0    success [ok]; also a run stopped by max_time [time_limit]\n"
     "  2    usage, configuration or layer-spec error; output_dir holds another run\n"
     "       or is in use; --resume with a config that changes the trajectory [error]\n"
     "  3    an input cannot be read: dataset files missing, truncated or corrupt;\n"
@@ -88,6 +115,7 @@ static const char help_text[] =
     "  5    an output file cannot be written [error]\n"
     "  6    finished, but the best test accuracy is below target_accuracy\n"
     "       [below_target]\n"
+    "  7    more graphs compiled than --max-compiles allows [compile_limit]\n"
     "  130  interrupted by SIGINT or SIGTERM, checkpoint written [interrupted]\n"
     "\n"
     "several hosts: a build made with 'make MPI=1' (Open MPI) runs one MPI rank\n"
@@ -132,6 +160,8 @@ static const struct option_def {
     {"--output", OPT_VALUE}, {"--dry-run", OPT_FLAG},  {"--eval-only", OPT_FLAG}, {"--download", OPT_FLAG},
     {"--help", OPT_FLAG},    {"--version", OPT_FLAG},   {"--overwrite", OPT_FLAG}, {"--allow-config-change", OPT_FLAG},
     {"--export", OPT_VALUE}, {"--list-models", OPT_FLAG}, {"--bash-completion", OPT_FLAG},
+    {"--sweep", OPT_VALUE},  {"--sweep-resume", OPT_FLAG}, {"--fast-dev-run", OPT_FLAG},
+    {"--max-compiles", OPT_VALUE},
 };
 
 /* --list-models: every model `model: NAME` finds, one line each. */
@@ -250,7 +280,22 @@ static int parse_args(int argc, char **argv, xt_cli *cli) {
         else if (!strcmp(o->name, "--download")) cli->download = 1;
         else if (!strcmp(o->name, "--overwrite")) cli->overwrite = 1;
         else if (!strcmp(o->name, "--allow-config-change")) cli->allow_config_change = 1;
-        else if (!strcmp(o->name, "--set")) {
+        else if (!strcmp(o->name, "--sweep-resume")) cli->sweep_resume = 1;
+        else if (!strcmp(o->name, "--max-compiles")) {
+            char *end;
+            long n = strtol(val, &end, 10);
+            if (*end || n < 1 || n > 1000000)
+                return usage_error("--max-compiles %s: expected a whole number of graphs from 1 to 1000000 (a training run compiles 2)", val);
+            cli->max_compiles = (int)n;
+        }
+        else if (!strcmp(o->name, "--fast-dev-run")) { /* the key, so config.yaml records it and sweep runs inherit it */
+            if (cli->nset == XT_CLI_MAX_SETS) return usage_error("more than %d --set options", XT_CLI_MAX_SETS);
+            cli->sets[cli->nset++] = "fast_dev_run=true";
+        }
+        else if (!strcmp(o->name, "--sweep")) {
+            if (cli->nsweep == XT_CLI_MAX_SETS) return usage_error("more than %d --sweep options", XT_CLI_MAX_SETS);
+            cli->sweeps[cli->nsweep++] = val;
+        } else if (!strcmp(o->name, "--set")) {
             if (!strchr(val, '=') || val[0] == '=')
                 return usage_error("--set %s: expected KEY=VALUE, e.g. --set batch_size=64", val);
             if (cli->nset == XT_CLI_MAX_SETS) return usage_error("more than %d --set options", XT_CLI_MAX_SETS);
@@ -263,7 +308,7 @@ static int parse_args(int argc, char **argv, xt_cli *cli) {
     }
     if (cli->export_ckpt) {
         if (!cli->predict_out) return usage_error("--export needs --output FILE (.pt for PyTorch's format, else safetensors)");
-        if (cli->config_path || cli->predict || cli->resume || cli->eval_only || cli->dry_run || cli->nset)
+        if (cli->config_path || cli->predict || cli->resume || cli->eval_only || cli->dry_run || cli->nset || cli->nsweep)
             return usage_error("--export takes only --output: the checkpoint names its tensors");
         return -1;
     }
@@ -274,6 +319,9 @@ static int parse_args(int argc, char **argv, xt_cli *cli) {
         return usage_error("--overwrite starts a new run; it does not go with --resume, --eval-only or --predict");
     if (cli->allow_config_change && (!cli->resume || cli->eval_only || cli->predict))
         return usage_error("--allow-config-change goes with --resume when training");
+    if (cli->sweep_resume && !cli->nsweep) return usage_error("--sweep-resume goes with the sweep's --sweep options");
+    if (cli->nsweep && (cli->resume || cli->eval_only || cli->predict || cli->overwrite || cli->dry_run))
+        return usage_error("--sweep runs new runs; it does not go with --resume, --eval-only, --predict, --overwrite or --dry-run (continue a sweep with --sweep-resume)");
     if ((cli->eval_only || cli->predict) && !cli->resume) cli->resume = "latest";
     return -1;
 }
@@ -343,7 +391,9 @@ static int run(xt_cli *cli, xt_err *err) {
     if (cli->dry_run) {
         rc = dry_run(&cfg, cli);
     } else {
-        rc = cli->predict ? xt_predict_main(&cfg, cli, err) : xt_train_main(&cfg, cli, err);
+        rc = cli->nsweep    ? xt_sweep_main(&cfg, cli, err)
+             : cli->predict ? xt_predict_main(&cfg, cli, err)
+                            : xt_train_main(&cfg, cli, err);
         fflush(stdout);
         if (rc && err->msg[0]) fprintf(stderr, "xlatrain: %s\n", err->msg);
     }

@@ -208,7 +208,7 @@ TEST(config_all_kinds_of_values) {
     load_ok(OK_HEAD "batch_size: 64\nlearning_rate: 1e-3\nmomentum: 0\nseed: 1234567890123\n"
                     "shuffle: no\ndrop_last: off\nprogress: true\nnormalize:\n  mean: 0.5\n  std: auto\n"
                     "optimizer:\n  name: adamw\n  betas: [0.8, 0.99]\n  eps: 1.0e-6\n  weight_decay: 0.01\n"
-                    "schedule.name: cosine\nschedule: {warmup_epochs: 2}\ncheckpoint: {every: 0, keep: 5}\n"
+                    "schedule.name: cosine\nschedule: {warmup_epochs: 2}\ncheckpoint: {every: 0, keep_last: 5}\n"
                     "train_subset: [100, 200]\ntest_subset: [0, -1]\nsave_graphs: \"graphs dir\"\n"
                     "output_dir: ~/runs/x\ntarget_accuracy: 98.5\n",
             &c, NULL, 0);

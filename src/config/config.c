@@ -300,6 +300,13 @@ static int validate(lctx *x) {
     if (c->warmup_epochs >= c->num_epochs && c->warmup_epochs > 0)
         return fail_key(x, xt_key_find("schedule.warmup_epochs"), "schedule.warmup_epochs (%d) must be less than "
                         "num_epochs (%d)", c->warmup_epochs, c->num_epochs);
+    if (c->fast_dev_run) { /* as Lightning's fast_dev_run: the smallest run that still writes everything */
+        c->num_epochs = 1;
+        c->max_steps = 1;
+        c->limit_test_batches = 1;
+        c->warmup_epochs = 0;
+        c->target_accuracy = 0; /* one step learns nothing: the verdict is whether every output worked */
+    }
     if ((rc = check_model_fits_data(x))) return rc;
     int ko = xt_key_find("output_dir"), kg = xt_key_find("save_graphs");
     c->output_dir_set = x->org[ko].how != 0;

@@ -23,13 +23,16 @@
 
 /* ENUM keys store through an int*: the enum types must be int-sized. */
 _Static_assert(sizeof(xt_dataset_kind) == sizeof(int) && sizeof(xt_optim_kind) == sizeof(int) &&
-                   sizeof(xt_sched_kind) == sizeof(int),
+                   sizeof(xt_sched_kind) == sizeof(int) && sizeof(xt_monitor_kind) == sizeof(int) &&
+               sizeof(xt_monitor_mode) == sizeof(int),
                "enum keys are stored as int");
 
 /* The enums' names in the order of their C values (config.h). */
 static const char *const datasets[] = {"mnist", "fashion_mnist", "synthetic", "cifar10", "synthetic_cifar10", NULL};
 static const char *const optimizers[] = {"sgd", "adam", "adamw", NULL};
 static const char *const schedules[] = {"constant", "step", "cosine", NULL};
+static const char *const monitors[] = {"test_accuracy", "test_loss", NULL};
+static const char *const modes[] = {"auto", "max", "min", NULL};
 
 const xt_key xt_keys[] = {
     /* the seed's FLAGS (PyTorch/XLA test_train_mp_mnist.py) */
@@ -98,7 +101,28 @@ const xt_key xt_keys[] = {
 
     /* checkpoints and workers */
     INT_KEY("checkpoint.every", checkpoint_every, "1", 0, 100000, "write a checkpoint every N epochs; 0 = only the final one"),
-    INT_KEY("checkpoint.keep", keep_checkpoints, "3", 0, 1000, "epoch checkpoints kept; 0 = all"),
+    INT_KEY("checkpoint.keep_last", keep_checkpoints, "3", 0, 1000,
+            "periodic checkpoints kept (older ones removed once the new one is in place); 0 = all"),
+    BOOL_KEY("checkpoint.keep_best", keep_best, "false",
+             "also keep the best epoch by early_stopping.monitor as best.safetensors"),
+
+    /* the monitored metric: early stopping and checkpoint.keep_best */
+    ENUM_KEY("early_stopping.monitor", monitor, "test_accuracy", monitors,
+             "the metric early stopping and keep_best watch, after each epoch's evaluation"),
+    ENUM_KEY("early_stopping.mode", monitor_mode, "auto", modes, "max or min is better; auto = max for test_accuracy, min for test_loss"),
+    INT_KEY("early_stopping.patience", patience, "0", 0, 100000,
+            "stop after N epochs without improvement (status early_stopped, exit 0); 0 = never"),
+    FLOAT_KEY("early_stopping.min_delta", min_delta, "0", 0, HUGE_VAL, 0,
+              "an improvement is a change by more than this (percent points or loss)"),
+    /* smoke runs and limits */
+    {"max_steps", XT_K_I64, F(max_steps), 0, 0, "0", 0, 2147483647.0, 0, NULL,
+     "stop after N global optimizer steps (evaluate, checkpoint, status ok); 0 = no limit"},
+    FLOAT_KEY("max_time", max_time, "0", 0, HUGE_VAL, 0,
+              "seconds of training, then stop at the next step boundary (evaluate, checkpoint, status time_limit, exit 0); 0 = no limit"),
+    INT_KEY("limit_train_batches", limit_train_batches, "0", 0, INT_MAX, "training batches per epoch and worker; 0 = all"),
+    INT_KEY("limit_test_batches", limit_test_batches, "0", 0, INT_MAX, "test batches per evaluation and worker; 0 = all"),
+    BOOL_KEY("fast_dev_run", fast_dev_run, "false",
+             "a smoke test: 1 epoch, 1 training step and 1 test batch per worker, every output written (results.json smoke: true)"),
     BOOL_KEY("pin_cores", pin_cores, "false", "pin worker k to CPU k"),
     INT_KEY("worker_timeout", worker_timeout, "300", 0, 86400, "seconds without progress before a worker counts as hung; 0 = never"),
     INT_KEY("blas_threads", blas_threads, "1", 1, 256, "BLAS threads per worker"),

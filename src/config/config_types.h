@@ -12,6 +12,8 @@
 typedef enum { XT_DS_MNIST, XT_DS_FASHION_MNIST, XT_DS_SYNTHETIC, XT_DS_CIFAR10, XT_DS_SYNTHETIC_CIFAR10 } xt_dataset_kind;
 typedef enum { XT_OPT_SGD, XT_OPT_ADAM, XT_OPT_ADAMW } xt_optim_kind;
 typedef enum { XT_SCHED_CONSTANT, XT_SCHED_STEP, XT_SCHED_COSINE } xt_sched_kind;
+typedef enum { XT_MON_TEST_ACCURACY, XT_MON_TEST_LOSS } xt_monitor_kind;
+typedef enum { XT_MODE_AUTO, XT_MODE_MAX, XT_MODE_MIN } xt_monitor_mode;
 
 typedef struct xt_config {
     char source[512];          /* the config file path ("" when none) */
@@ -68,7 +70,21 @@ typedef struct xt_config {
 
     /* --- checkpoints --- */
     int checkpoint_every;      /* checkpoint.every (epochs): 1 */
-    int keep_checkpoints;      /* checkpoint.keep: 3 */
+    int keep_checkpoints;      /* checkpoint.keep_last: 3 */
+    int keep_best;             /* checkpoint.keep_best: false (best.safetensors by the monitor) */
+
+    /* --- the monitored metric: early stopping and keep_best --- */
+    xt_monitor_kind monitor;   /* early_stopping.monitor: test_accuracy */
+    xt_monitor_mode monitor_mode; /* early_stopping.mode: auto (max for accuracy, min for loss) */
+    int patience;              /* early_stopping.patience (epochs): 0 = no early stopping */
+    double min_delta;          /* early_stopping.min_delta: 0 */
+
+    /* --- smoke runs and limits (CI) --- */
+    long long max_steps;       /* stop after this many global optimizer steps: 0 = none */
+    double max_time;           /* stop at the first step boundary after this many seconds of training: 0 = none */
+    int limit_train_batches;   /* training batches per epoch and worker: 0 = all */
+    int limit_test_batches;    /* evaluation batches per evaluation and worker: 0 = all */
+    int fast_dev_run;          /* one epoch, one step, one evaluation batch, every output: a smoke test */
 
     /* --- data parallel --- */
     int pin_cores;             /* false */

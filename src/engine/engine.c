@@ -11,6 +11,13 @@
 
 #define CACHE_MAX 64
 
+/* Why a graph was compiled, for the --max-compiles message. */
+typedef struct compile_note {
+    const char *label;      /* the caller's name for it */
+    int nodes;
+    char why[160];
+} compile_note;
+
 struct xt_engine {
     xt_graph g;
     xt_store *store;
@@ -24,6 +31,9 @@ struct xt_engine {
     size_t arena_cap;
     int warned;
     xt_exec_stats last;
+    const char *label;              /* of the graphs traced now (xt_engine_set_label) */
+    compile_note *notes;            /* (nnotes) one per compile, grown as graphs compile */
+    int nnotes;
 };
 
 xt_engine *xt_engine_new(xt_store *store, const xt_engine_opts *opts) {
@@ -45,9 +55,12 @@ void xt_engine_free(xt_engine *en) {
     if (!en) return;
     for (int i = 0; i < en->ncache; i++) xt_plan_free(en->cache[i]);
     free(en->arena);
+    free(en->notes);
     xt_graph_destroy(&en->g);
     free(en);
 }
+
+void xt_engine_set_label(xt_engine *en, const char *label) { en->label = label; }
 
 xt_graph *xt_engine_graph(xt_engine *en) { return &en->g; }
 
@@ -55,7 +68,7 @@ void xt_engine_last_stats(const xt_engine *en, xt_exec_stats *s) { *s = en->last
 
 /* Name what differs between a new graph and the most similar cached one:
  * the thing PyTorch/XLA users most need when a run keeps recompiling. */
-static void warn_recompile(xt_engine *en, const xt_graph *g) {
+static void describe_new_graph(const xt_engine *en, const xt_graph *g, char *what, size_t cap) {
     const xt_plan *best = NULL;
     int best_common = -1, at = 0;
     for (int i = 0; i < en->ncache; i++) {
@@ -64,20 +77,49 @@ static void warn_recompile(xt_engine *en, const xt_graph *g) {
         while (k < p->nnodes && k < g->n && p->nodes[k].hash == g->nodes[k].hash) k++;
         if (k >= best_common) { best_common = k; best = p; at = k; } /* ties: the latest */
     }
-    char what[256] = "the graph's outputs";
+    snprintf(what, cap, "%s", best ? "the graph's outputs differ" : "the first graph");
     if (best && at < g->n && at < best->nnodes) {
         const xt_node *a = &best->nodes[at], *b = &g->nodes[at];
         char sa[64], sb[64];
         if (a->op != b->op)
-            snprintf(what, sizeof what, "node %d is %s instead of %s", at, xt_op_table[b->op].name, xt_op_table[a->op].name);
+            snprintf(what, cap, "node %d is %s instead of %s", at, xt_op_table[b->op].name, xt_op_table[a->op].name);
         else
-            snprintf(what, sizeof what, "node %d (%s) has shape %s instead of %s", at, xt_op_table[b->op].name,
+            snprintf(what, cap, "node %d (%s) has shape %s instead of %s", at, xt_op_table[b->op].name,
                      xt_shape_str(b, sb, sizeof sb), xt_shape_str(a, sa, sizeof sa));
     } else if (best && g->n != best->nnodes) {
-        snprintf(what, sizeof what, "the graph has %d nodes instead of %d", g->n, best->nnodes);
+        snprintf(what, cap, "the graph has %d nodes instead of %d", g->n, best->nnodes);
     }
+}
+
+static void warn_recompile(const xt_engine *en, const char *what) {
     fprintf(stderr, "xlatrain: warning: %d distinct graphs compiled; each new one costs a compile: %s (vary shapes less, e.g. drop_last: true)\n",
             en->ncache + 1, what);
+}
+
+/* Graph N+1 under --max-compiles N: refused, naming every graph compiled so
+ * far, this one, and why each was compiled. */
+static int too_many_compiles(const xt_engine *en, const xt_graph *g, const char *why, xt_err *e) {
+    char list[900];
+    size_t o = 0;
+    for (int i = 0; i < en->nnotes && o < sizeof list; i++)
+        o += (size_t)snprintf(list + o, sizeof list - o, "%d '%s' (%d nodes): %s; ", i + 1, en->notes[i].label ? en->notes[i].label : "graph",
+                              en->notes[i].nodes, en->notes[i].why);
+    if (o < sizeof list)
+        snprintf(list + o, sizeof list - o, "then %d '%s' (%d nodes): %s", en->nnotes + 1, en->label ? en->label : "graph", g->n, why);
+    return xt_fail(e, XT_ECOMPILE, "more than %d graphs compiled (--max-compiles %d): %s; keep shapes fixed (drop_last: true, a test set "
+                   "that test_batch_size divides) or raise --max-compiles", en->opts.max_compiles, en->opts.max_compiles, list);
+}
+
+/* Keep why graph number nnotes+1 was compiled. */
+static int note_compile(xt_engine *en, const xt_graph *g, const char *why, xt_err *e) {
+    compile_note *n = realloc(en->notes, (size_t)(en->nnotes + 1) * sizeof *n);
+    if (!n) return xt_fail(e, XT_ERUNTIME, "out of memory");
+    en->notes = n;
+    n[en->nnotes].label = en->label;
+    n[en->nnotes].nodes = g->n;
+    snprintf(n[en->nnotes].why, sizeof n->why, "%s", why);
+    en->nnotes++;
+    return 0;
 }
 
 static int find_or_compile(xt_engine *en, xt_plan **out, xt_err *e) {
@@ -96,10 +138,17 @@ static int find_or_compile(xt_engine *en, xt_plan **out, xt_err *e) {
         en->last.cache_hit = 1;
         return 0;
     }
+    char why[160];
+    int seen = 0; /* a graph of a kind not compiled before needs no comparison */
+    for (int i = 0; i < en->nnotes && !seen; i++) seen = en->notes[i].label && en->label && !strcmp(en->notes[i].label, en->label);
+    if (seen || !en->label) describe_new_graph(en, g, why, sizeof why);
+    else snprintf(why, sizeof why, "the first %s graph", en->label);
+    if (en->opts.max_compiles > 0 && en->nnotes >= en->opts.max_compiles) return too_many_compiles(en, g, why, e);
     if (en->ncache + 1 >= en->opts.recompile_warn && !en->warned) {
-        warn_recompile(en, g);
+        warn_recompile(en, why);
         en->warned = 1;
     }
+    if (note_compile(en, g, why, e)) return e->code;
     xt_compile_opts co = {.fuse = en->opts.fuse, .plan_memory = !en->opts.no_memory_planner,
                           .have_collective = en->opts.collective_buf != NULL};
     xt_plan *p = xt_compile(g, &co, e);

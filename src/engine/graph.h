@@ -143,6 +143,7 @@ typedef struct xt_engine_opts {
                                       NO_MEMORY_PLANNER; also XLATRAIN_NO_MEMORY_PLANNER=1): bisects planner bugs */
     int recompile_warn;            /* warn after this many distinct graphs (default 6) */
     int profile;                   /* time kernels by class into metrics (Kernel.conv, ...) */
+    int max_compiles;              /* fail (XT_ECOMPILE) rather than compile graph N+1; 0 = no limit (--max-compiles) */
     /* The collective: called by ALLREDUCE with the packed gradient block
      * (which lives in collective_buf when given). NULL = single process. */
     int (*allreduce)(void *ctx, float *buf, size_t n, xt_err *e);
@@ -154,6 +155,10 @@ typedef struct xt_engine_opts {
 xt_engine *xt_engine_new(xt_store *store, const xt_engine_opts *opts);
 void xt_engine_free(xt_engine *en);
 xt_graph *xt_engine_graph(xt_engine *en);
+/* Name the graphs traced from now on ("training step", "evaluation"): the
+ * --max-compiles message lists each compiled graph by it. `label` must
+ * outlive the engine (a string literal). */
+void xt_engine_set_label(xt_engine *en, const char *label);
 /* The barrier: cut, hash, look up / compile, execute, apply assigns and
  * fetches, reset the graph. Returns 0 or an error code (trace errors included). */
 int xt_mark_step(xt_engine *en, xt_err *e);

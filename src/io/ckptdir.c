@@ -150,7 +150,7 @@ int xt_st_prune_checkpoints_at(const char *dir, int keep, int keep_epoch, long l
         int len = snprintf(path, sizeof path, "%s/%s", d, v[i].name);
         if (len < 0 || (size_t)len >= sizeof path) continue; /* cannot name it, cannot have written it */
         if (unlink(path) != 0 && errno != ENOENT) {
-            rc = xt_fail(e, XT_EIO, "cannot remove old checkpoint %s: %s; make the directory writable or raise checkpoint.keep",
+            rc = xt_fail(e, XT_EIO, "cannot remove old checkpoint %s: %s; make the directory writable or raise checkpoint.keep_last",
                          path, strerror(errno));
             break;
         }

@@ -19,10 +19,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "io/ckptdir.h"
 #include "io/safetensors.h"
 #include "run/checkpoint.h"
+#include "run/monitor.h"
 
 static int is_saved_state(const xt_slot *s) {
     return s->kind == XT_SLOT_PARAM || s->kind == XT_SLOT_BUFFER ||
@@ -77,6 +79,7 @@ static int collect_tensors(const xt_run *r, saved *sv, xt_err *e) {
 /* The training position as metadata text. */
 typedef struct position {
     char hash[32], ep[16], st[32], gs[32], os[32], best[32], seed[32], world[16];
+    char mon_best[40], mon_epoch[16], mon_wait[16]; /* the monitor (monitor.h): "" best before any */
     char *hist_loss, *hist_acc;                 /* malloc'd */
     char *part_sum, *part_n;                    /* malloc'd: each replica's loss sums so far in a partial epoch */
 } position;
@@ -90,6 +93,9 @@ static int position_text(const xt_run *r, int next_epoch, long long step_in_epoc
     snprintf(p->best, sizeof p->best, "%.4f", r->best_acc);
     snprintf(p->seed, sizeof p->seed, "%lld", r->c->seed);
     snprintf(p->world, sizeof p->world, "%d", r->world);
+    if (isfinite(r->mon_best)) snprintf(p->mon_best, sizeof p->mon_best, "%.17g", r->mon_best);
+    snprintf(p->mon_epoch, sizeof p->mon_epoch, "%d", r->mon_best_epoch);
+    snprintf(p->mon_wait, sizeof p->mon_wait, "%d", r->mon_wait);
     p->hist_loss = join(r->hist_loss, r->nhist, 6);
     p->hist_acc = join(r->hist_acc, r->nhist, 6);
     int np = step_in_epoch > 0 ? r->npart : 0;
@@ -101,7 +107,9 @@ static int position_text(const xt_run *r, int next_epoch, long long step_in_epoc
     return 0;
 }
 
-static int write_checkpoint(xt_run *r, int epoch_label, const saved *sv, const position *p, xt_err *e) {
+/* Write the checkpoint: to `fixed` (best.safetensors) as it is, or named
+ * by its epoch (and step), then pruned to checkpoint.keep_last. */
+static int write_checkpoint(xt_run *r, int epoch_label, const char *fixed, const saved *sv, const position *p, xt_err *e) {
     const char *optname = r->optim.kind == XT_OPT_SGD ? "sgd" : r->optim.kind == XT_OPT_ADAM ? "adam" : "adamw";
     xt_st_meta m[] = {
         {"format", "pt"},
@@ -121,7 +129,16 @@ static int write_checkpoint(xt_run *r, int epoch_label, const saved *sv, const p
         {"xlatrain.resolved_config", r->config_yaml ? r->config_yaml : ""}, /* what --resume compares (record.h) */
         {"xlatrain.partial_epoch.loss_sum", p->part_sum},   /* per replica, so the resumed epoch's mean covers all of it */
         {"xlatrain.partial_epoch.loss_count", p->part_n},
+        {"xlatrain.monitor", xt_monitor_name(r->c)},      /* early stopping's state, so a resumed run stops where */
+        {"xlatrain.monitor.best", p->mon_best},           /* an uninterrupted one does */
+        {"xlatrain.monitor.best_epoch", p->mon_epoch},
+        {"xlatrain.monitor.wait", p->mon_wait},
     };
+    if (fixed) {
+        if (xt_st_write(fixed, sv->t, sv->nt, m, (int)(sizeof m / sizeof *m), e)) return e->code;
+        snprintf(r->best_ckpt, sizeof r->best_ckpt, "%s", fixed);
+        return 0;
+    }
     /* mid-epoch: named by the epoch in progress and its step, never as a finished epoch */
     long long step = atoll(p->st);
     int mid = step > 0, ep = mid ? atoi(p->ep) + 1 : epoch_label;
@@ -134,13 +151,13 @@ static int write_checkpoint(xt_run *r, int epoch_label, const saved *sv, const p
     return xt_st_prune_checkpoints_at(r->outdir, r->c->keep_checkpoints, ep, mid ? step : 0, e);
 }
 
-int xt_ckpt_save(xt_run *r, int epoch_label, int next_epoch, long long step_in_epoch, xt_err *e) {
+static int save(xt_run *r, int epoch_label, int next_epoch, long long step_in_epoch, const char *fixed, xt_err *e) {
     saved *sv = calloc(1, sizeof *sv);
     position p = {0};
     int rc = sv ? 0 : xt_fail(e, XT_ERUNTIME, "out of memory writing a checkpoint");
     if (!rc) rc = collect_tensors(r, sv, e);
     if (!rc) rc = position_text(r, next_epoch, step_in_epoch, &p, e);
-    if (!rc) rc = write_checkpoint(r, epoch_label, sv, &p, e);
+    if (!rc) rc = write_checkpoint(r, epoch_label, fixed, sv, &p, e);
     free(p.hist_loss);
     free(p.hist_acc);
     free(p.part_sum);
@@ -148,6 +165,17 @@ int xt_ckpt_save(xt_run *r, int epoch_label, int next_epoch, long long step_in_e
     if (sv) free(sv->t);
     free(sv);
     return rc;
+}
+
+int xt_ckpt_save(xt_run *r, int epoch_label, int next_epoch, long long step_in_epoch, xt_err *e) {
+    return save(r, epoch_label, next_epoch, step_in_epoch, NULL, e);
+}
+
+int xt_ckpt_save_best(xt_run *r, int next_epoch, xt_err *e) {
+    char path[1024];
+    if ((size_t)snprintf(path, sizeof path, "%s/best.safetensors", r->outdir) >= sizeof path)
+        return xt_fail(e, XT_EIO, "%s/best.safetensors: the path is too long; use a shorter output_dir", r->outdir);
+    return save(r, next_epoch, next_epoch, 0, path, e);
 }
 
 int xt_ckpt_resolve(const xt_run *r, const char *arg, char *out, size_t cap, xt_err *e) {
@@ -191,6 +219,32 @@ static int split(const char *s, double lo, double hi, double *out, int cap) {
 
 /* A list that may be absent (0 entries); -1 when an entry is not a finite number in [lo, hi]. */
 static int split_exact(const char *s, double lo, double hi, double *out, int cap) { return s && *s ? split(s, lo, hi, out, cap) : 0; }
+/* The monitor's best and wait (absent in older checkpoints, or kept for
+ * another monitor: then it starts afresh, as the config now asks). */
+static int load_monitor(xt_run *r, const xt_st_file *f, xt_err *e) {
+    const char *name = xt_st_meta_get(f, "xlatrain.monitor"), *best = xt_st_meta_get(f, "xlatrain.monitor.best");
+    r->mon_best = NAN;
+    r->mon_best_epoch = r->mon_wait = 0;
+    if (!name || strcmp(name, xt_monitor_name(r->c))) return 0;
+    long long be = 0, wait = 0;
+    double b = NAN;
+    if (best && *best && split(best, -HUGE_VAL, HUGE_VAL, &b, 1) != 1)
+        return xt_fail(e, XT_ERUNTIME, "%s: metadata 'xlatrain.monitor.best' is '%.40s', not a finite number; the file is damaged, use another checkpoint",
+                       f->path, best);
+    int rc;
+    if ((rc = meta_ll(f, "xlatrain.monitor.best_epoch", 0, XT_MAX_EPOCHS, &be, e)) ||
+        (rc = meta_ll(f, "xlatrain.monitor.wait", 0, XT_MAX_EPOCHS, &wait, e)))
+        return rc;
+    r->mon_best = b;
+    r->mon_best_epoch = (int)be;
+    r->mon_wait = (int)wait;
+    char path[1024];
+    if (r->c->keep_best && be > 0 && (size_t)snprintf(path, sizeof path, "%s/best.safetensors", r->outdir) < sizeof path &&
+        access(path, R_OK) == 0)
+        snprintf(r->best_ckpt, sizeof r->best_ckpt, "%s", path);
+    return 0;
+}
+
 /* The training position from the metadata, every field range-checked. */
 static int load_position(xt_run *r, const xt_st_file *f, xt_err *e) {
     long long ep = 0, st = 0, gs = 0, os = 0;
@@ -210,6 +264,7 @@ static int load_position(xt_run *r, const xt_st_file *f, xt_err *e) {
     if (nl < 0 || na < 0)
         return xt_fail(e, XT_ERUNTIME, "%s: metadata 'xlatrain.history.%s' is not a list of finite numbers; the file is damaged, use another checkpoint",
                        f->path, nl < 0 ? "loss" : "accuracy");
+    if ((rc = load_monitor(r, f, e))) return rc;
     r->start_epoch = (int)ep;
     r->start_step_in_epoch = st;
     r->global_step = gs;

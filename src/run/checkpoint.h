@@ -11,8 +11,12 @@
 #include "util/err.h"
 
 /* Write r's state as checkpoint `epoch_label`, to resume at (next_epoch,
- * step_in_epoch); prunes old ones to checkpoint.keep. */
+ * step_in_epoch); prunes old ones to checkpoint.keep_last. */
 int xt_ckpt_save(xt_run *r, int epoch_label, int next_epoch, long long step_in_epoch, xt_err *e);
+/* Write r's state, to resume after epoch `next_epoch`, as
+ * <output_dir>/best.safetensors (atomically, replacing the previous best;
+ * checkpoint.keep_best), and remember it in r->best_ckpt. */
+int xt_ckpt_save_best(xt_run *r, int next_epoch, xt_err *e);
 /* Restore r's weights (and, when training, optimizer state and position). */
 int xt_ckpt_load(xt_run *r, const char *path, xt_err *e);
 /* Only the best accuracy, history and global step of a checkpoint (for

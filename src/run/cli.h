@@ -18,6 +18,10 @@ typedef struct xt_cli {
     int download;                         /* --download: fetch the dataset first */
     int overwrite;                        /* --overwrite: replace the run already in output_dir */
     int allow_config_change;              /* --allow-config-change: resume despite a changed trajectory key */
+    const char *sweeps[XT_CLI_MAX_SETS];  /* --sweep KEY=v1,v2,...: one axis of a multirun each (sweep.h) */
+    int nsweep;
+    int max_compiles;                     /* --max-compiles N: exit 7 past N compiled graphs; 0 = no limit */
+    int sweep_resume;                     /* --sweep-resume: skip the sweep's runs that ended ok */
     int argc;                             /* the command line, recorded in config.yaml */
     char **argv;
 } xt_cli;

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "run/step.h"
+#include "util/check.h"
 
 /* The largest divisor of the test batch up to XT_EVAL_CHUNK_MAX, so that a
  * full test batch splits into equal chunks (one compiled graph); a batch
@@ -35,8 +36,12 @@ int xt_eval_open(xt_eval *ev, const xt_run *r, int rank, xt_err *e) {
     const xt_config *c = r->c;
     memset(ev, 0, sizeof *ev);
     ev->chunk = chunk_for(c->test_batch_size);
+    ev->want_loss = c->monitor == XT_MON_TEST_LOSS && (c->patience > 0 || c->keep_best);
     ev->pred = malloc((size_t)c->test_batch_size * sizeof *ev->pred);
     if (!ev->pred) return xt_fail(e, XT_ERUNTIME, "out of memory for a test batch of %d", c->test_batch_size);
+    ev->classes = c->spec.num_classes;
+    ev->confusion = calloc((size_t)ev->classes * (size_t)ev->classes, sizeof *ev->confusion);
+    if (!ev->confusion) return xt_fail(e, XT_ERUNTIME, "out of memory for a %dx%d confusion matrix", ev->classes, ev->classes);
     if (xt_sampler_init(&ev->sampler, r->test.n, r->world, rank, 0, (uint64_t)c->seed, 0, e)) return e->code;
     ev->have_sampler = 1;
     xt_loader_opts o;
@@ -63,8 +68,9 @@ static void keep_grid_samples(xt_grid_samples *gs, const int32_t *pred, const xt
     }
 }
 
-/* Predict images [off, off + n) of batch b into ev->pred[off ...]. */
-static int predict_chunk(xt_eval *ev, xt_run *r, xt_engine *en, const xt_batch *b, int off, int n, xt_err *e) {
+/* Predict images [off, off + n) of batch b into ev->pred[off ...], and
+ * add their summed loss to *loss_sum when the monitor needs it. */
+static int predict_chunk(xt_eval *ev, xt_run *r, xt_engine *en, const xt_batch *b, int off, int n, double *loss_sum, xt_err *e) {
     const int *in = r->c->spec.input;
     size_t image = (size_t)in[0] * in[1] * in[2];
     xt_batch part = *b;
@@ -72,26 +78,38 @@ static int predict_chunk(xt_eval *ev, xt_run *r, xt_engine *en, const xt_batch *
     part.x = b->x + (size_t)off * image;
     part.y = b->y + off;
     part.index = b->index ? b->index + off : NULL;
+    xt_engine_set_label(en, "evaluation");
     xt_graph *g = xt_engine_graph(en);
     xt_run_bind_batch(r, &part);
-    xt_fetch(g, xt_argmax(g, xt_run_trace_logp(r, g, XT_EVAL)), ev->pred + off, (size_t)n * sizeof *ev->pred);
-    return xt_mark_step(en, e);
+    xt_t logp = xt_run_trace_logp(r, g, XT_EVAL);
+    xt_fetch(g, xt_argmax(g, logp), ev->pred + off, (size_t)n * sizeof *ev->pred);
+    float mean = 0;
+    if (ev->want_loss) xt_fetch(g, xt_nll_loss(g, logp, xt_leaf(g, r->slot_y)), &mean, sizeof mean);
+    int rc = xt_mark_step(en, e);
+    *loss_sum += (double)mean * n;
+    return rc;
 }
 
-int xt_eval_run(xt_eval *ev, xt_run *r, xt_engine *en, long long *correct, long long *total, xt_err *e) {
-    *correct = *total = 0;
+int xt_eval_run(xt_eval *ev, xt_run *r, xt_engine *en, xt_eval_counts *out, xt_err *e) {
+    *out = (xt_eval_counts){0};
+    memset(ev->confusion, 0, (size_t)ev->classes * (size_t)ev->classes * sizeof *ev->confusion);
     xt_loader_start_epoch(&ev->loader, 0);
     const xt_batch *b;
-    while ((b = xt_loader_next(&ev->loader))) {
+    int limit = r->c->limit_test_batches, nb = 0;
+    while ((limit <= 0 || nb++ < limit) && (b = xt_loader_next(&ev->loader))) {
         int rc = 0;
         for (int off = 0; off < b->n && !rc; off += ev->chunk)
-            rc = predict_chunk(ev, r, en, b, off, b->n - off < ev->chunk ? b->n - off : ev->chunk, e);
+            rc = predict_chunk(ev, r, en, b, off, b->n - off < ev->chunk ? b->n - off : ev->chunk, &out->loss_sum, e);
         if (rc) {
             xt_loader_release(&ev->loader, b);
             return rc;
         }
-        for (int i = 0; i < b->n; i++) *correct += ev->pred[i] == b->y[i];
-        *total += b->n;
+        for (int i = 0; i < b->n; i++) {
+            out->correct += ev->pred[i] == b->y[i];
+            XT_CHECK(b->y[i] >= 0 && b->y[i] < ev->classes && ev->pred[i] >= 0 && ev->pred[i] < ev->classes);
+            ev->confusion[(size_t)b->y[i] * (size_t)ev->classes + (size_t)ev->pred[i]]++;
+        }
+        out->total += b->n;
         keep_grid_samples(&ev->grid, ev->pred, b);
         xt_loader_release(&ev->loader, b);
     }
@@ -103,5 +121,7 @@ void xt_eval_close(xt_eval *ev) {
     if (ev->have_sampler) xt_sampler_free(&ev->sampler);
     free(ev->pred);
     ev->pred = NULL;
+    free(ev->confusion);
+    ev->confusion = NULL;
     ev->have_loader = ev->have_sampler = 0;
 }

@@ -27,20 +27,29 @@ typedef struct xt_grid_samples {
  * evaluation arena under its training arena. */
 #define XT_EVAL_CHUNK_MAX 256
 
+/* One evaluation pass over a replica's shard. */
+typedef struct xt_eval_counts {
+    long long correct, total;
+    double loss_sum;                /* summed per-sample NLL when the monitor is test_loss, else 0 */
+} xt_eval_counts;
+
 typedef struct xt_eval {
     xt_sampler sampler;
     xt_loader loader;
     int have_sampler, have_loader;
     int32_t *pred;                  /* (test_batch_size) predicted classes of a batch */
     int chunk;                      /* images per evaluation step (see eval.c) */
+    int want_loss;                  /* trace and fetch the test loss too (early_stopping.monitor: test_loss) */
+    long long *confusion;           /* (classes^2) this shard's [true][predicted] counts of the last pass */
+    int classes;
     xt_grid_samples grid;
 } xt_eval;
 
 /* Open replica `rank`'s test loader and size its buffers from the config.
  * Call xt_eval_close afterwards whatever this returns. */
 int xt_eval_open(xt_eval *ev, const xt_run *r, int rank, xt_err *e);
-/* Evaluate r's model on the shard: *correct of *total predictions right. */
-int xt_eval_run(xt_eval *ev, xt_run *r, xt_engine *en, long long *correct, long long *total, xt_err *e);
+/* Evaluate r's model on the shard (at most limit_test_batches batches). */
+int xt_eval_run(xt_eval *ev, xt_run *r, xt_engine *en, xt_eval_counts *out, xt_err *e);
 void xt_eval_close(xt_eval *ev);
 
 #endif

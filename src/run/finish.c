@@ -14,7 +14,9 @@
 #include "io/atomic.h"
 #include "io/grid.h"
 #include "io/jsonw.h"
+#include "run/confusion.h"
 #include "run/log.h"
+#include "run/monitor.h"
 #include "util/version.h"
 
 /* predictions.png: the samples gathered into one buffer sized from the data. */
@@ -104,6 +106,22 @@ static void num_or_null(xt_jsonw *w, const char *key, double v) {
     if (isfinite(v) && v >= 0) xt_jw_numg(w, v, 6); else xt_jw_null(w);
 }
 
+/* The monitored metric's best epoch and, with checkpoint.keep_best, its
+ * checkpoint (null before any epoch was evaluated). */
+static void best_epoch(const xt_run *r, xt_jsonw *w) {
+    xt_jw_key(w, "best");
+    if (!r->mon_best_epoch) {
+        xt_jw_null(w);
+        return;
+    }
+    xt_jw_obj(w);
+    xt_jw_key(w, "monitor"); xt_jw_str(w, xt_monitor_name(r->c));
+    xt_jw_key(w, "value"); xt_jw_numg(w, r->mon_best, 6);
+    xt_jw_key(w, "epoch"); xt_jw_int(w, r->mon_best_epoch);
+    str_or_null(w, "checkpoint", r->best_ckpt);
+    xt_jw_end(w);
+}
+
 /* The summary object: how it ended, what ran, how well, how fast. */
 static void results_json(const xt_run *r, xt_jsonw *w, const xt_summary *s) {
     const xt_config *c = r->c;
@@ -131,6 +149,9 @@ static void results_json(const xt_run *r, xt_jsonw *w, const xt_summary *s) {
     xt_jw_key(w, "data_wait_s"); xt_jw_numg(w, (double)r->data_wait_ns / 1e9, 6);
     xt_jw_key(w, "wall_time_s"); xt_jw_numg(w, wall, 6);
     xt_jw_key(w, "config_changed_on_resume"); xt_jw_bool(w, r->config_changed);
+    xt_jw_key(w, "smoke"); xt_jw_bool(w, c->fast_dev_run);
+    best_epoch(r, w);
+    xt_confusion_per_class(r, w);
     hyperparameters(r, w);
     xt_jw_end(w);
 }
@@ -164,11 +185,25 @@ int xt_run_summary(xt_run *r, const xt_summary *s, xt_err *e) {
 int xt_run_finish(xt_run *r, const xt_grid_samples *grid, double final_loss, xt_err *e) {
     const xt_config *c = r->c;
     if (write_grid(r, grid, e)) return e->code;
+    if (xt_confusion_write(r, e)) return e->code;
     int below = !r->cli->eval_only && c->target_accuracy > 0 && r->best_acc < c->target_accuracy;
     xt_err verdict = {0};
     if (below) xt_fail(&verdict, XT_EBELOW, "best accuracy %.2f%% is below target_accuracy %.2f%% (outputs written to %s)", r->best_acc, c->target_accuracy, r->outdir);
-    xt_summary s = {.status = below ? "below_target" : "ok", .exit_code = verdict.code, .message = below ? verdict.msg : "finished",
-                    .final_loss = final_loss, .checkpoint = r->last_ckpt};
+    char msg[sizeof verdict.msg] = "finished";
+    const char *status = below ? "below_target" : "ok";
+    if (below) snprintf(msg, sizeof msg, "%s", verdict.msg);
+    else if (r->limit_stop == XT_STOP_TIME_LIMIT) { /* a planned ending: exit 0 */
+        status = "time_limit";
+        snprintf(msg, sizeof msg, "stopped by max_time (%gs) after global step %lld", c->max_time, r->global_step);
+    } else if (r->limit_stop == XT_STOP_EARLY) { /* a planned ending: exit 0 */
+        status = "early_stopped";
+        snprintf(msg, sizeof msg, "early stopping after epoch %d: %s did not improve by more than %g for %d epochs (best %.6g at epoch %d)",
+                 r->nhist, xt_monitor_name(c), c->min_delta, r->mon_wait, r->mon_best, r->mon_best_epoch);
+    } else if (c->fast_dev_run)
+        snprintf(msg, sizeof msg, "fast_dev_run: one step and one test batch per worker, every output written");
+    else if (r->limit_stop == XT_STOP_MAX_STEPS)
+        snprintf(msg, sizeof msg, "stopped at max_steps (%lld)", c->max_steps);
+    xt_summary s = {.status = status, .exit_code = verdict.code, .message = msg, .final_loss = final_loss, .checkpoint = r->last_ckpt};
     int rc = xt_run_summary(r, &s, e);
     r->summary_written = 1;
     if (rc) return rc;

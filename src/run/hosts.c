@@ -98,16 +98,17 @@ int xt_hosts_check_data(xt_run *r, int open_rc, xt_err *e) {
 
 /* The position and history a checkpoint gives (checkpoint.c's load). */
 typedef struct position {
-    int32_t rc, start_epoch, nhist, npart, resumed, pad;
+    int32_t rc, start_epoch, nhist, npart, resumed, mon_best_epoch, mon_wait, pad;
     int64_t start_step_in_epoch, global_step, optim_steps;
-    double best_acc;
+    double best_acc, mon_best; /* the early-stopping monitor: every host must stop at the same epoch */
 } position;
 
 int xt_hosts_share_state(xt_run *r, int rc, xt_err *e) {
     if (xt_cluster_size() == 1 || !r->cli->resume) return rc;
     position p = {.rc = rc, .start_epoch = r->start_epoch, .nhist = r->nhist, .npart = r->npart, .resumed = r->resumed,
                   .start_step_in_epoch = r->start_step_in_epoch, .global_step = r->global_step,
-                  .optim_steps = r->optim.steps, .best_acc = r->best_acc};
+                  .optim_steps = r->optim.steps, .best_acc = r->best_acc, .mon_best = r->mon_best,
+                  .mon_best_epoch = r->mon_best_epoch, .mon_wait = r->mon_wait};
     xt_err ignored = {0};
     /* host 0's failure ends the job through its MPI_Abort; the others only
      * need to know whether there is a state to receive */
@@ -132,5 +133,8 @@ int xt_hosts_share_state(xt_run *r, int rc, xt_err *e) {
     r->global_step = p.global_step;
     r->optim.steps = p.optim_steps;
     r->best_acc = p.best_acc;
+    r->mon_best = p.mon_best;
+    r->mon_best_epoch = p.mon_best_epoch;
+    r->mon_wait = p.mon_wait;
     return 0;
 }

@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <sys/ioctl.h>
@@ -49,27 +50,35 @@ double xt_rate_global(const xt_rate *t) {
 static int g_erase_bar_row;
 
 void xt_out(const char *fmt, ...) {
-    char line[2048];
-    int o = 0;
-    if (g_erase_bar_row) {
-        memcpy(line, "\r\033[K", 4);
-        o = 4;
-    }
-    va_list ap;
+    /* one write per line (workers share stdout); a line longer than the
+     * stack buffer (results.json's summary grows with per-class figures) is
+     * formatted on the heap, never cut */
+    char small[2048], *line = small;
+    size_t o = g_erase_bar_row ? 4 : 0, cap = sizeof small;
+    va_list ap, again;
     va_start(ap, fmt);
-    int n = vsnprintf(line + o, sizeof line - 1 - (size_t)o, fmt, ap);
+    va_copy(again, ap);
+    int n = vsnprintf(line + o, cap - 1 - o, fmt, ap);
     va_end(ap);
+    if (n >= 0 && (size_t)n >= cap - 1 - o && (line = malloc(cap = (size_t)n + o + 2)))
+        n = vsnprintf(line + o, cap - 1 - o, fmt, again);
+    va_end(again);
+    if (!line) { /* out of memory: the line as far as it fits */
+        line = small;
+        n = (int)(sizeof small - 2 - o);
+    }
     if (n < 0) return;
-    n += o;
-    if (n > (int)sizeof line - 2) n = (int)sizeof line - 2;
-    line[n++] = '\n';
+    if (o) memcpy(line, "\r\033[K", 4);
+    size_t len = (size_t)n + o;
+    line[len++] = '\n';
     xt_progress_clear();
     fflush(stdout);
-    for (int off = 0; off < n;) {
-        ssize_t w = write(STDOUT_FILENO, line + off, (size_t)(n - off));
+    for (size_t off = 0; off < len;) {
+        ssize_t w = write(STDOUT_FILENO, line + off, len - off);
         if (w <= 0) break;
-        off += (int)w;
+        off += (size_t)w;
     }
+    if (line != small) free(line);
 }
 
 void xt_log_train_update(int ordinal, long long step, double loss, double rate, double global_rate) {

@@ -10,6 +10,7 @@
 #include <cblas.h>
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "data/loader.h"
 #include "data/sampler.h"
@@ -17,10 +18,13 @@
 #include "distributed/shm.h"
 #include "engine/metrics.h"
 #include "io/curves.h"
+#include "io/safetensors.h"
 #include "run/checkpoint.h"
+#include "run/confusion.h"
 #include "run/eval.h"
 #include "run/finish.h"
 #include "run/log.h"
+#include "run/monitor.h"
 #include "run/run.h"
 #include "run/signals.h"
 #include "run/step.h"
@@ -67,7 +71,7 @@ static int open_engine(worker *w, xt_err *e) {
     xt_run *r = w->r;
     const xt_config *c = r->c;
     openblas_set_num_threads(c->blas_threads > 0 ? c->blas_threads : 1);
-    xt_engine_opts eo = {.fuse = 1, .save_graphs_dir = c->save_graphs};
+    xt_engine_opts eo = {.fuse = 1, .save_graphs_dir = c->save_graphs, .max_compiles = r->cli->max_compiles};
     if (r->dist) {
         eo.allreduce = dist_allreduce;
         eo.allreduce_ctx = w;
@@ -213,6 +217,24 @@ static int interrupted_mid_epoch(worker *w, const epoch_pos *p, xt_err *e) {
                    p->epoch + 1, p->step, r->outdir, r->outdir);
 }
 
+/* max_steps or max_time reached after this step: 1 (r->limit_stop says
+ * which), 0, or -1 with e set. Every replica must stop at the same step:
+ * steps are counted in lockstep, but clocks are read at different moments,
+ * so with several workers the time verdict is their reduced sum. */
+static int limit_reached(worker *w, xt_err *e) {
+    xt_run *r = w->r;
+    const xt_config *c = r->c;
+    if (c->max_steps > 0 && r->global_step >= c->max_steps) {
+        r->limit_stop = XT_STOP_MAX_STEPS;
+        return 1;
+    }
+    if (c->max_time <= 0) return 0;
+    double late = (double)(xt_now_ns() - r->t_train0_ns) / 1e9 >= c->max_time;
+    if (r->dist && xt_mesh_reduce_sum(r->dist, w->local, &late, 1, e)) return -1;
+    if (late > 0) r->limit_stop = XT_STOP_TIME_LIMIT;
+    return late > 0;
+}
+
 static int train_epoch(worker *w, epoch_pos *p, xt_err *e) {
     xt_run *r = w->r;
     xt_loader_start_epoch(&w->loader, p->epoch);
@@ -233,6 +255,8 @@ static int train_epoch(worker *w, epoch_pos *p, xt_err *e) {
         int rc = train_batch(w, p, b, e);
         if (rc) return rc;
         if (stop_requested(w)) return interrupted_mid_epoch(w, p, e);
+        if ((rc = limit_reached(w, e)) < 0) return e->code;
+        if (rc || (r->c->limit_train_batches > 0 && p->step >= r->c->limit_train_batches)) break;
     }
     r->train_ns += xt_now_ns() - t_epoch;
     xt_progress_clear();
@@ -242,8 +266,23 @@ static int train_epoch(worker *w, epoch_pos *p, xt_err *e) {
 
 /* ---- after an epoch ------------------------------------------------------------ */
 
+/* fast_dev_run: the checkpoint just written is read back whole (header,
+ * checksum over metadata and data) and must be this model's, so a smoke
+ * run proves --resume would find a usable file. */
+static int read_back(const xt_run *r, xt_err *e) {
+    xt_st_file f;
+    if (xt_st_read(r->last_ckpt, &f, e)) return e->code;
+    char want[32];
+    snprintf(want, sizeof want, "%016llx", (unsigned long long)r->model_hash);
+    const char *have = xt_st_meta_get(&f, "xlatrain.model_hash");
+    int ok = have && !strcmp(have, want);
+    xt_st_close(&f);
+    if (!ok) return xt_fail(e, XT_EIO, "%s: read back after writing, it is not this model's checkpoint; check the disk", r->last_ckpt);
+    return 0;
+}
+
 /* Master-only epoch outputs: metrics line, curves, checkpoint. */
-static int master_epoch_outputs(worker *w, int epoch, double loss, double acc, double lr, xt_err *e) {
+static int master_epoch_outputs(worker *w, int epoch, double loss, double acc, double lr, int improved, xt_err *e) {
     xt_run *r = w->r;
     char line[512];
     snprintf(line, sizeof line, "{\"type\":\"epoch\",\"epoch\":%d,\"global_step\":%lld,\"loss\":%.6g,\"accuracy\":%.4f,"
@@ -252,18 +291,21 @@ static int master_epoch_outputs(worker *w, int epoch, double loss, double acc, d
     char path[700];
     snprintf(path, sizeof path, "%s/curves.png", r->outdir);
     if (xt_curves_write(path, r->hist_loss, r->hist_acc, r->nhist, e)) return e->code;
-    int last = epoch + 1 == r->c->num_epochs;
-    if (r->c->checkpoint_every > 0 && ((epoch + 1) % r->c->checkpoint_every == 0 || last))
-        return xt_ckpt_save(r, epoch + 1, epoch + 1, 0, e);
-    if (last) return xt_ckpt_save(r, epoch + 1, epoch + 1, 0, e);
-    return 0;
+    int last = epoch + 1 == r->c->num_epochs || r->limit_stop; /* a limit ends the run here */
+    int rc = 0;
+    if (last || (r->c->checkpoint_every > 0 && (epoch + 1) % r->c->checkpoint_every == 0))
+        rc = xt_ckpt_save(r, epoch + 1, epoch + 1, 0, e);
+    if (!rc && r->c->fast_dev_run) rc = read_back(r, e);
+    /* after the periodic one is in place: the best epoch's copy */
+    if (!rc && improved && r->c->keep_best) rc = xt_ckpt_save_best(r, epoch + 1, e);
+    return rc;
 }
 
 /* Evaluate the shard and print this replica's accuracy. */
-static int evaluate_and_log(worker *w, long long *correct, long long *total, xt_err *e) {
-    int rc = xt_eval_run(&w->eval, w->r, w->en, correct, total, e);
+static int evaluate_and_log(worker *w, xt_eval_counts *ec, xt_err *e) {
+    int rc = xt_eval_run(&w->eval, w->r, w->en, ec, e);
     if (rc) return rc;
-    xt_out("[xla:%d] Accuracy=%.2f%%", w->rank, *total ? 100.0 * (double)*correct / (double)*total : 0.0);
+    xt_out("[xla:%d] Accuracy=%.2f%%", w->rank, ec->total ? 100.0 * (double)ec->correct / (double)ec->total : 0.0);
     return 0;
 }
 
@@ -287,26 +329,33 @@ static void record_epoch(xt_run *r, double loss, double acc) {
  * and (master) write the epoch's outputs. */
 static int end_epoch(worker *w, const epoch_pos *p, xt_err *e) {
     xt_run *r = w->r;
-    long long correct, total;
-    int rc = evaluate_and_log(w, &correct, &total, e);
+    xt_eval_counts ec;
+    int rc = evaluate_and_log(w, &ec, e);
     if (rc) return rc;
     /* before the mesh-reduce: every replica's report precedes the master's summary line */
     if (r->c->metrics_debug) metrics_debug_report();
-    double counts[3] = {(double)correct, (double)total, p->loss_n ? p->loss_sum / (double)p->loss_n : NAN};
-    if (r->dist && (rc = xt_mesh_reduce_sum(r->dist, w->local, counts, 3, e))) return rc;
+    double counts[4] = {(double)ec.correct, (double)ec.total, p->loss_n ? p->loss_sum / (double)p->loss_n : NAN, ec.loss_sum};
+    if (r->dist && (rc = xt_mesh_reduce_sum(r->dist, w->local, counts, 4, e))) return rc;
     double gacc = counts[1] > 0 ? 100.0 * counts[0] / counts[1] : 0.0;
     double eloss = counts[2] / (r->dist ? r->world : 1);
+    double test_loss = w->eval.want_loss && counts[1] > 0 ? counts[3] / counts[1] : NAN;
     if (r->world > 1 && w->rank == 0)
         xt_out("Epoch %d global accuracy=%.2f%% (%.0f/%.0f over %d replicas)", p->epoch + 1, gacc, counts[0], counts[1], r->world);
     record_epoch(r, eloss, gacc);
-    if (w->rank == 0 && (rc = master_epoch_outputs(w, p->epoch, eloss, gacc, p->lr, e))) return rc;
+    /* every replica reaches the same verdict from the same reduced figures */
+    int improved = xt_monitor_update(r, gacc, test_loss, p->epoch + 1);
+    if (xt_monitor_should_stop(r) && p->epoch + 1 < r->c->num_epochs && !r->limit_stop) r->limit_stop = XT_STOP_EARLY;
+    /* the run's last evaluation: its confusion matrix over every shard, for the report */
+    if ((p->epoch + 1 == r->c->num_epochs || r->limit_stop) && (rc = xt_confusion_reduce(r, w->local, w->eval.confusion, e))) return rc;
+    if (w->rank == 0 && (rc = master_epoch_outputs(w, p->epoch, eloss, gacc, p->lr, improved, e))) return rc;
     if (stop_requested(w)) return xt_fail(e, XT_EINTR, "interrupted after epoch %d; checkpoint in %s", p->epoch + 1, r->outdir);
     return 0;
 }
 
 static int train_epochs(worker *w, xt_err *e) {
     xt_run *r = w->r;
-    for (int epoch = r->start_epoch; epoch < r->c->num_epochs; epoch++) {
+    r->t_train0_ns = xt_now_ns();
+    for (int epoch = r->start_epoch; epoch < r->c->num_epochs && !r->limit_stop; epoch++) {
         epoch_pos p = {.epoch = epoch};
         int rc = train_epoch(w, &p, e);
         if (!rc) rc = end_epoch(w, &p, e);
@@ -318,9 +367,11 @@ static int train_epochs(worker *w, xt_err *e) {
 /* --eval-only: one evaluation of the resumed checkpoint. */
 static int eval_only(worker *w, xt_err *e) {
     xt_run *r = w->r;
-    long long correct, total;
-    int rc = xt_eval_run(&w->eval, r, w->en, &correct, &total, e);
+    xt_eval_counts ec;
+    int rc = xt_eval_run(&w->eval, r, w->en, &ec, e);
     if (rc) return rc;
+    long long correct = ec.correct, total = ec.total;
+    if ((rc = xt_confusion_reduce(r, w->local, w->eval.confusion, e))) return rc;
     double counts[2] = {(double)correct, (double)total};
     if (r->dist && (rc = xt_mesh_reduce_sum(r->dist, w->local, counts, 2, e))) return rc;
     xt_out("[xla:%d] Accuracy=%.2f%%", w->rank, total ? 100.0 * (double)correct / (double)total : 0.0);

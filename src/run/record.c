@@ -20,7 +20,9 @@
 static const char *const g_free_keys[] = {
     "num_epochs", "log_steps", "metrics_debug", "output_dir", "save_graphs", "progress", "target_accuracy",
     "download", "num_workers", "loader_prefetch_size", "device_prefetch_size", "checkpoint.every",
-    "checkpoint.keep", "pin_cores", "worker_timeout", "blas_threads", "test_batch_size",
+    "checkpoint.keep_last", "checkpoint.keep_best", "pin_cores", "worker_timeout", "blas_threads", "test_batch_size",
+    "max_steps", "max_time", "limit_test_batches", "fast_dev_run", /* where a run stops, not how it goes */
+    "early_stopping.monitor", "early_stopping.mode", "early_stopping.patience", "early_stopping.min_delta",
 };
 
 char *xt_record_config_yaml(const xt_config *c) {

@@ -127,6 +127,7 @@ int xt_run_open(xt_run *r, const xt_config *c, const xt_cli *cli, xt_err *e) {
     r->host = xt_cluster_rank();
     r->hosts = xt_cluster_size();
     r->best_acc = -1;
+    r->mon_best = NAN;
     r->t_start_ns = xt_now_ns();
     r->rundir.lock_fd = -1;
     r->last_loss = NAN;
@@ -150,4 +151,6 @@ void xt_run_close(xt_run *r) {
     free(r->resumed_config);
     free(r->hist_loss);
     free(r->hist_acc);
+    free(r->confusion);
+    r->confusion = NULL;
 }

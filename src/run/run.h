@@ -23,6 +23,9 @@
 #define XT_MAX_EPOCHS 100000
 #define XT_MAX_REPLICAS 256         /* num_cores' maximum */
 
+/* Why training stopped before num_epochs (results.json's status and message). */
+enum xt_limit_stop { XT_STOP_NONE, XT_STOP_MAX_STEPS, XT_STOP_TIME_LIMIT, XT_STOP_EARLY };
+
 typedef struct xt_run {
     const xt_config *c;
     const xt_cli *cli;
@@ -66,6 +69,16 @@ typedef struct xt_run {
     int npart;
     int resumed;                    /* --resume loaded and accepted its checkpoint */
     int config_changed;             /* resumed with --allow-config-change over a changed key */
+    int limit_stop;                 /* training stopped early by a limit (enum xt_limit_stop), 0 if not */
+    uint64_t t_train0_ns;           /* when this process began training, for max_time */
+    /* the monitored metric (monitor.h), saved and restored with the checkpoint */
+    double mon_best;                /* best value so far; NaN before any */
+    int mon_best_epoch;             /* 1-based epoch of mon_best; 0 before any */
+    int mon_wait;                   /* epochs since it last improved */
+    char best_ckpt[1024];           /* best.safetensors once written (checkpoint.keep_best), else "" */
+    long long *confusion;           /* (nclasses^2) the last evaluation's [true][predicted] counts over
+                                       all replicas (confusion.h); NULL before it */
+    int nclasses;
 } xt_run;
 
 /* Set r up for config c and command line cli: create the output directory,

@@ -30,6 +30,9 @@
 static const char *const g_own_names[] = {
     "results.json", "metrics.jsonl", "curves.png", "predictions.png", "predictions.csv",
     "config.yaml",  "eval.json",     "eval-predictions.png", XT_LOCK_FILE,
+    "summary.jsonl", "summary.csv", /* a sweep's directory (sweep_report.h) */
+    "best.safetensors",             /* checkpoint.keep_best */
+    "confusion.json", "confusion.png", "eval-confusion.json", "eval-confusion.png", /* confusion.h */
 };
 
 static int all_digits(const char *s, size_t n) {

@@ -28,6 +28,7 @@ xt_t xt_run_trace_logp(xt_run *r, xt_graph *g, int mode) {
 
 /* One training step: its whole graph, executed at the barrier. */
 int xt_run_train_step(xt_run *r, xt_engine *en, const xt_batch *b, double lr, float *loss, xt_err *e) {
+    xt_engine_set_label(en, "training step");
     xt_graph *g = xt_engine_graph(en);
     xt_run_bind_batch(r, b);
     *(int32_t *)r->store.slots[r->slot_step].data = (int32_t)r->global_step;

@@ -22,8 +22,10 @@
 #include "run/finish.h"
 #include "run/hosts.h"
 #include "run/record.h"
+#include "run/results_file.h"
 #include "run/log.h"
 #include "run/loop.h"
+#include "run/monitor.h"
 #include "run/run.h"
 #include "run/signals.h"
 
@@ -64,17 +66,19 @@ static int resume(xt_run *r, xt_err *e) {
 /* --resume of a run with nothing left to train: its results.json stands
  * (reprinted as the last line), with the exit code it recorded. */
 static int already_finished(const xt_run *r, xt_err *e) {
-    char path[700], text[8192];
-    snprintf(path, sizeof path, "%s/results.json", r->outdir);
-    FILE *f = fopen(path, "r");
-    size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
-    if (f) fclose(f);
-    text[n] = 0;
-    while (n && text[n - 1] == '\n') text[--n] = 0;
-    fprintf(stderr, "xlatrain: %s already trained %d epochs; raise num_epochs to train further\n", r->outdir, r->c->num_epochs);
-    const char *code = strstr(text, "\"exit_code\":");
-    int rc = code ? atoi(code + 12) : 0;
-    if (n) xt_out("%s", text);
+    xt_results_file f;
+    int have = xt_results_read(r->outdir, &f) == 0;
+    if (xt_monitor_should_stop(r))
+        fprintf(stderr, "xlatrain: %s was stopped early (%s did not improve for %d epochs); raise early_stopping.patience to train further\n",
+                r->outdir, xt_monitor_name(r->c), r->mon_wait);
+    else if (r->c->max_steps > 0 && r->global_step >= r->c->max_steps)
+        fprintf(stderr, "xlatrain: %s already trained max_steps (%lld steps); raise max_steps to train further\n", r->outdir, r->c->max_steps);
+    else
+        fprintf(stderr, "xlatrain: %s already trained %d epochs; raise num_epochs to train further\n", r->outdir, r->c->num_epochs);
+    const json_t *code = have ? json_object_get(f.root, "exit_code") : NULL;
+    int rc = json_is_integer(code) ? (int)json_integer_value(code) : 0;
+    if (have) xt_out("%s", f.text);
+    if (have) xt_results_free(&f);
     if (rc) xt_fail(e, rc, "%s: the run ended with exit code %d (see results.json)", r->outdir, rc);
     return rc;
 }
@@ -141,6 +145,7 @@ static int run_replicas(xt_run *r, xt_err *e) {
 static const char *failure_status(const xt_run *r, const xt_err *e, int in_replicas) {
     if (e->code == XT_EINTR) return "interrupted";
     if (e->code == XT_EBELOW) return "below_target";
+    if (e->code == XT_ECOMPILE) return "compile_limit";
     if (e->code == XT_ERUNTIME && (strstr(e->msg, "loss is NaN") || strstr(e->msg, "loss is Inf"))) return "diverged";
     if (e->code == XT_ERUNTIME && in_replicas && r->world > 1) return "worker_failed";
     return "error";
@@ -184,7 +189,10 @@ int xt_train_main(const xt_config *c, const xt_cli *cli, xt_err *e) {
     r.rank_offset = offset;
     if (!rc && r.host == 0) rc = resume(&r, e); /* host 0 reads the checkpoint, */
     rc = xt_hosts_share_state(&r, rc, e);      /* and hands it to the others */
-    if (!rc && cli->resume && !cli->eval_only && r.start_epoch >= c->num_epochs) {
+    /* nothing left: all epochs trained, early stopping stopped it, or max_steps is reached
+     * (the state every host decides it from is host 0's, shared above) */
+    if (!rc && cli->resume && !cli->eval_only &&
+        (r.start_epoch >= c->num_epochs || xt_monitor_should_stop(&r) || (c->max_steps > 0 && r.global_step >= c->max_steps))) {
         if (r.host == 0) rc = already_finished(&r, e);
         r.summary_written = 1;
     } else {

@@ -16,6 +16,7 @@ enum xt_exit {
     XT_ERUNTIME = 4,  /* training failure: NaN loss, a worker died, bad checkpoint */
     XT_EIO = 5,       /* could not read/write an output file */
     XT_EBELOW = 6,    /* finished, but best accuracy < target_accuracy */
+    XT_ECOMPILE = 7,  /* more graphs compiled than --max-compiles allows */
     XT_EINTR = 130,   /* interrupted by SIGINT/SIGTERM */
 };
 
