@@ -109,6 +109,23 @@ TEST(sweep_resume_after_a_kill_runs_only_the_missing_ones) {
     CHECK_EQ(count("grep -c '\"type\":\"epoch\"' %s/s/1-seed=1/metrics.jsonl", d), 3);
 }
 
+/* A sweep killed outright (kill -9) cannot pass a signal on; its running
+ * run still learns of it (PR_SET_PDEATHSIG), checkpoints and ends as
+ * interrupted instead of training on unseen; --sweep-resume continues it. */
+TEST(sweep_killed_with_sigkill_leaves_no_run_training) {
+    const char *d = test_tmpdir();
+    run("$XL " TINY " --set synthetic_train_size=6000 --set num_epochs=3 --set output_dir=%s/s "
+        "--sweep seed=1,2 > %s/out 2> %s/err & echo $! > %s/pid; "
+        "for i in $(seq 1200); do [ -e %s/s/1-seed=1/checkpoint-epoch001.safetensors ] && break; sleep 0.05; done; "
+        "kill -KILL $(cat %s/pid); wait; "
+        "for i in $(seq 200); do grep -q '\"status\"' %s/s/1-seed=1/results.json 2>/dev/null && break; sleep 0.05; done",
+        d, d, d, d, d, d, d);
+    CHECK_EQ(run("grep -o '\"status\":\"[a-z_]*\"' %s/s/1-seed=1/results.json", d), 0);
+    CHECK_STR_CONTAINS(g_out, "\"status\":\"interrupted\"");
+    CHECK_EQ(run("$XL " TINY " --set synthetic_train_size=6000 --set num_epochs=3 --set output_dir=%s/s "
+                 "--sweep seed=1,2 --sweep-resume 2>&1 >/dev/null | grep -c 'sweep run 1/2 (resumed)'", d), 0);
+}
+
 TEST(sweep_values_are_checked_before_the_first_run) {
     const char *d = test_tmpdir();
     CHECK_EQ(run("$XL " TINY " --set output_dir=%s/s --sweep learnin_rate=0.1,0.2 2>&1", d), 2);

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -234,10 +235,17 @@ static void free_argv(char **av) {
  * killed by signal N, 127 when it could not be started). */
 static int exec_run(char **av, int *signaled) {
     fflush(NULL);
-    pid_t pid = fork();
+    pid_t sweep = getpid(), pid = fork();
     if (pid < 0) return 127;
     if (pid == 0) {
         setpgid(0, 0);
+        /* its own process group keeps a terminal's Ctrl-C to the sweep, which
+         * passes it on once; but a sweep killed outright (SIGKILL, an OOM
+         * kill) must not leave its run training unseen: the run gets the
+         * SIGTERM it would get from the sweep, checkpoints and ends as
+         * interrupted, and --sweep-resume continues it */
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (getppid() != sweep) _exit(128 + SIGTERM); /* the sweep died before prctl */
         signal(SIGINT, SIG_DFL);
         signal(SIGTERM, SIG_DFL);
         dup2(STDERR_FILENO, STDOUT_FILENO); /* the sweep's stdout is its table */
