@@ -18,8 +18,7 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "data/idx.h"
-#include "fuzz_util.h"
+#include "fuzz_idx_read.h"
 
 /* gzip-compress in[0..n) into a malloc'd buffer; NULL when zlib fails. */
 static uint8_t *gzip_bytes(const uint8_t *in, size_t n, int level, size_t *out_len) {
@@ -46,50 +45,22 @@ static uint8_t *gzip_bytes(const uint8_t *in, size_t n, int level, size_t *out_l
     return out;
 }
 
-/* One read per input, as fuzz_idx.c: labels (10 classes) or images (28x28
- * or any size), as `kind` says (0 images, 1 labels, 2 28x28 images). */
-static void read_one(const char *path, int kind) {
-    xt_idx x;
-    xt_err e = {0};
-    if (kind == 1) {
-        if (xt_idx_read_labels(path, 10, &x, &e) == 0) {
-            fuzz_note("read", "labels");
-            for (long i = 0; i < x.n; i++) FUZZ_ASSERT(x.data[i] < 10, "label %d at %ld", x.data[i], i);
-            xt_idx_free(&x);
-        } else {
-            fuzz_note("refused as labels", e.msg);
-            FUZZ_ASSERT(e.code && e.msg[0] && !x.data, "a failure with no message or with data");
-        }
-        return;
-    }
-    int want = kind == 2 ? 28 : 0;
-    if (xt_idx_read_images(path, want, want, &x, &e) == 0) {
-        fuzz_note("read", "images");
-        FUZZ_ASSERT(x.n > 0 && x.rows > 0 && x.cols > 0 && x.data, "an empty image set read");
-        FUZZ_ASSERT(!want || (x.rows == want && x.cols == want), "asked for 28x28, got %dx%d", x.rows, x.cols);
-        xt_idx_free(&x);
-    } else {
-        fuzz_note("refused as images", e.msg);
-        FUZZ_ASSERT(e.code && e.msg[0] && !x.data, "a failure with no message or with data");
-    }
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 2) return 0;
     int mode = data[0] % 4, level = data[0] / 4 % 10, param = data[1];
     const uint8_t *payload = data + 2;
     size_t n = size - 2;
     if (mode == 0) { /* the kind from the parameter byte: the magic is compressed */
-        read_one(fuzz_write_file("input.gz", payload, n), param % 3);
+        fuzz_idx_read(fuzz_write_file("input.gz", payload, n), param % 3, 0);
         return 0;
     }
-    int kind = n >= 4 && payload[3] == 1 ? 1 : n % 2 ? 2 : 0;
+    int kind = n >= 4 && payload[3] == 1 ? FUZZ_IDX_LABELS : n % 2 ? FUZZ_IDX_IMAGES_28 : FUZZ_IDX_IMAGES;
     size_t zlen = 0;
     uint8_t *z = gzip_bytes(payload, n, level, &zlen);
     if (!z) return 0;
     if (mode == 2) zlen = (size_t)param + 1 < zlen ? zlen - ((size_t)param + 1) : 0;
     if (mode == 3 && zlen) z[(n * 31 + (size_t)param) % zlen] ^= (uint8_t)(1u << (param % 8));
-    read_one(fuzz_write_file("input.gz", z, zlen), kind);
+    fuzz_idx_read(fuzz_write_file("input.gz", z, zlen), kind, 0);
     free(z);
     return 0;
 }
