@@ -75,6 +75,7 @@ void xt_dist_reset(xt_dist *d) {
     atomic_store(&d->abort_code, 0);
     d->reason[0] = 0;
     atomic_store(&d->stop, 0);
+    atomic_store(&d->summary_written, 0);
     atomic_store(&d->stop_signal, 0);
     atomic_store(&d->serial_turn, 0);
     atomic_store(&d->up_req, 0);
@@ -152,6 +153,12 @@ void xt_dist_request_stop(xt_dist *d, int sig) {
     atomic_store(&d->stop_signal, (uint32_t)sig);
     atomic_store(&d->stop, 1);
 }
+
+void xt_dist_note_summary(xt_dist *d) {
+    if (d) atomic_store(&d->summary_written, 1);
+}
+
+int xt_dist_summary_written(const xt_dist *d) { return d && atomic_load(&d->summary_written); }
 
 int xt_dist_should_stop(const xt_dist *d) {
     if (!d) return 0;

@@ -88,6 +88,11 @@ void xt_dist_request_stop(xt_dist *d, int sig);
  * the last cross-host exchange. */
 int xt_dist_should_stop(const xt_dist *d);
 
+/* The run's summary (results.json) is written: the master worker says so,
+ * and its parent, which sees only exit codes, does not write a second one. */
+void xt_dist_note_summary(xt_dist *d);
+int xt_dist_summary_written(const xt_dist *d);
+
 /* Hand the parent this worker's error message (call before returning e->code
  * from the worker function); xt_spawn appends it to its report. */
 void xt_dist_report(xt_dist *d, int rank, const xt_err *err);

@@ -62,6 +62,7 @@ struct xt_dist {
 
     _Alignas(64) _Atomic uint32_t stop;       /* stop requested */
     _Atomic uint32_t stop_signal;             /* the signal that asked for it, 0 if none */
+    _Atomic uint32_t summary_written;         /* a worker wrote the run's summary (xt_dist_note_summary) */
     _Alignas(64) _Atomic uint32_t serial_turn;
 
     xt_barrier bar;

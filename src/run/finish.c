@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "distributed/shm.h"
 #include "engine/metrics.h"
 #include "io/atomic.h"
 #include "io/grid.h"
@@ -206,6 +207,7 @@ int xt_run_finish(xt_run *r, const xt_grid_samples *grid, double final_loss, xt_
     xt_summary s = {.status = status, .exit_code = verdict.code, .message = msg, .final_loss = final_loss, .checkpoint = r->last_ckpt};
     int rc = xt_run_summary(r, &s, e);
     r->summary_written = 1;
+    xt_dist_note_summary(r->dist); /* for a parent process, which sees only this worker's exit code */
     if (rc) return rc;
     if (below) *e = verdict;
     return verdict.code;

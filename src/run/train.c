@@ -120,6 +120,9 @@ static int run_replicas(xt_run *r, xt_err *e) {
     xt_dist_set_uplink(r->dist, r->hosts, r->world, r->rank_offset);
     xt_spawn_opts so = {.pin_cores = r->c->pin_cores, .timeout_s = r->c->worker_timeout};
     rc = xt_spawn(r->dist, r->local_world, xt_worker_main, r, &so, e);
+    /* the master worker's summary (below_target, say) stands: a second one
+     * from here would hide its figures */
+    if (xt_dist_summary_written(r->dist)) r->summary_written = 1;
     xt_dist_destroy(r->dist);
     if (rc && r->hosts > 1 && rc != XT_EINTR && rc != XT_EBELOW) { /* say which host; its MPI_Abort ends the others */
         char msg[sizeof e->msg], host[64] = "?";
@@ -156,10 +159,7 @@ static const char *failure_status(const xt_run *r, const xt_err *e, int in_repli
  * several workers their figures died with them; the newest checkpoint has
  * them. */
 static void failure_summary(xt_run *r, const xt_err *e, int in_replicas) {
-    /* below_target is the one failure xt_run_finish returns after it wrote
-     * the full summary: here, or in the master worker, whose exit code is
-     * all this parent sees (a second summary would hide the master's figures) */
-    if (!r->claimed || r->summary_written || e->code == XT_EBELOW) return;
+    if (!r->claimed || r->summary_written) return;
     /* a refused --resume or --eval-only (no or bad checkpoint, changed config)
      * leaves the directory as it was */
     if (r->cli->resume && !r->resumed) return;
