@@ -8,6 +8,7 @@
 
 #include "engine/graph.h"
 #include "engine/metrics.h"
+#include "kernels/simd.h"
 #include "test.h"
 
 static int add_slot(xt_store *s, const char *name, int rank, const int32_t *shape, const float *init) {
@@ -397,4 +398,39 @@ TEST(engine_recompile_warning_names_the_change) {
     test_run(cmd, out, sizeof out);
     CHECK_STR_CONTAINS(out, "distinct graphs compiled");
     CHECK_STR_CONTAINS(out, "has shape [6, 4] instead of [5, 4]");
+}
+
+/* The fused interpreter's loops run at the CPU's SIMD width (4, 8 or 16
+ * lanes); every width must give the same bits, since each element is one
+ * operation. A chain of every elementwise op over 1000 elements (not a
+ * multiple of any width) is run at each level the CPU has. */
+TEST(engine_elementwise_groups_agree_bitwise_at_every_simd_width) {
+    xt_store st;
+    xt_store_init(&st);
+    int a = add_slot(&st, "a", 1, (int32_t[]){1000}, NULL), b = add_slot(&st, "b", 1, (int32_t[]){1000}, NULL);
+    xt_err e = {0};
+    CHECK(xt_store_finalize(&st, &e) == 0);
+    float *va = xt_store_f32(&st, a), *vb = xt_store_f32(&st, b);
+    for (int i = 0; i < 1000; i++) {
+        va[i] = (float)((i * 37) % 101) / 17.0f - 2.5f;
+        vb[i] = (float)((i * 13) % 89) / 23.0f + 0.25f;
+    }
+    static float out[3][1000];
+    for (int lvl = 0; lvl <= k_simd_detect(); lvl++) {
+        k_simd_force(lvl);
+        xt_engine *en = xt_engine_new(&st, NULL);
+        xt_graph *g = xt_engine_graph(en);
+        xt_t x = xt_leaf(g, a), y = xt_leaf(g, b);
+        xt_t t = xt_add(g, xt_mul(g, x, y), xt_div(g, xt_neg(g, x), y));
+        t = xt_sub(g, xt_relu(g, t), xt_rsqrt(g, xt_add(g, xt_square(g, y), xt_const(g, 1.0f))));
+        t = xt_add(g, xt_log(g, xt_add(g, xt_exp(g, t), xt_const(g, 1.0f))), xt_sqrt(g, y));
+        t = xt_relu_bwd(g, t, x);
+        xt_fetch(g, t, out[lvl], sizeof out[lvl]);
+        CHECK_MSG(xt_mark_step(en, &e) == 0, "%s", e.msg);
+        xt_engine_free(en);
+        if (lvl) CHECK_MSG(!memcmp(out[lvl], out[0], sizeof out[0]), "SIMD level %d differs from the baseline", lvl);
+    }
+    k_simd_force(-1);
+    CHECK(isfinite(out[0][1]));
+    xt_store_free(&st);
 }

@@ -348,3 +348,34 @@ TEST(conv_choice_for_the_models) {
     CHECK_EQ(k_conv_choose(&w1, K_CONV_BWD_WEIGHT), K_CONV_DIRECT);
     for (int pass = 0; pass < 3; pass++) CHECK_EQ(k_conv_choose(&w2, pass), K_CONV_DIRECT);
 }
+
+/* The weight gradient over micro-batch parts (16, 16, then a partial 5)
+ * equals one call over the whole batch bit for bit, on every SIMD flavour:
+ * the engine's tiles rely on it to give the untiled plan's numbers. */
+TEST(conv_bwd_weight_in_parts_is_bit_identical_to_whole) {
+    k_conv_shape shapes[] = {SHAPE(37, 1, 28, 28, 10, 5, 5, 1, 1, 0, 0), SHAPE(37, 10, 12, 12, 20, 5, 5, 1, 1, 0, 0),
+                             SHAPE(37, 3, 9, 9, 4, 3, 3, 2, 2, 1, 1)};
+    unsigned seed = 11;
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        k_conv_shape s = shapes[i];
+        CHECK_EQ(k_conv_shape_infer(&s), 0);
+        size_t xi = (size_t)s.Ci * s.H * s.W, yi = (size_t)s.Co * s.Ho * s.Wo, ws = (size_t)s.Co * s.Ci * s.kh * s.kw;
+        float *x = rand_buf(xi * s.N, &seed), *dy = rand_buf(yi * s.N, &seed);
+        float *scr = nan_buf(k_conv2d_scratch(&s)), *acc = nan_buf(k_conv2d_bwd_weight_acc_floats(&s));
+        for (int lvl = 0; lvl <= k_simd_detect(); lvl++) {
+            k_simd_force(lvl);
+            float *whole = nan_buf(ws), *parts = nan_buf(ws);
+            k_conv2d_bwd_weight(&s, whole, NULL, x, dy, scr);
+            for (int n0 = 0; n0 < s.N; n0 += 16) {
+                k_conv_shape part = s;
+                part.N = s.N - n0 < 16 ? s.N - n0 : 16;
+                k_conv2d_bwd_weight_part(&part, parts, x + n0 * xi, dy + n0 * yi, scr, acc, n0 == 0, n0 + part.N == s.N);
+            }
+            CHECK_MSG(!memcmp(whole, parts, ws * sizeof(float)), "shape %zu, simd %d (%s): parts differ from the whole",
+                      i, lvl, k_conv_method_name(k_conv_choose(&s, K_CONV_BWD_WEIGHT)));
+            free(whole), free(parts);
+        }
+        k_simd_force(-1);
+        free(x), free(dy), free(scr), free(acc);
+    }
+}

@@ -440,7 +440,7 @@ TEST(dropout_matches_formula) {
     x[10] = NAN; /* dropped or scaled, never mixed with the mask */
     for (int lvl = 0; lvl <= k_simd_detect(); lvl++) {
         k_simd_force(lvl);
-        k_dropout(n, y, x, 0.3f, 99, 5);
+        k_dropout(n, y, x, 0.3f, 99, 5, 0);
         size_t dropped = 0;
         int bad = 0;
         for (size_t i = 0; i < n; i++) {
@@ -451,7 +451,7 @@ TEST(dropout_matches_formula) {
         CHECK_EQ(bad, 0);
         CHECK(dropped > 240 && dropped < 360); /* ~300 of 1000 */
         memcpy(z, x, n * sizeof(float));       /* in place: y == x */
-        k_dropout(n, z, z, 0.3f, 99, 5);
+        k_dropout(n, z, z, 0.3f, 99, 5, 0);
         CHECK(memcmp(z, y, n * sizeof(float)) == 0 || isnan(y[10]));
         for (size_t i = 0; i < n; i++)
             if (i != 10) CHECK(z[i] == y[i]);

@@ -1,5 +1,6 @@
 /* compile.c — from a traced graph to an executable plan: copy the graph,
- * run the passes in a fixed order (live/DCE -> fusion -> memory plan) and
+ * run the passes in a fixed order (live/DCE -> fusion -> micro-batch
+ * tiling -> memory plan) and
  * size the arena the plan needs. The compile cache, and the one arena its
  * plans share, live in engine.c. */
 #include <stdlib.h>
@@ -24,6 +25,8 @@ void xt_plan_free(xt_plan *p) {
     free(p->group_of);
     free(p->kernels);
     free(p->late_assigns);
+    free(p->runs);
+    free(p->row_bytes);
     free(p->operand_ptrs);
     free(p->ew_scratch);
     free(p);
@@ -93,6 +96,7 @@ xt_plan *xt_compile(const xt_graph *g, const xt_compile_opts *o, xt_err *e) {
 
     xt_pass_live(p, live);
     if (xt_pass_fuse(p, live, o->fuse)) goto oom;
+    if (xt_pass_tile(p, o->plan_memory ? o->tile_cache_bytes : 0)) goto oom;
     if (xt_pass_memplan(p, live, o->plan_memory, o->have_collective)) goto oom;
     if (alloc_exec_scratch(p)) goto oom;
     free(live);

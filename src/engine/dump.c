@@ -6,6 +6,7 @@
  * Written through io/atomic.h: whole files, never through a symlink. A dump
  * that cannot be written is skipped (it is a debugging aid, not an output). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 
 #include "engine/plan.h"
@@ -40,8 +41,25 @@ static void write_dot(const xt_plan *p, const char *dir, const char *suffix, int
     xt_atomic_commit(&af, NULL);
 }
 
+/* Per node: the micro-batch run its kernel belongs to, or -1. */
+static int32_t *runs_of_nodes(const xt_plan *p) {
+    int32_t *r = malloc(((size_t)p->nnodes + 1) * sizeof *r);
+    if (!r) return NULL;
+    for (int i = 0; i < p->nnodes; i++) r[i] = -1;
+    for (int k = 0; k < p->nkernels; k++) {
+        const xt_kernel *kr = &p->kernels[k];
+        if (kr->run < 0) continue;
+        if (kr->group < 0) r[kr->node] = kr->run;
+        else
+            for (int i = 0; i < p->nnodes; i++)
+                if (p->group_of[i] == kr->group) r[i] = kr->run;
+    }
+    return r;
+}
+
 void xt_dump_plan(const xt_plan *p, const char *dir, const char *stage) {
     char path[1024], sh[64];
+    int32_t *run_of = runs_of_nodes(p);
     mkdir(dir, 0777);
     snprintf(path, sizeof path, "%s/graph-%016llx.txt", dir, (unsigned long long)p->hash);
     xt_atomic_file af;
@@ -49,6 +67,9 @@ void xt_dump_plan(const xt_plan *p, const char *dir, const char *stage) {
         FILE *f = af.fp;
         fprintf(f, "# xlatrain graph %016llx (%s): %d nodes, %d kernels (%d fused), arena %zu bytes, intermediates %zu bytes\n",
                 (unsigned long long)p->hash, stage, p->nnodes, p->nkernels, p->fused_kernels, p->arena_bytes, p->intermediate_bytes);
+        for (int r = 0; r < p->nruns; r++)
+            fprintf(f, "# tile#%d: kernels %d..%d run %d samples at a time (batch %d)\n", r, p->runs[r].first, p->runs[r].last,
+                    p->runs[r].rows, p->runs[r].batch);
         for (int i = 0; i < p->nnodes; i++) {
             const xt_node *n = &p->nodes[i];
             fprintf(f, "%%%d = %s%s %s(", i, xt_op_table[n->op].name, n->dtype == XT_I32 ? ":i32" : "", xt_shape_str(n, sh, sizeof sh));
@@ -59,13 +80,16 @@ void xt_dump_plan(const xt_plan *p, const char *dir, const char *stage) {
             const xt_loc *l = &p->loc[i];
             if (l->kind == XT_LOC_SLOT) fprintf(f, " @slot:%d+%lld", l->slot, (long long)l->offset);
             else if (l->kind) fprintf(f, " @%s+%lld", loc_name(l->kind), (long long)l->offset);
+            if (l->tile_local) fprintf(f, " (one tile)");
             if (p->group_of[i] >= 0) fprintf(f, " fused#%d", p->group_of[i]);
+            if (run_of && run_of[i] >= 0) fprintf(f, " tile#%d", run_of[i]);
             fputc('\n', f);
         }
         for (int i = 0; i < p->nassign; i++) fprintf(f, "assign slot %d <- %%%d\n", p->assigns[i].slot, p->assigns[i].t);
         for (int i = 0; i < p->nfetch; i++) fprintf(f, "fetch %%%d\n", p->fetch_nodes[i]);
         xt_atomic_commit(&af, NULL);
     }
+    free(run_of);
     write_dot(p, dir, "before-fusion", 0);
     write_dot(p, dir, "fused", 1);
 }

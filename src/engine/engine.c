@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "engine/plan.h"
+#include "kernels/cache.h"
 
 #define CACHE_MAX 64
 
@@ -48,6 +49,8 @@ xt_engine *xt_engine_new(xt_store *store, const xt_engine_opts *opts) {
     if ((!en->opts.save_graphs_dir || !*en->opts.save_graphs_dir) && dir && *dir) en->opts.save_graphs_dir = dir;
     const char *nmp = getenv("XLATRAIN_NO_MEMORY_PLANNER");
     if (nmp && *nmp && strcmp(nmp, "0")) en->opts.no_memory_planner = 1;
+    const char *nt = getenv("XLATRAIN_NO_TILING");
+    if (nt && *nt && strcmp(nt, "0")) en->opts.no_tiling = 1;
     return en;
 }
 
@@ -150,7 +153,10 @@ static int find_or_compile(xt_engine *en, xt_plan **out, xt_err *e) {
     }
     if (note_compile(en, g, why, e)) return e->code;
     xt_compile_opts co = {.fuse = en->opts.fuse, .plan_memory = !en->opts.no_memory_planner,
-                          .have_collective = en->opts.collective_buf != NULL};
+                          .have_collective = en->opts.collective_buf != NULL,
+                          .tile_cache_bytes = en->opts.no_tiling          ? 0
+                                              : en->opts.tile_cache_bytes ? en->opts.tile_cache_bytes
+                                                                          : k_cache_l2_bytes()};
     xt_plan *p = xt_compile(g, &co, e);
     if (!p) return e ? e->code : XT_ERUNTIME;
     if (xt_plan_arena_bytes(p) > en->arena_cap) { /* grows on a compile only: a cached step allocates nothing */
@@ -209,6 +215,10 @@ int xt_mark_step(xt_engine *en, xt_err *e) {
     en->last.arena_bytes = p->arena_bytes;
     en->last.intermediate_bytes = p->intermediate_bytes;
     en->last.distinct_graphs = en->ncache;
+    en->last.tile_runs = p->nruns;
+    en->last.tiled_kernels = 0;
+    for (int r = 0; r < p->nruns; r++) en->last.tiled_kernels += p->runs[r].last - p->runs[r].first + 1;
+    en->last.tile_rows = p->nruns ? p->runs[0].rows : 0;
 done:
     xt_graph_reset(g);
     return rc;

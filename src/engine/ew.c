@@ -16,32 +16,68 @@
 #include <string.h>
 
 #include "engine/plan.h"
+#include "kernels/simd.h"
 
 #define CHUNK 256
 
 typedef void (*ew_fn)(float *d, const float *pa, const float *pb, int n);
 
-#define XT_EW1(name, grad, expr)                                           \
-    static void ew_##name(float *d, const float *pa, const float *pb, int n) { \
-        (void)pb;                                                          \
-        for (int i = 0; i < n; i++) {                                      \
-            float a = pa[i];                                               \
-            d[i] = (expr);                                                 \
-        }                                                                  \
+/* Each op's chunk loop is compiled for the baseline the binary targets
+ * (x86-64-v2: 4 lanes), for AVX2 (8) and for AVX-512 (16); the table of the
+ * SIMD level the CPU has (kernels/simd.h; tests force each) runs. Results do
+ * not depend on the width: each element is one operation on its operands. */
+#define EW1_FN(fn, attr, expr)                                        \
+    static attr void fn(float *d, const float *pa, const float *pb, int n) { \
+        (void)pb;                                                     \
+        for (int i = 0; i < n; i++) {                                 \
+            float a = pa[i];                                          \
+            d[i] = (expr);                                            \
+        }                                                             \
     }
-#define XT_EW2(name, grad, expr)                                           \
-    static void ew_##name(float *d, const float *pa, const float *pb, int n) { \
-        for (int i = 0; i < n; i++) {                                      \
-            float a = pa[i], b = pb[i];                                    \
-            d[i] = (expr);                                                 \
-        }                                                                  \
+#define EW2_FN(fn, attr, expr)                                        \
+    static attr void fn(float *d, const float *pa, const float *pb, int n) { \
+        for (int i = 0; i < n; i++) {                                 \
+            float a = pa[i], b = pb[i];                               \
+            d[i] = (expr);                                            \
+        }                                                             \
     }
+
+#define XT_EW1(name, grad, expr) EW1_FN(ew_##name, , expr)
+#define XT_EW2(name, grad, expr) EW2_FN(ew_##name, , expr)
 #include "engine/ops.def"
 
-static const ew_fn ew_table[XT_OP_COUNT] = {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define EW_WIDE 1
+#define EW_AVX2 __attribute__((target("avx2,fma")))
+#define EW_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")))
+#define XT_EW1(name, grad, expr) EW1_FN(ew_avx2_##name, EW_AVX2, expr)
+#define XT_EW2(name, grad, expr) EW2_FN(ew_avx2_##name, EW_AVX2, expr)
+#include "engine/ops.def"
+#define XT_EW1(name, grad, expr) EW1_FN(ew_avx512_##name, EW_AVX512, expr)
+#define XT_EW2(name, grad, expr) EW2_FN(ew_avx512_##name, EW_AVX512, expr)
+#include "engine/ops.def"
+#else
+#define EW_WIDE 0
+#endif
+
+static const ew_fn ew_tables[3][XT_OP_COUNT] = {
+    [K_SIMD_GENERIC] = {
 #define XT_EW1(name, grad, expr) [XT_OP_##name] = ew_##name,
 #define XT_EW2(name, grad, expr) [XT_OP_##name] = ew_##name,
 #include "engine/ops.def"
+    },
+#if EW_WIDE
+    [K_SIMD_AVX2] = {
+#define XT_EW1(name, grad, expr) [XT_OP_##name] = ew_avx2_##name,
+#define XT_EW2(name, grad, expr) [XT_OP_##name] = ew_avx2_##name,
+#include "engine/ops.def"
+    },
+    [K_SIMD_AVX512] = {
+#define XT_EW1(name, grad, expr) [XT_OP_##name] = ew_avx512_##name,
+#define XT_EW2(name, grad, expr) [XT_OP_##name] = ew_avx512_##name,
+#include "engine/ops.def"
+    },
+#endif
 };
 
 /* The interpreter's state for one group, carved from the plan's
@@ -78,12 +114,14 @@ static size_t carve(const xt_ew_group *grp, char *base, ew_state *st) {
 size_t xt_ew_scratch_bytes(const xt_ew_group *grp) { return carve(grp, NULL, NULL); }
 
 /* Per input: its stride per (right-aligned, 4-D) dim of the group's shape;
- * 0 where it is broadcast. */
-static void input_strides(const xt_plan *p, const xt_ew_group *grp, const int32_t *S, ew_state *st) {
+ * 0 where it is broadcast. For a micro-batch tile (rows > 0) an input that
+ * spans the group's leading dim has `rows` rows, as the group has. */
+static void input_strides(const xt_plan *p, const xt_ew_group *grp, const int32_t *S, int32_t rows, ew_state *st) {
     for (int k = 0; k < grp->ninputs; k++) {
         const xt_node *x = &p->nodes[grp->inputs[k]];
         int32_t X[4] = {1, 1, 1, 1};
         for (int d = 0; d < x->rank; d++) X[4 - x->rank + d] = x->shape[d];
+        if (rows > 0 && x->rank == grp->rank && x->shape[0] == grp->shape[0]) X[4 - x->rank] = rows;
         int64_t sz = 1;
         for (int d = 3; d >= 0; d--) {
             st->stride[k][d] = (X[d] == S[d] && S[d] != 1) ? sz : 0;
@@ -122,7 +160,8 @@ static int inner_run(const xt_ew_group *grp, const int32_t *S, ew_state *st) {
 
 /* Run the group's program over one chunk of m elements at inner offset c
  * of outer row o. */
-static void run_chunk(const xt_ew_group *grp, const ew_state *st, void *const *out, int64_t o, int64_t inner, int64_t c, int m) {
+static void run_chunk(const ew_fn *ew_table, const xt_ew_group *grp, const ew_state *st, void *const *out, int64_t o,
+                      int64_t inner, int64_t c, int m) {
     for (int j = 0; j < grp->ninstr; j++) {
         const xt_ew_instr *ins = &grp->instr[j];
         const float *a, *b = NULL;
@@ -134,13 +173,15 @@ static void run_chunk(const xt_ew_group *grp, const ew_state *st, void *const *o
     }
 }
 
-void xt_ew_run(const xt_plan *p, const xt_ew_group *grp, void *const *in, void *const *out, void *scratch) {
+void xt_ew_run(const xt_plan *p, const xt_ew_group *grp, void *const *in, void *const *out, void *scratch, int32_t rows) {
     ew_state st;
     carve(grp, scratch, &st);
     int32_t S[4] = {1, 1, 1, 1};
     for (int d = 0; d < grp->rank; d++) S[4 - grp->rank + d] = grp->shape[d];
-    int nin = grp->ninputs;
-    input_strides(p, grp, S, &st);
+    if (rows > 0) S[4 - grp->rank] = rows;
+    int nin = grp->ninputs, lvl = EW_WIDE ? k_simd_level() : K_SIMD_GENERIC;
+    const ew_fn *table = ew_tables[lvl];
+    input_strides(p, grp, S, rows, &st);
     int d0 = inner_run(grp, S, &st);
     int64_t inner = 1, outer = 1;
     for (int d = d0; d < 4; d++) inner *= S[d];
@@ -159,7 +200,7 @@ void xt_ew_run(const xt_plan *p, const xt_ew_group *grp, void *const *in, void *
         }
         for (int64_t c = 0; c < inner; c += CHUNK) {
             int m = inner - c < CHUNK ? (int)(inner - c) : CHUNK;
-            run_chunk(grp, &st, out, o, inner, c, m);
+            run_chunk(table, grp, &st, out, o, inner, c, m);
         }
         for (int d = d0 - 1; d >= 0; d--) { /* next outer multi-index */
             if (++idx[d] < S[d]) break;

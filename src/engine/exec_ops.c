@@ -13,14 +13,22 @@
 #define IN(k) (&p->nodes[p->operands[n->in_off + (k)]])
 
 /* KERNEL(NAME) { body } defines kern_NAME for the table; the body sees the
- * plan p, the node n, operand pointers in[], the output and the scratch. */
+ * plan p, the node n, operand pointers in[], the output, the scratch and
+ * the call kc (for a micro-batch tile: kc->rows samples from kc->row0 of
+ * kc->batch; the per-sample pointers already start at row0). */
 #define KERNEL(name)                                                                              \
-    static void body_##name(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch); \
+    static void body_##name(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch, \
+                            const xt_kcall *kc);                                                  \
     static int kern_##name(const xt_kcall *k) {                                                   \
-        body_##name(k->p, k->n, k->in, k->out, k->scratch);                                        \
+        body_##name(k->p, k->n, k->in, k->out, k->scratch, k);                                     \
         return 0;                                                                                 \
     }                                                                                             \
-    static void body_##name(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch)
+    static void body_##name(const xt_plan *p, const xt_node *n, void *const *in, void *out, void *scratch, \
+                            const xt_kcall *kc)
+
+/* Samples this call computes: the tile's, or the node's whole batch. Only
+ * the ops pass_tile.c allows tiling use it. */
+#define ROWS(whole) (kc->rows ? kc->rows : (whole))
 
 KERNEL(VIEW_GRAD) {
     const xt_node *dy = IN(0);
@@ -42,16 +50,20 @@ static double sum_run(const float *x, int64_t n) {
 }
 
 /* Sum over the dims where the output (right-aligned) has size 1. */
+/* Tiled (pass_tile.c), it sums away the batch dim tile by tile: each tile
+ * adds its samples in order, as the whole batch would, and only the first
+ * clears y. */
 KERNEL(SUM_TO) {
     const xt_node *x = IN(0);
     int32_t X[4] = {1, 1, 1, 1}, Y[4] = {1, 1, 1, 1};
     for (int d = 0; d < x->rank; d++) X[4 - x->rank + d] = x->shape[d];
+    if (x->rank) X[4 - x->rank] = ROWS(x->shape[0]);
     for (int d = 0; d < n->rank; d++) Y[4 - n->rank + d] = n->shape[d];
     int64_t ys[4], st = 1;
     for (int d = 3; d >= 0; d--) { ys[d] = Y[d] == 1 ? 0 : st; st *= Y[d]; }
     float *y = out;
     const float *xv = in[0];
-    memset(y, 0, (size_t)xt_numel(n) * sizeof(float));
+    if (kc->row0 == 0) memset(y, 0, (size_t)xt_numel(n) * sizeof(float));
     /* inner run: the trailing dims that are all reduced or all kept */
     int d0 = 3, red = ys[3] == 0;
     while (d0 > 0 && (X[d0 - 1] == 1 || (ys[d0 - 1] == 0) == red)) d0--;
@@ -92,15 +104,23 @@ static k_conv_shape conv_shape(const int32_t *xs, const int32_t *ws, const int32
 
 KERNEL(CONV2D) {
     k_conv_shape s = conv_shape(IN(0)->shape, IN(1)->shape, n->iattr);
+    s.N = ROWS(s.N);
     k_conv2d_fwd(&s, out, in[0], in[1], n->nin > 2 ? in[2] : NULL, scratch);
 }
 KERNEL(CONV2D_BWD_DATA) {
     k_conv_shape s = conv_shape(n->shape, IN(1)->shape, n->iattr); /* (dy, w) -> dx shaped like x */
+    s.N = ROWS(s.N);
     k_conv2d_bwd_data(&s, out, in[0], in[1], scratch);
 }
+/* Tiled, the sum over the batch runs on across tiles in kc->state. */
 KERNEL(CONV2D_BWD_WEIGHT) {
     k_conv_shape s = conv_shape(IN(0)->shape, n->shape, n->iattr); /* (x, dy) -> dw shaped like w */
-    k_conv2d_bwd_weight(&s, out, NULL, in[0], in[1], scratch);
+    if (!kc->rows) {
+        k_conv2d_bwd_weight(&s, out, NULL, in[0], in[1], scratch);
+        return;
+    }
+    s.N = kc->rows;
+    k_conv2d_bwd_weight_part(&s, out, in[0], in[1], scratch, kc->state, kc->row0 == 0, kc->row0 + kc->rows == kc->batch);
 }
 
 static k_pool_shape pool_shape(const int32_t *xs, const int32_t *a) {
@@ -108,21 +128,28 @@ static k_pool_shape pool_shape(const int32_t *xs, const int32_t *a) {
     k_pool_shape_infer(&s);
     return s;
 }
+/* The output packs [values | argmax] for the whole batch: a tile's argmax
+ * rows sit a whole batch of values after its value rows. */
 KERNEL(MAXPOOL2D) {
     k_pool_shape s = pool_shape(IN(0)->shape, n->iattr);
     float *y = out;
-    k_maxpool2d_fwd(&s, y, (int32_t *)(y + (int64_t)s.N * s.C * s.Ho * s.Wo), in[0]);
+    int64_t values = (int64_t)s.N * s.C * s.Ho * s.Wo;
+    s.N = ROWS(s.N);
+    k_maxpool2d_fwd(&s, y, (int32_t *)(y + values), in[0]);
 }
 KERNEL(MAXPOOL2D_BWD) {
     k_pool_shape s = pool_shape(n->shape, n->iattr); /* (dy, argmax) -> dx shaped like x */
+    s.N = ROWS(s.N);
     k_maxpool2d_bwd(&s, out, in[0], in[1]);
 }
 KERNEL(AVGPOOL2D) {
     k_pool_shape s = pool_shape(IN(0)->shape, n->iattr);
+    s.N = ROWS(s.N);
     k_avgpool2d_fwd(&s, out, in[0]);
 }
 KERNEL(AVGPOOL2D_BWD) {
     k_pool_shape s = pool_shape(n->shape, n->iattr);
+    s.N = ROWS(s.N);
     k_avgpool2d_bwd(&s, out, in[0]);
 }
 
@@ -135,10 +162,10 @@ KERNEL(BN_STATS) {
 /* d/dx of (mean, biased var) over (N, H, W) per channel:
  * dx = dmean/M + dvar * 2 (x - mean) / M, M = N*H*W. */
 KERNEL(BN_STATS_BWD) {
-    int N = n->shape[0], C = n->shape[1], HW = n->shape[2] * n->shape[3];
+    int N = ROWS(n->shape[0]), C = n->shape[1], HW = n->shape[2] * n->shape[3];
     const float *ds = in[0], *x = in[1], *st = in[2];
     float *dx = out;
-    float inv_m = 1.0f / (float)((int64_t)N * HW);
+    float inv_m = 1.0f / (float)((int64_t)n->shape[0] * HW); /* the statistics are the whole batch's */
     for (int i = 0; i < N; i++)
         for (int c = 0; c < C; c++) {
             float a = ds[c] * inv_m, b = 2.0f * ds[C + c] * inv_m, mu = st[c];
@@ -149,10 +176,10 @@ KERNEL(BN_STATS_BWD) {
 }
 
 KERNEL(LOG_SOFTMAX) {
-    k_log_softmax_fwd(n->shape[0], n->shape[1], out, in[0]);
+    k_log_softmax_fwd(ROWS(n->shape[0]), n->shape[1], out, in[0]);
 }
 KERNEL(LOG_SOFTMAX_BWD) {
-    k_log_softmax_bwd(n->shape[0], n->shape[1], out, in[0], in[1]);
+    k_log_softmax_bwd(ROWS(n->shape[0]), n->shape[1], out, in[0], in[1]);
 }
 
 /* mean over the batch of -logp[i, t_i]; an out-of-range label gives NaN,
@@ -167,8 +194,8 @@ KERNEL(NLL_LOSS) {
     *(float *)out = (float)(acc / N);
 }
 KERNEL(NLL_LOSS_BWD) {
-    int N = n->shape[0], C = n->shape[1];
-    float g = -*(const float *)in[0] / (float)N;
+    int N = ROWS(n->shape[0]), C = n->shape[1];
+    float g = -*(const float *)in[0] / (float)n->shape[0]; /* the loss is the whole batch's mean */
     const int32_t *t = in[1];
     float *d = out;
     memset(d, 0, (size_t)N * C * sizeof(float));
@@ -178,7 +205,7 @@ KERNEL(NLL_LOSS_BWD) {
 
 KERNEL(ARGMAX) {
     const xt_node *x = IN(0);
-    int N = x->shape[0], C = x->shape[1];
+    int N = ROWS(x->shape[0]), C = x->shape[1];
     const float *v = in[0];
     int32_t *o = out;
     for (int i = 0; i < N; i++) {
@@ -189,16 +216,18 @@ KERNEL(ARGMAX) {
     }
 }
 
-/* The mask is a pure function of (seed, step, stream, index), so backward
- * recomputes it instead of storing it. */
-static void dropout_apply(const xt_node *n, float *y, const float *x, const void *step) {
+/* The mask is a pure function of (seed, step, stream, index in the whole
+ * batch), so backward recomputes it instead of storing it, and a tile
+ * draws the same mask as the whole batch would. */
+static void dropout_apply(const xt_node *n, const xt_kcall *kc, float *y, const float *x, const void *step) {
     float pdrop = n->fattr[0];
     uint64_t seed = (uint64_t)(uint32_t)n->iattr[1] | (uint64_t)(uint32_t)n->iattr[2] << 32;
     uint64_t counter = (uint64_t)(uint32_t)*(const int32_t *)step << 16 | (uint64_t)(uint16_t)n->iattr[0];
-    k_dropout((size_t)xt_numel(n), y, x, pdrop, seed, counter);
+    int64_t per_row = n->rank ? xt_numel(n) / n->shape[0] : 1, rows = n->rank ? ROWS(n->shape[0]) : 1;
+    k_dropout((size_t)(rows * per_row), y, x, pdrop, seed, counter, (uint64_t)kc->row0 * (uint64_t)per_row);
 }
-KERNEL(DROPOUT) { dropout_apply(n, out, in[0], in[1]); }
-KERNEL(DROPOUT_BWD) { dropout_apply(n, out, in[0], in[1]); } /* same mask, applied to dy */
+KERNEL(DROPOUT) { dropout_apply(n, kc, out, in[0], in[1]); }
+KERNEL(DROPOUT_BWD) { dropout_apply(n, kc, out, in[0], in[1]); } /* same mask, applied to dy */
 
 /* The gradients, packed into 64-byte aligned pieces (a gradient the memory
  * plan already produced in its piece is not copied), then averaged over
@@ -251,4 +280,10 @@ static const scratch_fn scratch_table[XT_OP_COUNT] = {
 
 size_t xt_kernel_scratch_bytes(const xt_plan *p, const xt_node *n) {
     return scratch_table[n->op] ? scratch_table[n->op](p, n) : 0;
+}
+
+size_t xt_kernel_tile_state_bytes(const xt_plan *p, const xt_node *n) {
+    if (n->op != XT_OP_CONV2D_BWD_WEIGHT) return 0;
+    k_conv_shape s = conv_shape(IN(0)->shape, n->shape, n->iattr);
+    return k_conv2d_bwd_weight_acc_floats(&s) * sizeof(float);
 }

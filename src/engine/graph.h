@@ -141,6 +141,10 @@ typedef struct xt_engine_opts {
     int fuse;                      /* 1 = elementwise fusion (default); 0 for tests */
     int no_memory_planner;         /* 1 = every value its own buffer, no in-place updates (as tinygrad's
                                       NO_MEMORY_PLANNER; also XLATRAIN_NO_MEMORY_PLANNER=1): bisects planner bugs */
+    int no_tiling;                 /* 1 = run every kernel over the whole batch, no micro-batch tiles
+                                      (also XLATRAIN_NO_TILING=1): bisects tiling bugs, measures what tiling buys */
+    size_t tile_cache_bytes;       /* the cache a micro-batch tile is sized for; 0 = this CPU's L2 (tests set it
+                                      so that tiling does not depend on the machine) */
     int recompile_warn;            /* warn after this many distinct graphs (default 6) */
     int profile;                   /* time kernels by class into metrics (Kernel.conv, ...) */
     int max_compiles;              /* fail (XT_ECOMPILE) rather than compile graph N+1; 0 = no limit (--max-compiles) */
@@ -182,6 +186,9 @@ typedef struct xt_exec_stats {
     size_t intermediate_bytes; /* sum of all materialized intermediate sizes */
     int cache_hit;
     int distinct_graphs;     /* executables in the cache */
+    int tile_runs;           /* stretches of kernels run in micro-batch tiles */
+    int tiled_kernels;       /* kernels in them */
+    int tile_rows;           /* samples per tile of the first run (0: none) */
 } xt_exec_stats;
 void xt_engine_last_stats(const xt_engine *en, xt_exec_stats *s);
 

@@ -16,6 +16,13 @@
  *    lifetime overlaps (as TFLite's and ggml-alloc's planners).
  * Conv scratch is one area after the arena, sized to the largest need.
  *
+ * Micro-batch tiles (pass_tile.c). A run of tiled kernels executes tile by
+ * tile, so the kernel that last reads a value for one tile runs again after
+ * later kernels of the run wrote theirs: every root a run touches lives for
+ * the whole run. A value written and read only inside one run (no view of
+ * it, not fetched or assigned) holds one tile, not the batch: tile-local.
+ * Values a run writes are never assigned in place.
+ *
  * With planning off (xt_engine_opts.no_memory_planner, or the environment's
  * XLATRAIN_NO_MEMORY_PLANNER=1, as tinygrad's NO_MEMORY_PLANNER) every value
  * gets a buffer of its own: no reuse, no in-place assign, no gradient
@@ -32,6 +39,7 @@
 typedef struct {
     int kind;        /* xt_loc_kind */
     int slot;
+    int tile_local;  /* holds one tile of a run's rows */
     int64_t size;    /* bytes */
     int first, last; /* kernel indices */
     int64_t offset;  /* placed arena offset */
@@ -203,7 +211,8 @@ static void place_assigns(mp *m) {
         int s = p->assigns[i].slot;
         int32_t v = p->assigns[i].t;
         int k = m->kernel_of[v];
-        int ok = m->plan && k >= 0 && m->root_of[v] < 0 && !m->fetched[v] && p->nodes[v].op != XT_OP_ALLREDUCE;
+        int ok = m->plan && k >= 0 && p->kernels[k].run < 0 && m->root_of[v] < 0 && !m->fetched[v] &&
+                 p->nodes[v].op != XT_OP_ALLREDUCE;
         for (int j = 0; ok && j < i; j++) ok = p->assigns[j].slot != s && p->assigns[j].t != v;
         if (ok && m->last_old_read[s] > k) ok = 0;
         if (ok && m->last_old_read[s] == k) {
@@ -262,6 +271,10 @@ static void compute_lifetimes(mp *m) {
         if (m->root_of[i] < 0 || !m->live[i]) continue;
         root *r = &m->roots[m->root_of[i]];
         int64_t end = m->off_of[i] + xt_numel(&p->nodes[i]) * (int64_t)xt_dtype_size(p->nodes[i].dtype);
+        if (r->tile_local) { /* the kernel that writes it is in a run */
+            const xt_tile_run *run = &p->runs[p->kernels[m->kernel_of[i]].run];
+            end = end / run->batch * run->rows;
+        }
         if (end > r->size) r->size = end;
         if (m->kernel_of[i] >= 0) {
             if (m->kernel_of[i] < r->first) r->first = m->kernel_of[i];
@@ -282,6 +295,64 @@ static void compute_lifetimes(mp *m) {
         if (m->root_of[p->fetch_nodes[i]] >= 0) m->roots[m->root_of[p->fetch_nodes[i]]].last = p->nkernels;
     for (int i = 0; i < p->nlate; i++)
         if (m->root_of[p->late_assigns[i].t] >= 0) m->roots[m->root_of[p->late_assigns[i].t]].last = p->nkernels;
+}
+
+/* The kernel that runs node j: its own, or its fused group's; -1 for
+ * kernel-less nodes (views, leaves, constants). */
+static int running_kernel(const mp *m, const int32_t *group_kernel, int32_t j) {
+    int g = m->p->group_of[j];
+    return g >= 0 ? group_kernel[g] : m->kernel_of[j];
+}
+
+/* A value written by a tiled kernel whose every reader runs in the same
+ * run, read by no view, neither fetched nor assigned, needs one tile of
+ * rows: a buffer of rows * (bytes per sample). */
+static int mark_tile_local(mp *m) {
+    xt_plan *p = m->p;
+    if (!p->nruns || !m->plan) return 0;
+    int32_t *group_kernel = malloc(((size_t)p->ngroups + 1) * sizeof *group_kernel);
+    uint8_t *outside = calloc((size_t)p->nnodes + 1, 1); /* read from outside its writer's run */
+    if (!group_kernel || !outside) { free(group_kernel); free(outside); return -1; }
+    for (int k = 0; k < p->nkernels; k++)
+        if (p->kernels[k].group >= 0) group_kernel[p->kernels[k].group] = k;
+    for (int j = 0; j < p->nnodes; j++) {
+        if (!m->live[j]) continue;
+        int rk = running_kernel(m, group_kernel, j);
+        for (int q = 0; q < p->nodes[j].nin; q++) {
+            int32_t v = p->operands[p->nodes[j].in_off + q];
+            int wk = m->kernel_of[v];
+            if (wk < 0 || rk < 0 || p->kernels[wk].run < 0 || p->kernels[rk].run != p->kernels[wk].run) outside[v] = 1;
+        }
+    }
+    for (int i = 0; i < p->nnodes; i++) {
+        int k = m->kernel_of[i], r = m->root_of[i];
+        if (!m->live[i] || k < 0 || r < 0 || p->kernels[k].run < 0 || outside[i] || m->fetched[i]) continue;
+        if (m->readers[i] == 0 || m->roots[r].kind != XT_LOC_ARENA || m->off_of[i] != 0) continue;
+        if (p->kernels[k].group < 0 && p->row_bytes[p->kernels[k].row_off + p->nodes[i].nin] == 0) continue; /* a sum over the batch */
+        int assigned = 0;
+        for (int q = 0; q < p->nassign; q++) assigned |= p->assigns[q].t == i;
+        if (!assigned) m->roots[r].tile_local = 1;
+    }
+    free(group_kernel);
+    free(outside);
+    return 0;
+}
+
+/* Every root a run touches lives from the run's first kernel to its last. */
+static void stretch_lifetimes_over_runs(mp *m) {
+    const xt_plan *p = m->p;
+    for (int i = 0; i < m->nroots; i++) {
+        root *r = &m->roots[i];
+        for (int changed = 1; changed && r->last >= 0;) {
+            changed = 0;
+            for (int q = 0; q < p->nruns; q++) {
+                const xt_tile_run *run = &p->runs[q];
+                if (r->last < run->first || run->last < r->first) continue;
+                if (run->first < r->first) { r->first = run->first; changed = 1; }
+                if (run->last > r->last) { r->last = run->last; changed = 1; }
+            }
+        }
+    }
 }
 
 /* The lowest offset at which root r overlaps no placed root that is alive
@@ -348,6 +419,7 @@ static void write_locations(const mp *m) {
         if (m->root_of[i] < 0 || !m->live[i]) continue;
         const root *r = &m->roots[m->root_of[i]];
         l->kind = (int8_t)r->kind;
+        l->tile_local = (int8_t)r->tile_local;
         l->slot = r->slot;
         l->offset = m->off_of[i] + (r->kind == XT_LOC_ARENA ? r->offset : 0);
     }
@@ -361,7 +433,9 @@ int xt_pass_memplan(xt_plan *p, const uint8_t *live, int plan, int have_collecti
     find_last_old_reads(&m);
     place_assigns(&m);
     assign_roots(&m);
+    if (mark_tile_local(&m)) goto out;
     compute_lifetimes(&m);
+    stretch_lifetimes_over_runs(&m);
     if (place_roots(&m)) goto out;
     size_scratch(p);
     write_locations(&m);

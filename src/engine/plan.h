@@ -19,6 +19,7 @@ typedef enum { XT_LOC_NONE, XT_LOC_ARENA, XT_LOC_SLOT, XT_LOC_COLLECTIVE, XT_LOC
 
 typedef struct xt_loc {
     int8_t kind;        /* xt_loc_kind */
+    int8_t tile_local;  /* XT_LOC_ARENA holding one micro-batch tile of rows, not the whole batch */
     int32_t slot;       /* XT_LOC_SLOT */
     int64_t offset;     /* bytes (arena, slot, collective) */
 } xt_loc;
@@ -44,7 +45,27 @@ typedef struct xt_ew_group {
 typedef struct xt_kernel {
     int32_t node;          /* the op's node (for a group: its last member) */
     int32_t group;         /* index into plan->groups, or -1 */
+    int32_t run;           /* index into plan->runs, or -1: not tiled */
+    int32_t row_off;       /* tiled: its operands' row bytes start at plan->row_bytes[row_off] */
+    int64_t state_off;     /* tiled and carrying a sum between tiles: its piece of the state area; else -1 */
 } xt_kernel;
+
+/* Micro-batch tiling (pass_tile.c). A run is a stretch of consecutive
+ * kernels [first, last] that each compute sample i of their outputs from
+ * sample i of their batched operands alone (convolutions, pooling,
+ * elementwise groups, ...). The executor runs the whole stretch `rows`
+ * samples at a time, so what one kernel writes is still in cache when the
+ * next reads it, instead of streaming the whole batch through memory
+ * between layers. Per kernel, each operand (a group's inputs, then its
+ * outputs; a node's operands, then its output) has a row size in bytes:
+ * the pointer of tile t0 is the operand's + t0 * row, or the operand's
+ * own when it is read whole (row 0: weights, statistics) or lives in a
+ * tile-local buffer. */
+typedef struct xt_tile_run {
+    int32_t first, last;   /* kernel indices */
+    int32_t batch;         /* samples in the step */
+    int32_t rows;          /* samples per tile */
+} xt_tile_run;
 
 typedef struct xt_plan {
     uint64_t hash;
@@ -64,12 +85,16 @@ typedef struct xt_plan {
     int nkernels;
     xt_ew_group *groups;
     int ngroups;
+    xt_tile_run *runs;
+    int nruns;
+    int64_t *row_bytes;    /* per tiled kernel operand (xt_kernel.row_off) */
     /* assigns not done in place: copy loc(node) -> slot at the end */
     xt_assign_rec *late_assigns;
     int nlate;
 
     size_t arena_bytes;       /* planned peak of intermediates */
     size_t scratch_bytes;     /* conv scratch, shared by all conv kernels */
+    size_t state_bytes;       /* what tiled kernels carry from tile to tile (after the scratch) */
     size_t intermediate_bytes;/* sum of materialized intermediates (what a naive allocator would use) */
     /* the arena itself is the engine's, shared by every cached plan: plans
      * run one at a time and nothing in an arena outlives its step */
@@ -85,6 +110,7 @@ typedef struct xt_plan {
 /* Passes (each in its own file). */
 int xt_pass_live(const xt_plan *p, uint8_t *live);                  /* pass_dce.c */
 int xt_pass_fuse(xt_plan *p, const uint8_t *live, int fuse);         /* pass_fuse.c */
+int xt_pass_tile(xt_plan *p, size_t cache_bytes);                       /* pass_tile.c; cache_bytes 0 = no tiling */
 int xt_pass_memplan(xt_plan *p, const uint8_t *live, int plan, int have_collective); /* pass_memplan.c */
 
 /* compile.c */
@@ -92,6 +118,7 @@ typedef struct xt_compile_opts {
     int fuse;              /* elementwise fusion */
     int plan_memory;       /* 0: every value its own buffer (bisecting planner bugs) */
     int have_collective;   /* the all-reduce writes into an external block */
+    size_t tile_cache_bytes; /* the cache a micro-batch tile should fit (0: no tiling) */
 } xt_compile_opts;
 xt_plan *xt_compile(const xt_graph *g, const xt_compile_opts *o, xt_err *e);
 void xt_plan_free(xt_plan *p);
@@ -107,9 +134,10 @@ typedef struct xt_exec_ctx {
     int profile;             /* time each kernel into metrics Kernel.<class> */
 } xt_exec_ctx;
 int xt_execute(xt_plan *p, const xt_exec_ctx *c, xt_fetch_rec *fetches, xt_err *e);
-/* The arena a plan runs in: its intermediates, then its scratch area. */
+/* The arena a plan runs in: its intermediates, its scratch area, then its
+ * tile state. */
 static inline size_t xt_plan_arena_bytes(const xt_plan *p) {
-    return ((p->arena_bytes + 63) & ~(size_t)63) + ((p->scratch_bytes + 63) & ~(size_t)63);
+    return ((p->arena_bytes + 63) & ~(size_t)63) + ((p->scratch_bytes + 63) & ~(size_t)63) + p->state_bytes;
 }
 
 /* exec_ops.c: one kernel per KERNEL op of ops.def, dispatched by op id. */
@@ -121,14 +149,24 @@ typedef struct xt_kcall {
     void *scratch;           /* the plan's scratch area (scratch_bytes) */
     const xt_exec_ctx *ctx;
     xt_err *e;
+    /* a micro-batch tile: rows samples from row0 of a batch of `batch`;
+     * rows 0 = the whole batch, as the node's shapes say. Batched pointers
+     * already point at row0. */
+    int32_t row0, rows, batch;
+    void *state;             /* the kernel's tile-to-tile state (xt_kernel_tile_state_bytes), or NULL */
 } xt_kcall;
 typedef int (*xt_kernel_fn)(const xt_kcall *k);
 extern const xt_kernel_fn xt_kernel_table[XT_OP_COUNT];   /* NULL for FREE and EW ops */
 size_t xt_kernel_scratch_bytes(const xt_plan *p, const xt_node *n);
+/* What a kernel that sums over the batch must keep between micro-batch
+ * tiles outside its output (0: nothing). */
+size_t xt_kernel_tile_state_bytes(const xt_plan *p, const xt_node *n);
 
 /* ew.c: run one fused group; scratch holds xt_ew_scratch_bytes(grp). */
 size_t xt_ew_scratch_bytes(const xt_ew_group *grp);
-void xt_ew_run(const xt_plan *p, const xt_ew_group *grp, void *const *in, void *const *out, void *scratch);
+/* rows > 0: run over the first `rows` of the group's leading dim only, for
+ * a micro-batch tile (batched inputs then have that many rows too). */
+void xt_ew_run(const xt_plan *p, const xt_ew_group *grp, void *const *in, void *const *out, void *scratch, int32_t rows);
 
 /* dump.c */
 void xt_dump_plan(const xt_plan *p, const char *dir, const char *stage);

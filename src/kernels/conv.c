@@ -86,3 +86,15 @@ void k_conv2d_bwd_weight(const k_conv_shape *s, float *dw, float *db, const floa
     else
         k_conv_im2col_bwd_weight(s, IM2COL_GROUP, dw, db, x, dy, scratch);
 }
+
+size_t k_conv2d_bwd_weight_acc_floats(const k_conv_shape *s) {
+    return k_conv_direct_bwd_weight_acc_floats(s); /* im2col accumulates in dw itself */
+}
+
+void k_conv2d_bwd_weight_part(const k_conv_shape *s, float *dw, const float *x, const float *dy, float *scratch,
+                              float *acc, int first, int last) {
+    if (k_conv_choose(s, K_CONV_BWD_WEIGHT) == K_CONV_DIRECT)
+        k_conv_direct_bwd_weight_part(s, dw, NULL, x, dy, scratch, acc, first, last);
+    else
+        k_conv_im2col_bwd_weight_part(s, IM2COL_GROUP, dw, x, dy, scratch, first);
+}

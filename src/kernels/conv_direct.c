@@ -274,6 +274,16 @@ static size_t xb_floats(const k_conv_shape *s) {
     return px * NB_MAX;
 }
 
+/* Zero what packing never writes: the padding border (all of the block when
+ * there is padding: the border is scattered) and the slack past the end.
+ * Without padding the interior is rewritten for every block of images, so
+ * a call on a micro-batch tile does not clear the whole block again. */
+static void clear_xb_border(const k_conv_shape *s, float *xb, int NB) {
+    size_t interior = (size_t)s->Ci * (s->H + 2 * s->ph) * (s->W + 2 * s->pw) * NB;
+    if (s->ph || s->pw) interior = 0;
+    memset(xb + interior, 0, sizeof(float) * (xb_floats(s) - interior));
+}
+
 /* one plain plane, the larger of input and output: idle lanes read zeros from one
  * and write into a sink of the same size */
 static size_t plane_floats(const k_conv_shape *s) {
@@ -364,7 +374,7 @@ void k_conv_direct_fwd(const k_conv_shape *s, float *y, const float *x, const fl
     for (int ci = 0, k = 0; ci < s->Ci; ci++)
         for (int i = 0; i < s->kh; i++)
             for (int j = 0; j < s->kw; j++) m.off[k++] = (int32_t)((((size_t)ci * Hp + i) * Wp + j) * NB);
-    memset(m.xb, 0, sizeof(float) * xb_floats(s)); /* border and slack */
+    clear_xb_border(s, m.xb, NB);
     memset(m.zeros, 0, sizeof(float) * plane_floats(s));
     size_t img_x = (size_t)s->Ci * s->H * s->W, img_y = (size_t)s->Co * s->Ho * s->Wo;
     for (int n0 = 0; n0 < s->N; n0 += NB) {
@@ -414,8 +424,14 @@ static size_t bww_carve(const k_conv_shape *s, float *p, bww_mem *m) {
     return total;
 }
 
-void k_conv_direct_bwd_weight(const k_conv_shape *s, float *dw, float *db, const float *x, const float *dy,
-                            float *scratch) {
+/* Vector accumulators of the weight gradient: NB lanes per (co, k) pair,
+ * padded to whole register tiles; summed across lanes only at the end. */
+size_t k_conv_direct_bwd_weight_acc_floats(const k_conv_shape *s) {
+    return (size_t)(s->Co + 8) * ((size_t)s->Ci * s->kh * s->kw + 8) * NB_MAX;
+}
+
+void k_conv_direct_bwd_weight_part(const k_conv_shape *s, float *dw, float *db, const float *x, const float *dy,
+                                   float *scratch, float *acc, int first, int last) {
     const nisa *isa = nisa_now();
     const nbww_cfg *cfg = pick_bww(isa, s);
     int NB = isa->vl, ct = cfg->ct, tt = cfg->tt, K = s->Ci * s->kh * s->kw;
@@ -423,17 +439,18 @@ void k_conv_direct_bwd_weight(const k_conv_shape *s, float *dw, float *db, const
     size_t dstride = (size_t)s->Ho * s->Wo * NB;
     bww_mem m;
     bww_carve(s, scratch, &m);
+    if (acc) m.accv = acc;
     int k = 0;
     for (int ci = 0; ci < s->Ci; ci++)
         for (int i = 0; i < s->kh; i++)
             for (int j = 0; j < s->kw; j++) m.off[k++] = (int32_t)((((size_t)ci * Hp + i) * Wp + j) * NB);
     for (; k < k_pad; k++) m.off[k] = 0; /* padding taps: read valid memory, results dropped */
     size_t img_x = (size_t)s->Ci * s->H * s->W, img_y = (size_t)s->Co * s->Ho * s->Wo;
-    memset(m.xb, 0, sizeof(float) * xb_floats(s));
-    memset(m.dyb, 0, sizeof(float) * (size_t)co_pad * dstride); /* channels past Co stay zero */
-    memset(m.accv, 0, sizeof(float) * (size_t)co_pad * k_pad * NB);
+    clear_xb_border(s, m.xb, NB);
+    memset(m.dyb + (size_t)s->Co * dstride, 0, sizeof(float) * (size_t)(co_pad - s->Co) * dstride); /* channels past Co stay zero */
+    if (first) memset(m.accv, 0, sizeof(float) * (size_t)co_pad * k_pad * NB);
     memset(m.zeros, 0, sizeof(float) * plane_floats(s));
-    if (db)
+    if (db && first)
         for (int co = 0; co < s->Co; co++) db[co] = 0.0f;
     for (int n0 = 0; n0 < s->N; n0 += NB) {
         int nb = s->N - n0 < NB ? s->N - n0 : NB;
@@ -446,6 +463,7 @@ void k_conv_direct_bwd_weight(const k_conv_shape *s, float *dw, float *db, const
                 cfg->fn(m.dyb + co0 * dstride, dstride, m.xb, m.off + k0, s->Ho, s->Wo, (size_t)s->sh * Wp * NB,
                         (size_t)s->sw * NB, m.accv + ((size_t)co0 * k_pad + (size_t)k0 * ct) * NB);
     }
+    if (!last) return;
     /* accv tile (co0, k0) holds ct x tt vectors, channel-major; lanes summed in double */
     for (int co0 = 0; co0 < co_pad; co0 += ct)
         for (int k0 = 0; k0 < k_pad; k0 += tt)
@@ -456,6 +474,11 @@ void k_conv_direct_bwd_weight(const k_conv_shape *s, float *dw, float *db, const
                     for (int l = 0; l < NB; l++) t += v[l];
                     dw[(size_t)(co0 + c) * K + k0 + u] = (float)t;
                 }
+}
+
+void k_conv_direct_bwd_weight(const k_conv_shape *s, float *dw, float *db, const float *x, const float *dy,
+                              float *scratch) {
+    k_conv_direct_bwd_weight_part(s, dw, db, x, dy, scratch, NULL, 1, 1);
 }
 
 /* ---- backward data ------------------------------------------------------------------ */

@@ -20,6 +20,14 @@ void k_conv_direct_fwd(const k_conv_shape *s, float *y, const float *x, const fl
 void k_conv_direct_bwd_data(const k_conv_shape *s, float *dx, const float *dy, const float *w, float *scratch);
 void k_conv_direct_bwd_weight(const k_conv_shape *s, float *dw, float *db, const float *x, const float *dy,
                               float *scratch);
+/* The weight gradient over consecutive batch parts, in order (micro-batch
+ * tiles): `acc` (k_conv_direct_bwd_weight_acc_floats) keeps the per-lane
+ * sums between calls; first zeroes them, last writes dw. Bit-identical to
+ * one call over the whole batch when every part but the last is a whole
+ * number of lane blocks (16 images). acc NULL: carved from scratch (one call). */
+size_t k_conv_direct_bwd_weight_acc_floats(const k_conv_shape *s);
+void k_conv_direct_bwd_weight_part(const k_conv_shape *s, float *dw, float *db, const float *x, const float *dy,
+                                   float *scratch, float *acc, int first, int last);
 /* Tests only: make `pass` (enum k_conv_pass) use entry `index` of the current
  * SIMD flavour's tile list instead of the cost model's pick (index -1: back to
  * the model). Returns 0 when the list has no such entry. */

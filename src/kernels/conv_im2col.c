@@ -184,11 +184,17 @@ void k_conv_im2col_bwd_data(const k_conv_shape *s, int group, float *dx, const f
 
 void k_conv_im2col_bwd_weight(const k_conv_shape *s, int group, float *dw, float *db, const float *x,
                               const float *dy, float *scratch) {
+    k_conv_im2col_bwd_weight_part(s, group, dw, x, dy, scratch, 1);
+    if (db) k_conv_bias_grad(s, db, dy);
+}
+
+void k_conv_im2col_bwd_weight_part(const k_conv_shape *s, int group, float *dw, const float *x, const float *dy,
+                                   float *scratch, int first) {
     int K = s->Ci * s->kh * s->kw, P = s->Ho * s->Wo, G = clamp_group(s, group);
     size_t xs = (size_t)s->Ci * s->H * s->W, ys = (size_t)s->Co * P;
     for (int n0 = 0; n0 < s->N; n0 += G) {
         int g = s->N - n0 < G ? s->N - n0 : G;
-        float beta = n0 == 0 ? 0.0f : 1.0f; /* the first GEMM overwrites dw */
+        float beta = first && n0 == 0 ? 0.0f : 1.0f; /* the first GEMM overwrites dw */
         if (g == 1) {
             const float *col = x + n0 * xs;
             if (!is_pointwise(s)) {
@@ -207,5 +213,4 @@ void k_conv_im2col_bwd_weight(const k_conv_shape *s, int group, float *dw, float
             k_gemm(0, 1, s->Co, K, (int)ld, 1.0f, dyg, (int)ld, col, (int)ld, beta, dw, K);
         }
     }
-    if (db) k_conv_bias_grad(s, db, dy);
 }

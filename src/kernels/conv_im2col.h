@@ -20,5 +20,9 @@ void k_conv_im2col_bwd_data(const k_conv_shape *s, int group, float *dx, const f
                             float *scratch);
 void k_conv_im2col_bwd_weight(const k_conv_shape *s, int group, float *dw, float *db, const float *x,
                               const float *dy, float *scratch);
+/* Over consecutive batch parts in order: the first part overwrites dw, the
+ * rest add to it, image by image as one call over the whole batch would. */
+void k_conv_im2col_bwd_weight_part(const k_conv_shape *s, int group, float *dw, const float *x, const float *dy,
+                                   float *scratch, int first);
 
 #endif

@@ -41,6 +41,14 @@ void k_conv2d_fwd(const k_conv_shape *s, float *y, const float *x, const float *
 void k_conv2d_bwd_data(const k_conv_shape *s, float *dx, const float *dy, const float *w, float *scratch);
 /* dw = sum_n corr(x, dy) (overwrites dw); db = sum over n,h,w of dy when db != NULL. */
 void k_conv2d_bwd_weight(const k_conv_shape *s, float *dw, float *db, const float *x, const float *dy, float *scratch);
+/* The same over consecutive parts of the batch, in order (the engine's
+ * micro-batch tiles): first starts the sum, last writes dw; `acc`
+ * (k_conv2d_bwd_weight_acc_floats floats) carries it between calls and must
+ * not be touched in between. Bit-identical to k_conv2d_bwd_weight over the
+ * whole batch when every part but the last is a multiple of 16 images. */
+size_t k_conv2d_bwd_weight_acc_floats(const k_conv_shape *s);
+void k_conv2d_bwd_weight_part(const k_conv_shape *s, float *dw, const float *x, const float *dy, float *scratch,
+                              float *acc, int first, int last);
 
 void k_conv2d_fwd_ref(const k_conv_shape *s, float *y, const float *x, const float *w, const float *b);
 void k_conv2d_bwd_data_ref(const k_conv_shape *s, float *dx, const float *dy, const float *w);
@@ -92,7 +100,8 @@ void k_philox4x32_10(uint32_t out[4], const uint32_t ctr[4], const uint32_t key[
  * faster than a loop of single calls (16 Philox blocks of 4 values per AVX-512 step). */
 void k_rng_uniform_fill(uint64_t seed, uint64_t counter, uint64_t i0, size_t n, float *out);
 /* Dropout, forward and (applied to dy) backward alike:
- * y[i] = k_rng_uniform(seed, counter, i) < p ? 0 : x[i] * (1.0f / (1.0f - p)), i < n. y may be x. */
-void k_dropout(size_t n, float *y, const float *x, float p, uint64_t seed, uint64_t counter);
+ * y[i] = k_rng_uniform(seed, counter, index0 + i) < p ? 0 : x[i] * (1.0f / (1.0f - p)), i < n. y may be x.
+ * index0: where x starts in the whole tensor (a micro-batch tile's offset). */
+void k_dropout(size_t n, float *y, const float *x, float p, uint64_t seed, uint64_t counter, uint64_t index0);
 
 #endif

@@ -139,12 +139,12 @@ void k_rng_uniform_fill(uint64_t seed, uint64_t counter, uint64_t i0, size_t n, 
 /* Branch-free select: a drop is a coin flip the branch predictor cannot learn
  * (the branchy loop ran at ~5 ns per element, mostly mispredictions). Dropped
  * elements are exactly 0, not x*0 (which would keep a NaN or an inf). */
-void k_dropout(size_t n, float *y, const float *x, float p, uint64_t seed, uint64_t counter) {
+void k_dropout(size_t n, float *y, const float *x, float p, uint64_t seed, uint64_t counter, uint64_t index0) {
     float scale = 1.0f / (1.0f - p), u[256];
     v4f pv = v4_splat(p), sv = v4_splat(scale), zero = v4_splat(0.0f);
     for (size_t i0 = 0; i0 < n; i0 += 256) {
         size_t m = n - i0 < 256 ? n - i0 : 256, j = 0;
-        k_rng_uniform_fill(seed, counter, i0, m, u);
+        k_rng_uniform_fill(seed, counter, index0 + i0, m, u);
         for (; j + 4 <= m; j += 4)
             v4_store(y + i0 + j, v4_select(v4_load(u + j) < pv, zero, v4_load(x + i0 + j) * sv));
         for (; j < m; j++) y[i0 + j] = u[j] < p ? 0.0f : x[i0 + j] * scale;

@@ -130,18 +130,26 @@ for name in seed_cnn wide_cnn; do
 done
 
 printf '\n== the seed CNN across batch sizes (1 worker, %s repetitions, medians; ratio to batch 128)\n' "$REPS"
-for bsz in 16 32 64 128 256 512 1024; do
-    out="$tmp/sweep.$bsz"
-    : > "$out"
-    i=0
-    while [ $i -lt "$REPS" ]; do
-        $B/train_bench models/fashion_cnn.yaml --procs 1 --batch $bsz --steps $((25600 / bsz)) --infer-steps 0 2>/dev/null >> "$out"
-        i=$((i + 1))
+# each repetition runs every batch size, and batch 1024 once more with tiling off (XLATRAIN_NO_TILING=1), so
+# the ratios compare runs that saw the same machine
+for bsz in 16 32 64 128 256 512 1024 1024u; do : > "$tmp/sweep.$bsz"; done
+i=0
+while [ $i -lt "$REPS" ]; do
+    for bsz in 16 32 64 128 256 512 1024 1024u; do
+        b=${bsz%u}; nt=0; [ "$bsz" = "$b" ] || nt=1
+        XLATRAIN_NO_TILING=$nt $B/train_bench models/fashion_cnn.yaml --procs 1 --batch $b --steps $((25600 / b)) --infer-steps 0 \
+            2>/dev/null >> "$tmp/sweep.$bsz"
     done
+    i=$((i + 1))
 done
-for bsz in 16 32 64 128 256 512 1024; do
-    awk -v b=$bsz -v v="$(med "$tmp/sweep.$bsz" train_sps)" -v r="$(med "$tmp/sweep.128" train_sps)" \
-        'BEGIN{ printf "  batch %5d: %9.1f samples/s  %.2f of batch 128\n", b, v, (r > 0 ? v / r : 0) }'
+for bsz in 16 32 64 128 256 512 1024 1024u; do
+    l=$(head -n 1 "$tmp/sweep.$bsz")
+    note="micro-batch tiles of $(field tile_rows "$l") ($(field tiled_kernels "$l") kernels in $(field tile_runs "$l") stretches)"
+    [ "$(field tile_runs "$l")" = 0 ] && note="not tiled"
+    [ "$bsz" = 1024u ] && note="tiling off (XLATRAIN_NO_TILING=1)"
+    awk -v b=${bsz%u} -v v="$(med "$tmp/sweep.$bsz" train_sps)" -v r="$(med "$tmp/sweep.128" train_sps)" -v n="$note" \
+        -v a="$(med "$tmp/sweep.$bsz" arena_kb)" \
+        'BEGIN{ printf "  batch %5d: %9.1f samples/s  %.2f of batch 128  arena %6.1f MB  %s\n", b, v, (r > 0 ? v / r : 0), a / 1024, n }'
 done
 
 printf '\n== data wait in a real training run (synthetic 25,600 images, 1 epoch, 1 and 2 workers)\n'

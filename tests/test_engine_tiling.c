@@ -1,0 +1,163 @@
+/* test_engine_tiling.c — micro-batch tiling (src/engine/pass_tile.c):
+ * the tiled plan trains bit for bit as the untiled one on every model kind
+ * the trainer builds (conv/pool/BN, dropout, residual blocks), with a batch
+ * that leaves a partial last tile; the pass tiles what it should and keeps
+ * run-internal values at tile size. The tile budget is set explicitly, so
+ * what is tiled does not depend on this machine's cache. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/plan.h"
+#include "run/run.h"
+#include "run/step.h"
+#include "test.h"
+
+/* A model set up as the trainer does, with a fixed batch of n samples. */
+typedef struct {
+    xt_config c;
+    xt_cli cli;
+    xt_run r;
+    float *x;
+    int32_t *y;
+    int n;
+} model_run;
+
+static int model_run_init(model_run *m, const char *spec, int n, xt_err *e) {
+    memset(m, 0, sizeof *m);
+    xt_config_defaults(&m->c);
+    if (xt_spec_load(&m->c.spec, spec, e)) return -1;
+    m->c.learning_rate = 0.05;
+    m->c.momentum = 0.9;
+    m->c.batch_size = n;
+    m->r.c = &m->c;
+    m->r.cli = &m->cli;
+    m->r.world = 1;
+    if (xt_run_setup_model(&m->r, e)) return -1;
+    int64_t px = (int64_t)m->c.spec.input[0] * m->c.spec.input[1] * m->c.spec.input[2];
+    m->x = malloc((size_t)(n * px) * sizeof *m->x);
+    m->y = malloc((size_t)n * sizeof *m->y);
+    if (!m->x || !m->y) return -1;
+    uint64_t z = 7;
+    for (int64_t i = 0; i < n * px; i++) {
+        z = z * 6364136223846793005ULL + 1442695040888963407ULL;
+        m->x[i] = (float)((z >> 40) & 0xffff) / 32768.0f - 1.0f;
+    }
+    for (int i = 0; i < n; i++) m->y[i] = (i * 3 + 1) % m->c.spec.num_classes;
+    m->n = n;
+    return 0;
+}
+
+static void model_run_free(model_run *m) {
+    xt_model_free(&m->r.model);
+    xt_store_free(&m->r.store);
+    xt_spec_free(&m->c.spec);
+    free(m->x);
+    free(m->y);
+}
+
+static int train_steps(model_run *m, xt_engine *en, int steps, xt_err *e) {
+    xt_batch b = {.n = m->n, .x = m->x, .y = m->y};
+    float loss;
+    for (int i = 0; i < steps; i++) {
+        int rc = xt_run_train_step(&m->r, en, &b, m->c.learning_rate, &loss, e);
+        if (rc) return rc;
+        if (!isfinite(loss)) return -1;
+        m->r.global_step++;
+    }
+    return 0;
+}
+
+/* Train the same model tiled (tiles of `rows` samples forced by a small
+ * budget) and untiled; every weight, buffer and optimizer state must agree
+ * bit for bit. Returns the tiled engine's stats. */
+static void tiled_equals_untiled(const char *spec, int n, size_t budget, xt_exec_stats *tiled) {
+    model_run *a = calloc(1, sizeof *a), *b = calloc(1, sizeof *b);
+    xt_err e = {0};
+    CHECK_MSG(model_run_init(a, spec, n, &e) == 0 && model_run_init(b, spec, n, &e) == 0, "%s", e.msg);
+    xt_engine_opts on = {.fuse = 1, .tile_cache_bytes = budget}, off = {.fuse = 1, .no_tiling = 1};
+    xt_engine *ea = xt_engine_new(&a->r.store, &on), *eb = xt_engine_new(&b->r.store, &off);
+    CHECK_MSG(train_steps(a, ea, 3, &e) == 0, "%s tiled: %s", spec, e.msg);
+    CHECK_MSG(train_steps(b, eb, 3, &e) == 0, "%s untiled: %s", spec, e.msg);
+    xt_exec_stats sb;
+    xt_engine_last_stats(ea, tiled);
+    xt_engine_last_stats(eb, &sb);
+    CHECK_MSG(tiled->tile_runs > 0, "%s: nothing was tiled", spec);
+    CHECK_EQ(sb.tile_runs, 0);
+    CHECK(a->r.store.block_floats == b->r.store.block_floats);
+    CHECK_MSG(!memcmp(a->r.store.block, b->r.store.block, a->r.store.block_floats * sizeof(float)),
+              "%s: weights, BN statistics or optimizer state differ between the tiled and the untiled plan", spec);
+    xt_engine_free(ea);
+    xt_engine_free(eb);
+    model_run_free(a);
+    model_run_free(b);
+    free(a);
+    free(b);
+}
+
+TEST(tiling_trains_the_seed_cnn_bit_identically) {
+    xt_exec_stats st;
+    tiled_equals_untiled("models/fashion_cnn.yaml", 72, 64 * 1024, &st); /* tiles 16,16,16,16,8 */
+    CHECK_EQ(st.tile_rows, 16);
+    /* conv -> pool -> ReLU, BN-apply -> conv -> pool -> ReLU, and their backward twins with the
+     * weight gradients summed tile by tile */
+    CHECK_MSG(st.tile_runs >= 4 && st.tiled_kernels >= 14, "%d runs, %d kernels", st.tile_runs, st.tiled_kernels);
+}
+
+TEST(tiling_trains_dropout_bit_identically) {
+    xt_exec_stats st;
+    tiled_equals_untiled("models/wide_cnn.yaml", 40, 256 * 1024, &st); /* the mask follows the whole batch's index */
+}
+
+TEST(tiling_trains_residual_blocks_bit_identically) {
+    xt_exec_stats st;
+    tiled_equals_untiled("models/resnet8_mnist.yaml", 24, 64 * 1024, &st);
+}
+
+/* A value made and read only inside one tiled stretch (conv1's output,
+ * its gradient) holds one tile: at batch 1024 the plan needs less arena
+ * with tiles than without, although every value a stretch touches then
+ * lives across the whole stretch. */
+TEST(tiling_keeps_stretch_internal_values_at_tile_size) {
+    model_run *m = calloc(1, sizeof *m);
+    xt_err e = {0};
+    CHECK_MSG(model_run_init(m, "models/fashion_cnn.yaml", 1024, &e) == 0, "%s", e.msg);
+    xt_engine_opts on = {.fuse = 1, .tile_cache_bytes = 1024 * 1024}, off = {.fuse = 1, .no_tiling = 1};
+    size_t arena[2];
+    for (int i = 0; i < 2; i++) {
+        xt_engine *en = xt_engine_new(&m->r.store, i ? &off : &on);
+        CHECK_MSG(train_steps(m, en, 1, &e) == 0, "%s", e.msg);
+        xt_exec_stats st;
+        xt_engine_last_stats(en, &st);
+        arena[i] = st.arena_bytes;
+        xt_engine_free(en);
+    }
+    /* conv1's output alone is 1024 x 10 x 24 x 24 floats = 23.6 MB untiled */
+    CHECK_MSG(arena[0] + 4 * 1024 * 1024 < arena[1], "arena %zu bytes tiled, %zu untiled", arena[0], arena[1]);
+    model_run_free(m);
+    free(m);
+}
+
+/* XLATRAIN_NO_TILING=1 turns tiling off, as XLATRAIN_NO_MEMORY_PLANNER
+ * turns planning off: the user's way to bisect a tiling problem. */
+TEST(no_tiling_environment_variable_turns_tiling_off) {
+    model_run *m = calloc(1, sizeof *m);
+    xt_err e = {0};
+    CHECK_MSG(model_run_init(m, "models/fashion_cnn.yaml", 64, &e) == 0, "%s", e.msg);
+    xt_engine_opts eo = {.fuse = 1, .tile_cache_bytes = 64 * 1024};
+    int tiles[2];
+    for (int i = 0; i < 2; i++) {
+        if (i) setenv("XLATRAIN_NO_TILING", "1", 1);
+        xt_engine *en = xt_engine_new(&m->r.store, &eo);
+        CHECK_MSG(train_steps(m, en, 1, &e) == 0, "%s", e.msg);
+        xt_exec_stats st;
+        xt_engine_last_stats(en, &st);
+        tiles[i] = st.tile_runs;
+        xt_engine_free(en);
+    }
+    unsetenv("XLATRAIN_NO_TILING");
+    CHECK(tiles[0] > 0);
+    CHECK_EQ(tiles[1], 0);
+    model_run_free(m);
+    free(m);
+}
