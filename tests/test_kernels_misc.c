@@ -468,3 +468,48 @@ TEST(simd_force_clamps_to_cpu) {
     CHECK_EQ(k_simd_force(K_SIMD_AVX512 + 5), best);
     CHECK_EQ(k_simd_force(-1), best);
 }
+
+/* The gradient through (mean, variance): by the formula in double, and the
+ * same bits at every SIMD width (HW = 37 leaves a tail at each). */
+TEST(bn_stats_bwd_matches_the_formula_at_every_width) {
+    enum { N = 3, C = 2, HW = 37 };
+    static float x[N * C * HW], dx[3][N * C * HW];
+    float ds[2 * C] = {0.5f, -1.25f, 0.75f, 2.0f}, st[C] = {0.1f, -0.3f};
+    for (int i = 0; i < N * C * HW; i++) x[i] = (float)((i * 29) % 53) / 7.0f - 3.0f;
+    int64_t count = 5 * HW; /* as for a tile of 3 samples of a batch of 5 */
+    for (int lvl = 0; lvl <= k_simd_detect(); lvl++) {
+        k_simd_force(lvl);
+        k_bn_stats_bwd(N, C, HW, count, dx[lvl], ds, x, st);
+        if (lvl) CHECK_MSG(!memcmp(dx[lvl], dx[0], sizeof dx[0]), "SIMD level %d differs from the baseline", lvl);
+    }
+    k_simd_force(-1);
+    for (int i = 0; i < N; i++)
+        for (int c = 0; c < C; c++)
+            for (int k = 0; k < HW; k++) {
+                int o = (i * C + c) * HW + k;
+                double want = (double)ds[c] / count + 2.0 * ds[C + c] * ((double)x[o] - st[c]) / count;
+                CHECK_NEAR(dx[0][o], want, 1e-6 * (1 + fabs(want)));
+            }
+}
+
+/* SUM_TO's runs give the same bits at every SIMD width, and the sum is
+ * within float rounding of the double sum (1003 elements: a tail at each). */
+TEST(sum_and_add_runs_agree_at_every_width) {
+    enum { N = 1003 };
+    static float x[N], y[3][N];
+    double want = 0, got[3];
+    for (int i = 0; i < N; i++) want += x[i] = (float)((i * 31) % 97) / 13.0f - 3.5f;
+    for (int lvl = 0; lvl <= k_simd_detect(); lvl++) {
+        k_simd_force(lvl);
+        got[lvl] = k_sum_run(x, N);
+        for (int i = 0; i < N; i++) y[lvl][i] = (float)i * 0.5f;
+        k_add_run(y[lvl], x, N);
+        if (lvl) {
+            CHECK_MSG(got[lvl] == got[0], "SIMD level %d: sum %.17g, baseline %.17g", lvl, got[lvl], got[0]);
+            CHECK(!memcmp(y[lvl], y[0], sizeof y[0]));
+        }
+    }
+    k_simd_force(-1);
+    CHECK_NEAR(got[0], want, 1e-4);
+    CHECK_EQ(y[0][10], 5.0f + x[10]);
+}

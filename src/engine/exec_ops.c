@@ -36,19 +36,6 @@ KERNEL(VIEW_GRAD) {
     memcpy((float *)out + n->iattr[0], in[0], (size_t)xt_numel(dy) * sizeof(float));
 }
 
-/* Sum of a contiguous run: 16 float lanes (the loop vectorizes), combined in
- * double; error ~ n/16 float roundings per lane instead of n. */
-static double sum_run(const float *x, int64_t n) {
-    float lane[16] = {0};
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16)
-        for (int k = 0; k < 16; k++) lane[k] += x[i + k];
-    double acc = 0;
-    for (int k = 0; k < 16; k++) acc += lane[k];
-    for (; i < n; i++) acc += x[i];
-    return acc;
-}
-
 /* Sum over the dims where the output (right-aligned) has size 1. */
 /* Tiled (pass_tile.c), it sums away the batch dim tile by tile: each tile
  * adds its samples in order, as the whole batch would, and only the first
@@ -76,9 +63,9 @@ KERNEL(SUM_TO) {
         for (int d = 0; d < d0; d++) yo += idx[d] * ys[d];
         const float *xr = xv + o * inner;
         if (red) {
-            y[yo] += (float)sum_run(xr, inner);
+            y[yo] += (float)k_sum_run(xr, inner);
         } else {
-            for (int64_t i = 0; i < inner; i++) y[yo + i] += xr[i];
+            k_add_run(y + yo, xr, inner);
         }
         for (int d = d0 - 1; d >= 0; d--) {
             if (++idx[d] < X[d]) break;
@@ -159,22 +146,12 @@ KERNEL(BN_STATS) {
     k_bn_stats(x->shape[0], C, x->shape[2] * x->shape[3], out, (float *)out + C, in[0]);
 }
 
-/* d/dx of (mean, biased var) over (N, H, W) per channel:
- * dx = dmean/M + dvar * 2 (x - mean) / M, M = N*H*W. */
+/* d/dx of (mean, biased var) over (N, H, W) per channel; tiled, the
+ * statistics are still the whole batch's. */
 KERNEL(BN_STATS_BWD) {
-    int N = ROWS(n->shape[0]), C = n->shape[1], HW = n->shape[2] * n->shape[3];
-    const float *ds = in[0], *x = in[1], *st = in[2];
-    float *dx = out;
-    float inv_m = 1.0f / (float)((int64_t)n->shape[0] * HW); /* the statistics are the whole batch's */
-    for (int i = 0; i < N; i++)
-        for (int c = 0; c < C; c++) {
-            float a = ds[c] * inv_m, b = 2.0f * ds[C + c] * inv_m, mu = st[c];
-            const float *xp = x + ((int64_t)i * C + c) * HW;
-            float *dp = dx + ((int64_t)i * C + c) * HW;
-            for (int k = 0; k < HW; k++) dp[k] = a + b * (xp[k] - mu);
-        }
+    int HW = n->shape[2] * n->shape[3];
+    k_bn_stats_bwd(ROWS(n->shape[0]), n->shape[1], HW, (int64_t)n->shape[0] * HW, out, in[0], in[1], in[2]);
 }
-
 KERNEL(LOG_SOFTMAX) {
     k_log_softmax_fwd(ROWS(n->shape[0]), n->shape[1], out, in[0]);
 }

@@ -80,6 +80,14 @@ void k_maxpool2d_bwd_ref(const k_pool_shape *s, float *dx, const float *dy, cons
  * invstd = 1/sqrt(var + eps). var_unbiased = var * n/(n-1) feeds the running
  * stats (the engine does that update as ordinary elementwise nodes). */
 void k_bn_stats(int N, int C, int HW, float *mean, float *var, const float *x);
+/* SUM_TO's runs (reduce.c): the sum of n floats in 16 float lanes folded in
+ * double (the same bits at every SIMD width), and y[i] += x[i]. */
+double k_sum_run(const float *x, int64_t n);
+void k_add_run(float *y, const float *x, int64_t n);
+/* Gradient of (mean, biased variance) of `count` values per channel, for N
+ * samples of x (N, C, HW): dx = ds[c] / count + 2 ds[C + c] (x - st[c]) / count.
+ * count is the whole batch's N*HW when N is a micro-batch tile of it. */
+void k_bn_stats_bwd(int N, int C, int HW, int64_t count, float *dx, const float *ds, const float *x, const float *st);
 
 void k_bn_stats_ref(int N, int C, int HW, float *mean, float *var, const float *x);
 

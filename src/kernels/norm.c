@@ -4,6 +4,7 @@
  *   mean = sum x / n,  var = sum (x - mean)^2 / n   (n = N*HW; two passes, so no
  *                                                    catastrophic cancellation)
  *
+ * And their gradient (k_bn_stats_bwd: dx from d(mean), d(var)).
  * Is not: the normalization itself, its backward, the running-statistics
  * update or eval mode: the engine builds those from ordinary elementwise
  * nodes around BN_STATS (nn/functional.c), which fuse with their neighbours.
@@ -20,6 +21,7 @@
 typedef struct {
     double (*sum)(const float *p, int N, size_t stride, size_t HW);
     double (*sqdev)(const float *p, int N, size_t stride, size_t HW, float m);
+    void (*stats_bwd)(float *dx, const float *x, size_t HW, float a, float b, float mu);
 } bn_isa;
 
 #define FOLD_PLANES 8
@@ -78,6 +80,16 @@ void k_bn_stats(int N, int C, int HW, float *mean, float *var, const float *x) {
         mean[c] = m;
         var[c] = (float)(q / cnt);
     }
+}
+
+void k_bn_stats_bwd(int N, int C, int HW, int64_t count, float *dx, const float *ds, const float *x, const float *st) {
+    const bn_isa *isa = bn_now();
+    float inv_m = 1.0f / (float)count;
+    for (int i = 0; i < N; i++)
+        for (int c = 0; c < C; c++) {
+            size_t o = ((size_t)i * C + c) * HW;
+            isa->stats_bwd(dx + o, x + o, (size_t)HW, ds[c] * inv_m, 2.0f * ds[C + c] * inv_m, st[c]);
+        }
 }
 
 void k_bn_stats_ref(int N, int C, int HW, float *mean, float *var, const float *x) {

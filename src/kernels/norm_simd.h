@@ -71,7 +71,17 @@ static TGT double BFN(sqdev_planes)(const float *p, int N, size_t stride, size_t
     return t;
 }
 
-static const bn_isa BFN(bn_isa) = {BFN(sum_planes), BFN(sqdev_planes)};
+/* dx = a + b * (x - mu) over one plane: the gradient through (mean,
+ * variance); one multiply and two adds per element, never contracted
+ * (ISO C: -ffp-contract=off), so every width gives the same bits */
+static TGT void BFN(stats_bwd_plane)(float *dx, const float *x, size_t HW, float a, float b, float mu) {
+    vec av = VSPLAT(a), bv = VSPLAT(b), mv = VSPLAT(mu);
+    size_t i = 0;
+    for (; i + VW <= HW; i += VW) VSTORE(dx + i, av + bv * (VLOAD(x + i) - mv));
+    for (; i < HW; i++) dx[i] = a + b * (x[i] - mu);
+}
+
+static const bn_isa BFN(bn_isa) = {BFN(sum_planes), BFN(sqdev_planes), BFN(stats_bwd_plane)};
 
 #undef BFN
 #undef BCAT
