@@ -46,6 +46,8 @@ int k_bf16_force(int path) {
     return k_bf16_path();
 }
 
+int k_bf16_forced(void) { return g_forced; }
+
 const char *k_bf16_path_name(int path) {
     return path == K_BF16_AVX512BF16 ? "AVX512-BF16" : "reference";
 }

@@ -37,8 +37,11 @@ enum k_bf16_path { K_BF16_REF = 0, K_BF16_AVX512BF16 = 1 };
 int k_bf16_path(void);
 int k_bf16_detect(void);
 /* Force a path (clamped to what the CPU has); -1 returns to automatic.
- * Returns the path now in effect. Tests, benches and XLATRAIN_BF16_PATH=ref. */
+ * Returns the path now in effect. While forced, every bf16 kernel takes it,
+ * whatever k_conv_bf16_choose would pick (tests and benches run each path on
+ * every shape). XLATRAIN_BF16_PATH=ref in the environment also forces it. */
 int k_bf16_force(int path);
+int k_bf16_forced(void);   /* the forced path, or -1 */
 const char *k_bf16_path_name(int path);
 
 /* float -> bf16, round to nearest even; a NaN stays a (quiet) NaN, infinities
@@ -76,6 +79,11 @@ void k_gemm_bf16_ref(int transA, int transB, int M, int N, int K, const k_bf16 *
 /* ---- convolution with bf16 operands (k_conv2d_* contract, fp32 outputs) ----
  * scratch holds k_conv2d_bf16_scratch(s) bytes (either path, any pass). */
 size_t k_conv2d_bf16_scratch(const k_conv_shape *s);
+/* The path k_conv2d_*_bf16 takes for this shape and pass (enum k_conv_pass):
+ * AVX512-BF16 where the CPU has it and it measured faster than the reference
+ * path's fp32 kernels, else the reference path (conv_bf16.c has the table);
+ * a forced path (k_bf16_force) wins. */
+int k_conv_bf16_choose(const k_conv_shape *s, int pass);
 void k_conv2d_fwd_bf16(const k_conv_shape *s, float *y, const k_bf16 *x, const k_bf16 *w, const float *b,
                        void *scratch);
 void k_conv2d_bwd_data_bf16(const k_conv_shape *s, float *dx, const k_bf16 *dy, const k_bf16 *w, void *scratch);

@@ -12,8 +12,26 @@
  *   k_conv2d_* run on them.
  * Is not: the rounding to bf16 (the engine's cast nodes, bf16.c), the fp32
  * methods (conv.c) or a direct bf16 convolution (not written yet).
+ *
+ * MEASURED with tests/bench/kernel_bench.c (GFLOP/s, one core, AMD EPYC Zen 5,
+ * batch 128; the bf16 GEMM alone: 374-383 GFLOP/s at 256..1024^3, where
+ * OpenBLAS's sgemm gets 105): reference path (widen + the fp32 direct
+ * kernels) vs AVX512-BF16 (im2col + vdpbf16ps GEMM), fwd / bwd_data / bwd_weight:
+ *   seed conv1  1->10 k5 24x24     152 / 41 / 120    vs  50 / 70 / 27
+ *   seed conv2  10->20 k5 8x8      198 / 146 / 177   vs  41 / 93 / 34
+ *   wide conv1  1->32 k3 26x26      91 / 40 / 63     vs 111 / 83 / 34
+ *   wide conv2  32->64 k3 24x24    187 / 157 / 181   vs 202 / 241 / 143
+ *   r20 3x3 16->32 s2 16x16        139 / 129 / 116   vs  79 / 81 / 60
+ *   r20 3x3 64->64 8x8             203 / 202 / 184   vs 114 / 171 / 96
+ *   r20 1x1 32->64 s2 8x8           69 / 52 / 66     vs 104 / 101 / 71
+ * The GEMM path pays for im2col and packing per image, which the direct fp32
+ * kernels do not: it wins where those are weak (bwd_data into < 8 input
+ * channels, pointwise convolutions) and where the GEMM is large (>= 32 output
+ * channels over >= 512 output pixels). bwd_weight reduces over pixels, where
+ * per-image GEMMs are short: the reference path except for pointwise.
  */
 #include "kernels/bf16.h"
+#include "kernels/conv_common.h"
 #include "kernels/conv_im2col.h"
 #include "kernels/gemm_bf16.h"
 
@@ -67,6 +85,13 @@ static const k_bf16 *cols_of(const k_conv_shape *s, const k_bf16 *xn, k_bf16 *co
     return col;
 }
 
+int k_conv_bf16_choose(const k_conv_shape *s, int pass) {
+    if (k_bf16_path() != K_BF16_AVX512BF16 || k_bf16_forced() >= 0) return k_bf16_path();
+    int big = s->Co >= 32 && s->Ho * s->Wo >= 512;
+    int fast = is_pointwise(s) || (pass == K_CONV_FWD && big) || (pass == K_CONV_BWD_DATA && (big || s->Ci < 8));
+    return fast ? K_BF16_AVX512BF16 : K_BF16_REF;
+}
+
 /* ---- scratch ---------------------------------------------------------------- */
 
 static size_t fast_bytes(const k_conv_shape *s) {
@@ -111,7 +136,7 @@ static ref_area widen2(const k_bf16 *a, size_t na, const k_bf16 *b, size_t nb, v
 void k_conv2d_fwd_bf16(const k_conv_shape *s, float *y, const k_bf16 *x, const k_bf16 *w, const float *b,
                        void *scratch) {
     dims d = dims_of(s);
-    if (k_bf16_path() != K_BF16_AVX512BF16) {
+    if (k_conv_bf16_choose(s, K_CONV_FWD) != K_BF16_AVX512BF16) {
         ref_area r = widen2(x, (size_t)s->N * d.xs, w, (size_t)s->Co * d.K, scratch, s);
         k_conv2d_fwd(s, y, r.a, r.b, b, r.rest);
         return;
@@ -130,7 +155,7 @@ void k_conv2d_fwd_bf16(const k_conv_shape *s, float *y, const k_bf16 *x, const k
 
 void k_conv2d_bwd_data_bf16(const k_conv_shape *s, float *dx, const k_bf16 *dy, const k_bf16 *w, void *scratch) {
     dims d = dims_of(s);
-    if (k_bf16_path() != K_BF16_AVX512BF16) {
+    if (k_conv_bf16_choose(s, K_CONV_BWD_DATA) != K_BF16_AVX512BF16) {
         ref_area r = widen2(dy, (size_t)s->N * d.ys, w, (size_t)s->Co * d.K, scratch, s);
         k_conv2d_bwd_data(s, dx, r.a, r.b, r.rest);
         return;
@@ -152,7 +177,7 @@ void k_conv2d_bwd_data_bf16(const k_conv_shape *s, float *dx, const k_bf16 *dy, 
 
 void k_conv2d_bwd_weight_bf16(const k_conv_shape *s, float *dw, const k_bf16 *x, const k_bf16 *dy, void *scratch) {
     dims d = dims_of(s);
-    if (k_bf16_path() != K_BF16_AVX512BF16) {
+    if (k_conv_bf16_choose(s, K_CONV_BWD_WEIGHT) != K_BF16_AVX512BF16) {
         ref_area r = widen2(x, (size_t)s->N * d.xs, dy, (size_t)s->N * d.ys, scratch, s);
         k_conv2d_bwd_weight(s, dw, NULL, r.a, r.b, r.rest);
         return;

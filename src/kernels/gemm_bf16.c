@@ -30,6 +30,21 @@
 #include <stdint.h>
 #include <string.h>
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define TGT __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+#define HAVE_BF16_KERNEL 1
+
+/* o[c] = (r0[c], r1[c]) for 16 columns: two rows interleaved in one permute */
+TGT static void interleave16(uint32_t *o, const k_bf16 *r0, const k_bf16 *r1) {
+    const __m512i idx = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6, 21,
+                                         5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+    __m512i ab = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const void *)r0)),
+                                    _mm256_loadu_si256((const void *)r1), 1);
+    _mm512_storeu_si512(o, _mm512_permutexvar_epi16(idx, ab));
+}
+#endif
+
 #define MR 8       /* rows of C per kernel call */
 #define NR 32      /* columns of C per kernel call: two 16-lane panels */
 #define KC 384     /* k per block (even) */
@@ -67,6 +82,13 @@ void k_bf16_pack_b(int K, int N, const k_bf16 *B, ptrdiff_t rs, ptrdiff_t cs, vo
             int k = 2 * kk, j0 = jb * 16, jn = N - j0 < 16 ? (N - j0 > 0 ? N - j0 : 0) : 16;
             const k_bf16 *r0 = B + k * rs + j0 * cs, *r1 = r0 + rs;
             int odd = k + 1 >= K;
+#ifdef HAVE_BF16_KERNEL
+            if (cs == 1 && !odd && jn == 16) { /* packing runs on the AVX512-BF16 path only */
+                interleave16(o, r0, r1);
+                o += 16;
+                continue;
+            }
+#endif
             if (cs == 1 && !odd)
                 for (int c = 0; c < jn; c++) o[c] = pair(r0[c], r1[c]);
             else
@@ -76,10 +98,7 @@ void k_bf16_pack_b(int K, int N, const k_bf16 *B, ptrdiff_t rs, ptrdiff_t cs, vo
         }
 }
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <immintrin.h>
-#define TGT __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
-
+#ifdef HAVE_BF16_KERNEL
 /* C[0..mr) x [0..nr) (+)= A-block x B-panels over kh k pairs. */
 TGT static void kernel_8x32(int kh, const uint32_t *a, const uint32_t *b0, const uint32_t *b1, float *C, int ldc,
                             int mr, int nr, int acc) {
