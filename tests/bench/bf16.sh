@@ -29,7 +29,7 @@ echo "== the path each bf16 kernel takes here (kernel_bench; GFLOP/s per path, o
 $B/kernel_bench bf16 > "$tmp/k" 2>&1
 grep -E '^bf16 path|^bf16 gemm' "$tmp/k" | sed 's/^/  /'
 for conv in "seed conv1" "seed conv2" "wide conv1" "wide conv2"; do
-    awk -v c="bf16 $conv," 'index($0, c) == 1 {on = 1; printf "  %s", substr(c, 6); next}
+    awk -v c="bf16 $conv," 'index($0, c) == 1 {on = 1; printf "  %s:", substr(c, 6, length(c) - 6); next}
          on && /^  (fwd|bwd_data|bwd_weight):/ {p = $1; next}
          on && /->/ {sub(/.*-> /, ""); printf " %s %s", p, $0; next}
          on && /^$/ {on = 0; printf "\n"}
