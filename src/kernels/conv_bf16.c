@@ -6,7 +6,7 @@
  *   gemm_bf16.c, one image per GEMM, the weight operand packed once per call:
  *     fwd         y_n (Co x P)  = W (Co x K) . col_n (K x P)          (+ bias)
  *     bwd_data    dcol (K x P)  = W^T (K x Co) . dy_n (Co x P), then col2im
- *     bwd_weight  dW (Co x K)  += dy_n (Co x P) . col_n^T (P x K)
+ *     bwd_weight  dW^T (K x Co) += col_n (K x P) . dy_n^T (P x Co), then transposed
  *   with K = Ci*kh*kw and P = Ho*Wo.
  *   Reference path: the operands widened to fp32 (exact) and the fp32
  *   k_conv2d_* run on them.
@@ -14,27 +14,29 @@
  * methods (conv.c) or a direct bf16 convolution (not written yet).
  *
  * MEASURED with tests/bench/kernel_bench.c (GFLOP/s, one core, AMD EPYC Zen 5,
- * batch 128; the bf16 GEMM alone: 374-383 GFLOP/s at 256..1024^3, where
- * OpenBLAS's sgemm gets 105): reference path (widen + the fp32 direct
- * kernels) vs AVX512-BF16 (im2col + vdpbf16ps GEMM), fwd / bwd_data / bwd_weight:
- *   seed conv1  1->10 k5 24x24     152 / 41 / 120    vs  50 / 70 / 27
- *   seed conv2  10->20 k5 8x8      198 / 146 / 177   vs  41 / 93 / 34
- *   wide conv1  1->32 k3 26x26      91 / 40 / 63     vs 111 / 83 / 34
- *   wide conv2  32->64 k3 24x24    187 / 157 / 181   vs 202 / 241 / 143
- *   r20 3x3 16->32 s2 16x16        139 / 129 / 116   vs  79 / 81 / 60
- *   r20 3x3 64->64 8x8             203 / 202 / 184   vs 114 / 171 / 96
- *   r20 1x1 32->64 s2 8x8           69 / 52 / 66     vs 104 / 101 / 71
+ * batch 128, the machine shared, so +-10%; the bf16 GEMM alone: 357-386
+ * GFLOP/s at 256..1024^3 of a vdpbf16ps limit of 450, where OpenBLAS's
+ * sgemm gets 105): reference path (widen + the fp32 direct kernels) vs
+ * AVX512-BF16 (im2col + vdpbf16ps GEMM), fwd / bwd_data / bwd_weight:
+ *   seed conv1  1->10 k5 -> 24x24     150 / 41 / 120   vs  63 / 56 / 37
+ *   seed conv2  10->20 k5 -> 8x8      197 / 145 / 177  vs  70 / 72 / 65
+ *   wide conv1  1->32 k3 -> 26x26      91 / 39 / 59    vs  87 / 76 / 41
+ *   wide conv2  32->64 k3 -> 24x24    185 / 154 / 177  vs 191-245 / 215-241 / 232-238
+ *   r20 3x3 16->32 s2 -> 16x16        145 / 121 / 87   vs  92 / 70 / 92
+ *   r20 3x3 64->64 -> 8x8             203 / 206 / 186  vs 144 / 161 / 140
+ *   r20 1x1 32->64 s2 -> 8x8           71 / 53 / 67    vs 114 / 102 / 78
  * The GEMM path pays for im2col and packing per image, which the direct fp32
  * kernels do not: it wins where those are weak (bwd_data into < 8 input
- * channels, pointwise convolutions) and where the GEMM is large (>= 32 output
- * channels over >= 512 output pixels). bwd_weight reduces over pixels, where
- * per-image GEMMs are short: the reference path except for pointwise.
+ * channels, 1x1 convolutions) and where the GEMM is large: >= 32 output
+ * channels over >= 512 output pixels (and for bwd_weight, whose GEMM rows are
+ * the K = Ci*kh*kw filter taps, >= 32 of them).
  */
 #include "kernels/bf16.h"
 #include "kernels/conv_common.h"
 #include "kernels/conv_im2col.h"
 #include "kernels/gemm_bf16.h"
 
+#include <stdint.h>
 #include <string.h>
 
 typedef struct dims { int K, P; size_t xs, ys; } dims;
@@ -62,18 +64,20 @@ static void im2col_bf16(const k_conv_shape *s, const k_bf16 *x, k_bf16 *col) {
                 if (s->W - 1 + s->pw - j < 0) hi = 0;
                 if (hi > s->Wo) hi = s->Wo;
                 if (lo > hi) lo = hi;
+                /* rows are short (Wo of 8..32): plain loops, not a library call per row */
                 for (int oh = 0; oh < s->Ho; oh++, dst += s->Wo) {
                     int h = oh * s->sh + i - s->ph;
                     if (h < 0 || h >= s->H) {
-                        memset(dst, 0, sizeof *dst * (size_t)s->Wo);
+                        for (int ow = 0; ow < s->Wo; ow++) dst[ow] = 0;
                         continue;
                     }
                     const k_bf16 *src = x + ((size_t)ci * s->H + h) * s->W + j - s->pw;
-                    memset(dst, 0, sizeof *dst * (size_t)lo);
-                    if (s->sw == 1) memcpy(dst + lo, src + lo, sizeof *dst * (size_t)(hi - lo));
+                    for (int ow = 0; ow < lo; ow++) dst[ow] = 0;
+                    if (s->sw == 1)
+                        for (int ow = lo; ow < hi; ow++) dst[ow] = src[ow];
                     else
                         for (int ow = lo; ow < hi; ow++) dst[ow] = src[ow * s->sw];
-                    memset(dst + hi, 0, sizeof *dst * (size_t)(s->Wo - hi));
+                    for (int ow = hi; ow < s->Wo; ow++) dst[ow] = 0;
                 }
             }
 }
@@ -87,8 +91,9 @@ static const k_bf16 *cols_of(const k_conv_shape *s, const k_bf16 *xn, k_bf16 *co
 
 int k_conv_bf16_choose(const k_conv_shape *s, int pass) {
     if (k_bf16_path() != K_BF16_AVX512BF16 || k_bf16_forced() >= 0) return k_bf16_path();
-    int big = s->Co >= 32 && s->Ho * s->Wo >= 512;
-    int fast = is_pointwise(s) || (pass == K_CONV_FWD && big) || (pass == K_CONV_BWD_DATA && (big || s->Ci < 8));
+    int big = s->Co >= 32 && s->Ho * s->Wo >= 512, taps = s->Ci * s->kh * s->kw;
+    int fast = (s->kh == 1 && s->kw == 1) || (pass == K_CONV_FWD && big) || (pass == K_CONV_BWD_DATA && (big || s->Ci < 8)) ||
+               (pass == K_CONV_BWD_WEIGHT && big && taps >= 32);
     return fast ? K_BF16_AVX512BF16 : K_BF16_REF;
 }
 
@@ -100,7 +105,8 @@ static size_t fast_bytes(const k_conv_shape *s) {
     size_t fwd = k_bf16_pack_a_bytes(s->Co, d.K) + k_bf16_pack_b_bytes(d.K, d.P);
     size_t bwd_d = k_bf16_pack_a_bytes(d.K, s->Co) + k_bf16_pack_b_bytes(s->Co, d.P) +
                    k_bf16_lines((size_t)d.K * d.P * sizeof(float));
-    size_t bwd_w = k_bf16_pack_a_bytes(s->Co, d.P) + k_bf16_pack_b_bytes(d.P, d.K);
+    size_t bwd_w = k_bf16_pack_a_bytes(d.K, d.P) + k_bf16_pack_b_bytes(d.P, s->Co) +
+                   k_bf16_lines((size_t)d.K * s->Co * sizeof(float));
     size_t m = fwd > bwd_d ? fwd : bwd_d;
     return col + (m > bwd_w ? m : bwd_w);
 }
@@ -182,11 +188,22 @@ void k_conv2d_bwd_weight_bf16(const k_conv_shape *s, float *dw, const k_bf16 *x,
         k_conv2d_bwd_weight(s, dw, NULL, r.a, r.b, r.rest);
         return;
     }
+    /* transposed, dW^T (K x Co) += col_n (K x P) . dy_n^T (P x Co): the large operand,
+     * col_n, is then packed along its rows (pairs of neighbouring pixels) and
+     * only the small dy_n is gathered across rows */
     k_bf16 *col = scratch;
-    char *Ap = (char *)scratch + k_bf16_lines((size_t)d.K * d.P * sizeof(k_bf16)), *Bp = Ap + k_bf16_pack_a_bytes(s->Co, d.P);
+    char *Ap = (char *)scratch + k_bf16_lines((size_t)d.K * d.P * sizeof(k_bf16)), *Bp = Ap + k_bf16_pack_a_bytes(d.K, d.P);
+    float *dwt = (float *)(Bp + k_bf16_pack_b_bytes(d.P, s->Co));
     for (int n = 0; n < s->N; n++) {
-        k_bf16_pack_a(s->Co, d.P, dy + n * d.ys, d.P, 1, Ap);
-        k_bf16_pack_b(d.P, d.K, cols_of(s, x + n * d.xs, col), 1, d.P, Bp); /* col^T: (p, k) = col[k*P + p] */
-        k_bf16_gemm_packed(s->Co, d.K, d.P, Ap, Bp, n > 0, dw, d.K);
+        const k_bf16 *cn = cols_of(s, x + n * d.xs, col);
+        k_bf16_pack_b(d.P, s->Co, dy + n * d.ys, 1, d.P, Bp); /* dy^T: (p, co) = dy[co*P + p] */
+        if (d.P % 2 == 0 && ((uintptr_t)cn & 3) == 0) { /* col_n's rows are whole k pairs: read in place */
+            k_bf16_gemm_rows(d.K, s->Co, d.P, cn, d.P, Bp, n > 0, dwt, s->Co);
+            continue;
+        }
+        k_bf16_pack_a(d.K, d.P, cn, d.P, 1, Ap);
+        k_bf16_gemm_packed(d.K, s->Co, d.P, Ap, Bp, n > 0, dwt, s->Co);
     }
+    for (int co = 0; co < s->Co; co++)
+        for (int k = 0; k < d.K; k++) dw[(size_t)co * d.K + k] = dwt[(size_t)k * s->Co + co];
 }

@@ -99,14 +99,22 @@ void k_bf16_pack_b(int K, int N, const k_bf16 *B, ptrdiff_t rs, ptrdiff_t cs, vo
 }
 
 #ifdef HAVE_BF16_KERNEL
-/* C[0..mr) x [0..nr) (+)= A-block x B-panels over kh k pairs. */
-TGT static void kernel_8x32(int kh, const uint32_t *a, const uint32_t *b0, const uint32_t *b1, float *C, int ldc,
-                            int mr, int nr, int acc) {
+/* Where the kernel reads A: the k pair kk of row r is a[r * rs + kk * ks]
+ * (32-bit units). Packed: rs = 1, ks = MR. Row-major bf16 with an even row
+ * length: rs = lda / 2, ks = 1, read in place. */
+typedef struct a_view { const uint32_t *a; ptrdiff_t rs, ks; } a_view;
+
+/* C[0..mr) x [0..nr) (+)= A rows x B-panels over kh k pairs. Rows past mr
+ * read row mr-1 again (never stored), so no row outside A is touched. */
+TGT static void kernel_8x32(int kh, a_view av, const uint32_t *b0, const uint32_t *b1, float *C, int ldc, int mr, int nr,
+                            int acc) {
     __mmask16 m0 = nr >= 16 ? 0xffff : (__mmask16)((1u << nr) - 1);
     __mmask16 m1 = nr >= 32 ? 0xffff : nr > 16 ? (__mmask16)((1u << (nr - 16)) - 1) : 0;
     __m512 c0[MR], c1[MR];
+    const uint32_t *ar[MR];
 #pragma GCC unroll 8
     for (int r = 0; r < MR; r++) {
+        ar[r] = av.a + (r < mr ? r : mr - 1) * av.rs;
         c0[r] = acc && r < mr ? _mm512_maskz_loadu_ps(m0, C + (size_t)r * ldc) : _mm512_setzero_ps();
         c1[r] = acc && r < mr ? _mm512_maskz_loadu_ps(m1, C + (size_t)r * ldc + 16) : _mm512_setzero_ps();
     }
@@ -115,7 +123,7 @@ TGT static void kernel_8x32(int kh, const uint32_t *a, const uint32_t *b0, const
         __m512bh B1 = (__m512bh)_mm512_loadu_si512(b1 + (size_t)kk * 16);
 #pragma GCC unroll 8
         for (int r = 0; r < MR; r++) {
-            __m512bh A = (__m512bh)_mm512_set1_epi32((int)a[(size_t)kk * MR + r]);
+            __m512bh A = (__m512bh)_mm512_set1_epi32((int)ar[r][kk * av.ks]);
             c0[r] = _mm512_dpbf16_ps(c0[r], A, B0);
             c1[r] = _mm512_dpbf16_ps(c1[r], A, B1);
         }
@@ -128,8 +136,10 @@ TGT static void kernel_8x32(int kh, const uint32_t *a, const uint32_t *b0, const
         }
 }
 
-void k_bf16_gemm_packed(int M, int N, int K, const void *Ap, const void *Bp, int accumulate, float *C, int ldc) {
-    const uint32_t *A32 = Ap, *B32 = Bp;
+/* C (+)= A B over row blocks, column panels and K blocks; A packed or read in place. */
+static void gemm_blocks(int M, int N, int K, int packed_a, const uint32_t *A32, ptrdiff_t a_rs, const void *Bp,
+                        int accumulate, float *C, int ldc) {
+    const uint32_t *B32 = Bp;
     int Kh = round_up(K, 2) / 2, kch = KC / 2;
     if (M <= 0 || N <= 0) return;
     if (Kh == 0) { /* no products: C = 0 (or unchanged) */
@@ -141,15 +151,28 @@ void k_bf16_gemm_packed(int M, int N, int K, const void *Ap, const void *Bp, int
         for (int j0 = 0; j0 < N; j0 += NR) {
             const uint32_t *b0 = B32 + ((size_t)(j0 / 16) * Kh + k0) * 16, *b1 = b0 + (size_t)Kh * 16;
             int nr = N - j0 < NR ? N - j0 : NR;
-            for (int i0 = 0; i0 < M; i0 += MR)
-                kernel_8x32(kh, A32 + ((size_t)(i0 / MR) * Kh + k0) * MR, b0, b1, C + (size_t)i0 * ldc + j0, ldc,
-                            M - i0 < MR ? M - i0 : MR, nr, acc);
+            for (int i0 = 0; i0 < M; i0 += MR) {
+                a_view av = packed_a ? (a_view){A32 + ((size_t)(i0 / MR) * Kh + k0) * MR, 1, MR}
+                                     : (a_view){A32 + i0 * a_rs + k0, a_rs, 1};
+                kernel_8x32(kh, av, b0, b1, C + (size_t)i0 * ldc + j0, ldc, M - i0 < MR ? M - i0 : MR, nr, acc);
+            }
         }
     }
+}
+
+void k_bf16_gemm_packed(int M, int N, int K, const void *Ap, const void *Bp, int accumulate, float *C, int ldc) {
+    gemm_blocks(M, N, K, 1, Ap, 0, Bp, accumulate, C, ldc);
+}
+
+void k_bf16_gemm_rows(int M, int N, int K, const k_bf16 *A, int lda, const void *Bp, int accumulate, float *C, int ldc) {
+    gemm_blocks(M, N, K, 0, (const uint32_t *)(const void *)A, lda / 2, Bp, accumulate, C, ldc);
 }
 #else
 void k_bf16_gemm_packed(int M, int N, int K, const void *Ap, const void *Bp, int accumulate, float *C, int ldc) {
     (void)M, (void)N, (void)K, (void)Ap, (void)Bp, (void)accumulate, (void)C, (void)ldc;
+}
+void k_bf16_gemm_rows(int M, int N, int K, const k_bf16 *A, int lda, const void *Bp, int accumulate, float *C, int ldc) {
+    (void)M, (void)N, (void)K, (void)A, (void)lda, (void)Bp, (void)accumulate, (void)C, (void)ldc;
 }
 #endif
 
