@@ -188,9 +188,9 @@ void k_conv2d_bwd_weight_bf16(const k_conv_shape *s, float *dw, const k_bf16 *x,
         k_conv2d_bwd_weight(s, dw, NULL, r.a, r.b, r.rest);
         return;
     }
-    /* transposed, dW^T (K x Co) += col_n (K x P) . dy_n^T (P x Co): the large operand,
-     * col_n, is then packed along its rows (pairs of neighbouring pixels) and
-     * only the small dy_n is gathered across rows */
+    /* transposed, dW^T (K x Co) += col_n (K x P) . dy_n^T (P x Co): the large
+     * operand, col_n, pairs neighbouring pixels of a row, so the kernel reads it
+     * in place (packed only when P is odd); only the small dy_n is gathered */
     k_bf16 *col = scratch;
     char *Ap = (char *)scratch + k_bf16_lines((size_t)d.K * d.P * sizeof(k_bf16)), *Bp = Ap + k_bf16_pack_a_bytes(d.K, d.P);
     float *dwt = (float *)(Bp + k_bf16_pack_b_bytes(d.P, s->Co));
