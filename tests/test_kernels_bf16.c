@@ -142,8 +142,9 @@ TEST(bf16_gemm_every_path_against_its_twin) {
     gemm_case(1, 1, 13, 17, 5, 1);
 }
 
-/* The fast path must differ from the reference somewhere at realistic sizes:
- * otherwise the test above would pass with the reference path run twice. */
+/* The paths the test above runs are the ones it names: on a CPU with
+ * AVX512-BF16 the vdpbf16ps path is the default, forcing the SIMD level below
+ * AVX-512 turns it off, and k_bf16_force selects the reference path. */
 TEST(bf16_gemm_fast_path_is_the_vdpbf16ps_kernel) {
     if (k_bf16_detect() != K_BF16_AVX512BF16) test_skip("this CPU has no AVX512-BF16");
     CHECK_EQ(k_bf16_path(), K_BF16_AVX512BF16);
