@@ -271,7 +271,9 @@ static double urand(uint64_t *s) {
     return (double)(*s >> 11) / 9007199254740992.0;
 }
 
-static void run_case(const gcase *c) {
+/* One case at a precision: the worst |engine - numeric| / max(1, |numeric|)
+ * over every input element; each one above tol fails the test. */
+static double run_case(const gcase *c, int precision, double tol) {
     xt_store st;
     xt_store_init(&st);
     int slot[3], rslot;
@@ -303,7 +305,8 @@ static void run_case(const gcase *c) {
     for (int64_t k = 0; k < nout; k++) r64[k] = xt_store_f32(&st, rslot)[k] = (float)(urand(&seed) * 2 - 1);
 
     /* analytic: engine */
-    xt_engine *en = xt_engine_new(&st, NULL);
+    xt_engine_opts eo = {.fuse = 1, .precision = precision};
+    xt_engine *en = xt_engine_new(&st, &eo);
     xt_graph *g = xt_engine_graph(en);
     xt_t in[3], grads[3];
     for (int i = 0; i < c->nin; i++) in[i] = xt_leaf(g, slot[i]);
@@ -335,8 +338,9 @@ static void run_case(const gcase *c) {
             double num = (lp - lm) / (2 * h), ana = gbuf[i][k];
             double err = fabs(num - ana) / fmax(1.0, fabs(num));
             if (err > worst) worst = err;
-            if (err > 2e-3) {
-                CHECK_MSG(0, "%s: d/d in%d[%lld]: engine %.7g vs numeric %.7g", c->name, i, (long long)k, ana, num);
+            if (err > tol) {
+                CHECK_MSG(0, "%s (%s): d/d in%d[%lld]: engine %.7g vs numeric %.7g", c->name, xt_precision_name(precision), i,
+                          (long long)k, ana, num);
                 k = n; /* one report per input is enough */
             }
         }
@@ -349,6 +353,7 @@ static void run_case(const gcase *c) {
     free(o64);
     xt_engine_free(en);
     xt_store_free(&st);
+    return worst;
 }
 
 #define S4(a, b, c_, d) {a, b, c_, d}
@@ -385,5 +390,28 @@ static const gcase g_cases[] = {
 };
 
 TEST(engine_gradcheck_all_ops) {
-    for (size_t i = 0; i < sizeof g_cases / sizeof *g_cases; i++) run_case(&g_cases[i]);
+    for (size_t i = 0; i < sizeof g_cases / sizeof *g_cases; i++) run_case(&g_cases[i], XT_PREC_FP32, 2e-3);
+}
+
+/* Under bf16 (pass_precision.c) the matrix products and convolutions, and
+ * every case built on them, see their operands rounded to bf16: at most
+ * u_bf16 = 2^-9 relative per operand, and a gradient term crosses up to three
+ * roundings (a forward operand, dy, the other operand), about 3 * 2^-9
+ * relative per term before terms of both signs cancel. The tolerance is
+ * bf16-sized: 8 bf16 units (8 * 2^-8) of max(1, |gradient|), where fp32's
+ * 2e-3 above is the finite differences' own error. The data are seeded, so
+ * the figures are reproducible (worst: conv2d_seed_conv1, 0.021, sums of 128
+ * terms). The fp32 bound must fail somewhere: bf16 really ran. */
+TEST(engine_gradcheck_under_bf16) {
+    static const char *const names[] = {"matmul_nn", "matmul_nt", "matmul_tn", "matmul_tt", "conv2d_bias", "conv2d_stride2_pad1",
+                                        "conv2d_seed_conv1", "residual_identity", "residual_projection_s2"};
+    double tol = 8 * ldexp(1.0, -8), worst = 0;
+    for (size_t k = 0; k < sizeof names / sizeof *names; k++)
+        for (size_t i = 0; i < sizeof g_cases / sizeof *g_cases; i++)
+            if (!strcmp(g_cases[i].name, names[k])) {
+                double w = run_case(&g_cases[i], XT_PREC_BF16, tol);
+                if (w > worst) worst = w;
+                fprintf(stderr, "    %s: worst %.3g\n", names[k], w);
+            }
+    CHECK_MSG(worst > 2e-3, "the worst bf16 gradient error %.3g is within the fp32 tolerance: were the operands rounded?", worst);
 }

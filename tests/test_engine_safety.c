@@ -221,15 +221,19 @@ TEST(a_cached_training_step_allocates_nothing) {
     xt_engine_opts eo = {.fuse = 1};
     xt_engine *en = xt_engine_new(&s.r.store, &eo);
     xt_err e = {0};
-    CHECK_MSG(seed_steps(&s, en, 2, &e) == 0, "%s", e.msg); /* compile, size every scratch */
-    int64_t compiles = xt_counter_get("UncachedCompile");
-    long long before = test_alloc_count();
-    CHECK_MSG(seed_steps(&s, en, 100, &e) == 0, "%s", e.msg);
-    long long allocs = test_alloc_count() - before;
-    CHECK_EQ(xt_counter_get("UncachedCompile"), compiles);
-    CHECK_MSG(allocs == 0, "%lld heap allocations in 100 cached steps (trace, hash, lookup, execute)", allocs);
+    for (int prec = XT_PREC_FP32; prec <= XT_PREC_BF16; prec++) { /* bf16: the casts and bf16 kernels too */
+        xt_engine_set_precision(en, prec);
+        CHECK_MSG(seed_steps(&s, en, 2, &e) == 0, "%s", e.msg); /* compile, size every scratch */
+        int64_t compiles = xt_counter_get("UncachedCompile");
+        long long before = test_alloc_count();
+        CHECK_MSG(seed_steps(&s, en, 100, &e) == 0, "%s", e.msg);
+        long long allocs = test_alloc_count() - before;
+        CHECK_EQ(xt_counter_get("UncachedCompile"), compiles);
+        CHECK_MSG(allocs == 0, "%s: %lld heap allocations in 100 cached steps (trace, hash, lookup, execute)",
+                  xt_precision_name(prec), allocs);
+    }
     /* the counter itself works: a step that must compile allocates */
-    before = test_alloc_count();
+    long long before = test_alloc_count();
     xt_batch half = {.n = 16, .x = s.x, .y = s.y};
     float loss;
     CHECK(xt_run_train_step(&s.r, en, &half, 1e-3, &loss, &e) == 0);

@@ -71,11 +71,12 @@ static int train_steps(model_run *m, xt_engine *en, int steps, xt_err *e) {
 /* Train the same model tiled (tiles of `rows` samples forced by a small
  * budget) and untiled; every weight, buffer and optimizer state must agree
  * bit for bit. Returns the tiled engine's stats. */
-static void tiled_equals_untiled(const char *spec, int n, size_t budget, xt_exec_stats *tiled) {
+static void tiled_equals_untiled_at(const char *spec, int n, size_t budget, int precision, xt_exec_stats *tiled) {
     model_run *a = calloc(1, sizeof *a), *b = calloc(1, sizeof *b);
     xt_err e = {0};
     CHECK_MSG(model_run_init(a, spec, n, &e) == 0 && model_run_init(b, spec, n, &e) == 0, "%s", e.msg);
-    xt_engine_opts on = {.fuse = 1, .tile_cache_bytes = budget}, off = {.fuse = 1, .no_tiling = 1};
+    xt_engine_opts on = {.fuse = 1, .tile_cache_bytes = budget, .precision = precision},
+                   off = {.fuse = 1, .no_tiling = 1, .precision = precision};
     xt_engine *ea = xt_engine_new(&a->r.store, &on), *eb = xt_engine_new(&b->r.store, &off);
     CHECK_MSG(train_steps(a, ea, 3, &e) == 0, "%s tiled: %s", spec, e.msg);
     CHECK_MSG(train_steps(b, eb, 3, &e) == 0, "%s untiled: %s", spec, e.msg);
@@ -95,6 +96,10 @@ static void tiled_equals_untiled(const char *spec, int n, size_t budget, xt_exec
     free(b);
 }
 
+static void tiled_equals_untiled(const char *spec, int n, size_t budget, xt_exec_stats *tiled) {
+    tiled_equals_untiled_at(spec, n, budget, XT_PREC_FP32, tiled);
+}
+
 TEST(tiling_trains_the_seed_cnn_bit_identically) {
     xt_exec_stats st;
     tiled_equals_untiled("models/fashion_cnn.yaml", 72, 64 * 1024, &st); /* tiles 16,16,16,16,8 */
@@ -112,6 +117,15 @@ TEST(tiling_trains_dropout_bit_identically) {
 TEST(tiling_trains_residual_blocks_bit_identically) {
     xt_exec_stats st;
     tiled_equals_untiled("models/resnet8_mnist.yaml", 24, 64 * 1024, &st);
+}
+
+/* Under bf16 the convolutions run whole-batch bf16 kernels (not tiled);
+ * the pooling, BN-apply and elementwise stretches around them still are,
+ * and still give the untiled plan's bits. */
+TEST(tiling_trains_bf16_bit_identically) {
+    xt_exec_stats st;
+    tiled_equals_untiled_at("models/wide_cnn.yaml", 40, 64 * 1024, XT_PREC_BF16, &st);
+    CHECK_EQ(st.precision, XT_PREC_BF16);
 }
 
 /* A value made and read only inside one tiled stretch (conv1's output,

@@ -319,3 +319,26 @@ TEST(curves_nice_steps) {
     CHECK_NEAR(xt_curves_nice_step(7, 5), 1, 1e-12);
     CHECK_NEAR(xt_curves_nice_step(0, 5), 1, 0);
 }
+
+/* Several runs in one figure (fp32 beside bf16): each run in its own colour
+ * in both panels and the legend, on axes that span every run (the third
+ * run's loss is 4x the others'). */
+TEST(curves_several_runs_in_one_figure) {
+    double loss[3][10], acc[3][10];
+    for (int k = 0; k < 3; k++)
+        for (int i = 0; i < 10; i++) {
+            loss[k][i] = (k == 2 ? 4.0 : 1.0) * (0.05 + 2.0 * exp(-i / 3.0)) + 0.01 * k;
+            acc[k][i] = 99 - 20 * exp(-i / 2.0) - k;
+        }
+    xt_curve_series s[3] = {{"fp32", loss[0], acc[0]}, {"bf16", loss[1], acc[1]}, {"other", loss[2], acc[2]}};
+    const char *p = out_path("curves-runs.png");
+    xt_err e = {0};
+    CHECK_EQ(xt_curves_write_runs(p, s, 3, 10, &e), 0);
+    decoded d;
+    CHECK_EQ(decode(p, &d), 0);
+    if (!d.px) return;
+    static const xt_rgb colours[3] = {{31, 119, 180}, {255, 127, 14}, {44, 160, 44}};
+    for (int k = 0; k < 3; k++) CHECK_MSG(count_near(&d, colours[k]) > 40, "run %d's colour is missing", k);
+    free(d.px);
+    CHECK_EQ(xt_curves_write_runs(out_path("curves-runs-none.png"), s, 0, 10, &e), XT_EIO);
+}

@@ -256,6 +256,31 @@ static int resolve_model(lctx *x) {
     return xt_spec_load(&c->spec, c->model_path, x->e);
 }
 
+/* precision: the config's value wins; unset, XLA_USE_BF16=1 selects bf16 as it
+ * does for torch_xla users. precision_from says which, for the log's first line. */
+static int resolve_precision(lctx *x) {
+    xt_config *c = x->c;
+    int kp = xt_key_find("precision");
+    const char *env = getenv("XLA_USE_BF16");
+    int on = 0;
+    if (env && *env) {
+        if (!strcmp(env, "1") || !strcmp(env, "true")) on = 1;
+        else if (strcmp(env, "0") && strcmp(env, "false"))
+            return xt_fail(x->e, XT_EUSAGE, "XLA_USE_BF16=%s: expected 1 (bf16) or 0 (fp32); unset it or set precision in the config",
+                           env);
+    }
+    if (x->org[kp].how) {
+        snprintf(c->precision_from, sizeof c->precision_from, "%s%s", x->org[kp].how == FROM_FILE ? "config" : "--set",
+                 env && *env ? (on == (c->precision == XT_PRECISION_BF16) ? "" : ", XLA_USE_BF16 ignored") : "");
+    } else if (on) {
+        c->precision = XT_PRECISION_BF16;
+        snprintf(c->precision_from, sizeof c->precision_from, "XLA_USE_BF16=%s", env);
+    } else {
+        snprintf(c->precision_from, sizeof c->precision_from, "default");
+    }
+    return 0;
+}
+
 static int check_model_fits_data(lctx *x) {
     const xt_config *c = x->c;
     const xt_spec *s = &c->spec;
@@ -313,6 +338,7 @@ static int validate(lctx *x) {
     if (!x->org[ko].how) snprintf(c->output_dir, sizeof c->output_dir, "runs/%s", c->name);
     else if (!c->output_dir[0])
         return fail_key(x, ko, "output_dir is empty; name a directory for checkpoints and metrics");
+    if ((rc = resolve_precision(x))) return rc;
     const char *env = getenv("XLATRAIN_SAVE_GRAPHS");
     if (!x->org[kg].how && env && *env) {
         if (strlen(env) >= sizeof c->save_graphs)

@@ -24,7 +24,7 @@
 /* ENUM keys store through an int*: the enum types must be int-sized. */
 _Static_assert(sizeof(xt_dataset_kind) == sizeof(int) && sizeof(xt_optim_kind) == sizeof(int) &&
                    sizeof(xt_sched_kind) == sizeof(int) && sizeof(xt_monitor_kind) == sizeof(int) &&
-               sizeof(xt_monitor_mode) == sizeof(int),
+               sizeof(xt_monitor_mode) == sizeof(int) && sizeof(xt_precision_kind) == sizeof(int),
                "enum keys are stored as int");
 
 /* The enums' names in the order of their C values (config.h). */
@@ -33,6 +33,7 @@ static const char *const optimizers[] = {"sgd", "adam", "adamw", NULL};
 static const char *const schedules[] = {"constant", "step", "cosine", NULL};
 static const char *const monitors[] = {"test_accuracy", "test_loss", NULL};
 static const char *const modes[] = {"auto", "max", "min", NULL};
+static const char *const precisions[] = {"fp32", "bf16", NULL};
 
 const xt_key xt_keys[] = {
     /* the seed's FLAGS (PyTorch/XLA test_train_mp_mnist.py) */
@@ -60,6 +61,9 @@ const xt_key xt_keys[] = {
     INT_KEY("test_batch_size", test_batch_size, "1000", 1, 65536, "evaluation batch"),
     STR_KEY("save_graphs", save_graphs, "\"\"",
             "graph dump directory (text and .dot); \"\" = $XLATRAIN_SAVE_GRAPHS or off"),
+    ENUM_KEY("precision", precision, "fp32", precisions,
+             "bf16: convolution and linear operands rounded to bfloat16, fp32 accumulation (weights, optimizer, "
+             "batch norm, loss and checkpoints stay fp32); unset: bf16 when XLA_USE_BF16=1"),
     {"progress", XT_K_TRI, F(progress), 0, 0, "auto", 0, 0, 0, NULL, "progress bar: auto (when stderr is a terminal), true or false"},
 
     /* data */

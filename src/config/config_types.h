@@ -14,6 +14,8 @@ typedef enum { XT_OPT_SGD, XT_OPT_ADAM, XT_OPT_ADAMW } xt_optim_kind;
 typedef enum { XT_SCHED_CONSTANT, XT_SCHED_STEP, XT_SCHED_COSINE } xt_sched_kind;
 typedef enum { XT_MON_TEST_ACCURACY, XT_MON_TEST_LOSS } xt_monitor_kind;
 typedef enum { XT_MODE_AUTO, XT_MODE_MAX, XT_MODE_MIN } xt_monitor_mode;
+/* the values of engine/graph.h's xt_precision */
+typedef enum { XT_PRECISION_FP32, XT_PRECISION_BF16 } xt_precision_kind;
 
 typedef struct xt_config {
     char source[512];          /* the config file path ("" when none) */
@@ -41,6 +43,8 @@ typedef struct xt_config {
     int test_batch_size;       /* 1000 */
     char save_graphs[512];     /* "" = off; also env XLATRAIN_SAVE_GRAPHS */
     int progress;              /* -1 auto (tty), 0 off, 1 on */
+    xt_precision_kind precision; /* fp32 | bf16; unset: bf16 when XLA_USE_BF16=1 */
+    char precision_from[64];   /* where it came from, for the log: "config", "XLA_USE_BF16=1", ... */
 
     /* --- data --- */
     char train_images[512], train_labels[512], test_images[512], test_labels[512];

@@ -1,4 +1,5 @@
-/* compile.c — from a traced graph to an executable plan: copy the graph,
+/* compile.c — from a traced graph to an executable plan: keep the traced
+ * graph as the plan's cache key, lower a copy of it by the precision pass,
  * run the passes in a fixed order (live/DCE -> fusion -> micro-batch
  * tiling -> memory plan) and
  * size the arena the plan needs. The compile cache, and the one arena its
@@ -17,6 +18,10 @@ void xt_plan_free(xt_plan *p) {
         free(p->groups[i].instr);
     }
     free(p->groups);
+    free(p->key.nodes);
+    free(p->key.operands);
+    free(p->key.assigns);
+    free(p->key.fetch_nodes);
     free(p->nodes);
     free(p->operands);
     free(p->assigns);
@@ -32,14 +37,21 @@ void xt_plan_free(xt_plan *p) {
     free(p);
 }
 
-int xt_plan_matches(const xt_plan *p, const xt_graph *g) {
-    if (p->nnodes != g->n || p->nops != g->nops || p->nassign != g->nassign || p->nfetch != g->nfetch) return 0;
-    if (memcmp(p->nodes, g->nodes, (size_t)g->n * sizeof *g->nodes)) return 0;
-    if (memcmp(p->operands, g->operands, (size_t)g->nops * sizeof *g->operands)) return 0;
-    if (g->nassign && memcmp(p->assigns, g->assigns, (size_t)g->nassign * sizeof *g->assigns)) return 0;
+int xt_plan_matches(const xt_plan *p, const xt_graph *g, int precision) {
+    const xt_plan_key *k = &p->key;
+    if (k->precision != precision) return 0;
+    if (k->nnodes != g->n || k->nops != g->nops || k->nassign != g->nassign || k->nfetch != g->nfetch) return 0;
+    if (memcmp(k->nodes, g->nodes, (size_t)g->n * sizeof *g->nodes)) return 0;
+    if (memcmp(k->operands, g->operands, (size_t)g->nops * sizeof *g->operands)) return 0;
+    if (g->nassign && memcmp(k->assigns, g->assigns, (size_t)g->nassign * sizeof *g->assigns)) return 0;
     for (int i = 0; i < g->nfetch; i++)
-        if (p->fetch_nodes[i] != g->fetches[i].t) return 0;
+        if (k->fetch_nodes[i] != g->fetches[i].t) return 0;
     return 1;
+}
+
+uint64_t xt_plan_key_hash(const xt_graph *g, int precision) {
+    uint64_t h = xt_graph_hash(g);
+    return precision == XT_PREC_FP32 ? h : xt_mix64(h, 0xbf16000000000000ULL | (uint64_t)precision);
 }
 
 static void *dup(const void *src, size_t bytes) {
@@ -75,24 +87,56 @@ static int alloc_exec_scratch(xt_plan *p) {
     return p->operand_ptrs && p->ew_scratch ? 0 : -1;
 }
 
+/* The plan's key: the traced graph, as traced. */
+static int copy_key(xt_plan_key *k, const xt_graph *g, int precision) {
+    k->precision = precision;
+    k->nnodes = g->n;
+    k->nops = g->nops;
+    k->nassign = g->nassign;
+    k->nfetch = g->nfetch;
+    k->nodes = dup(g->nodes, (size_t)g->n * sizeof *g->nodes);
+    k->operands = dup(g->operands, (size_t)g->nops * sizeof *g->operands);
+    k->assigns = dup(g->assigns, (size_t)g->nassign * sizeof *g->assigns);
+    k->fetch_nodes = malloc(((size_t)g->nfetch + 1) * sizeof *k->fetch_nodes);
+    if (!k->nodes || !k->operands || !k->assigns || !k->fetch_nodes) return -1;
+    for (int i = 0; i < g->nfetch; i++) k->fetch_nodes[i] = g->fetches[i].t;
+    return 0;
+}
+
+/* The graph the plan runs: r (the lowered graph) with the key's outputs
+ * renamed through map (NULL: r is the traced graph itself). */
+static int copy_run_graph(xt_plan *p, const xt_graph *r, const int32_t *map) {
+    p->nnodes = r->n;
+    p->nops = r->nops;
+    p->nassign = p->key.nassign;
+    p->nfetch = p->key.nfetch;
+    p->nodes = dup(r->nodes, (size_t)r->n * sizeof *r->nodes);
+    p->operands = dup(r->operands, (size_t)r->nops * sizeof *r->operands);
+    p->assigns = dup(p->key.assigns, (size_t)p->nassign * sizeof *p->assigns);
+    p->fetch_nodes = malloc(((size_t)p->nfetch + 1) * sizeof *p->fetch_nodes);
+    p->loc = calloc((size_t)r->n + 1, sizeof *p->loc);
+    p->group_of = malloc(((size_t)r->n + 1) * sizeof *p->group_of);
+    if (!p->nodes || !p->operands || !p->assigns || !p->fetch_nodes || !p->loc || !p->group_of) return -1;
+    for (int i = 0; i < p->nassign; i++) p->assigns[i].t = map ? map[p->assigns[i].t] : p->assigns[i].t;
+    for (int i = 0; i < p->nfetch; i++) p->fetch_nodes[i] = map ? map[p->key.fetch_nodes[i]] : p->key.fetch_nodes[i];
+    return 0;
+}
+
 xt_plan *xt_compile(const xt_graph *g, const xt_compile_opts *o, xt_err *e) {
     xt_plan *p = calloc(1, sizeof *p);
     uint8_t *live = NULL;
-    if (!p) goto oom;
-    p->hash = xt_graph_hash(g);
-    p->nnodes = g->n;
-    p->nops = g->nops;
-    p->nassign = g->nassign;
-    p->nfetch = g->nfetch;
-    p->nodes = dup(g->nodes, (size_t)g->n * sizeof *g->nodes);
-    p->operands = dup(g->operands, (size_t)g->nops * sizeof *g->operands);
-    p->assigns = dup(g->assigns, (size_t)g->nassign * sizeof *g->assigns);
-    p->fetch_nodes = malloc(((size_t)g->nfetch + 1) * sizeof *p->fetch_nodes);
-    p->loc = calloc((size_t)g->n + 1, sizeof *p->loc);
-    p->group_of = malloc(((size_t)g->n + 1) * sizeof *p->group_of);
-    live = malloc((size_t)g->n + 1);
-    if (!p->nodes || !p->operands || !p->assigns || !p->fetch_nodes || !p->loc || !p->group_of || !live) goto oom;
-    for (int i = 0; i < g->nfetch; i++) p->fetch_nodes[i] = g->fetches[i].t;
+    int32_t *map = NULL;
+    xt_graph lowered;
+    xt_graph_init(&lowered, g->store);
+    const xt_graph *run = g;
+    if (!p || copy_key(&p->key, g, o->precision)) goto oom;
+    p->hash = xt_plan_key_hash(g, o->precision);
+    if (o->precision != XT_PREC_FP32) {
+        if (!(map = malloc(((size_t)g->n + 1) * sizeof *map))) goto oom;
+        if (xt_pass_precision(g, o->precision, &lowered, map)) goto oom; /* pushes fail only for memory */
+        run = &lowered;
+    }
+    if (copy_run_graph(p, run, map) || !(live = malloc((size_t)run->n + 1))) goto oom;
 
     xt_pass_live(p, live);
     if (xt_pass_fuse(p, live, o->fuse)) goto oom;
@@ -100,9 +144,13 @@ xt_plan *xt_compile(const xt_graph *g, const xt_compile_opts *o, xt_err *e) {
     if (xt_pass_memplan(p, live, o->plan_memory, o->have_collective)) goto oom;
     if (alloc_exec_scratch(p)) goto oom;
     free(live);
+    free(map);
+    xt_graph_destroy(&lowered);
     return p;
 oom:
     free(live);
+    free(map);
+    xt_graph_destroy(&lowered);
     xt_plan_free(p);
     xt_fail(e, XT_ERUNTIME, "out of memory compiling a graph of %d nodes", g->n);
     return NULL;

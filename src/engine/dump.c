@@ -12,6 +12,10 @@
 #include "engine/plan.h"
 #include "io/atomic.h"
 
+static const char *dtype_tag(int dtype) {
+    return dtype == XT_I32 ? ":i32" : dtype == XT_BF16 ? ":bf16" : "";
+}
+
 static const char *loc_name(int k) {
     static const char *names[] = {"-", "arena", "slot", "collective", "const"};
     return k >= 0 && k <= 4 ? names[k] : "?";
@@ -33,7 +37,7 @@ static void write_dot(const xt_plan *p, const char *dir, const char *suffix, int
     }
     for (int i = 0; i < p->nnodes; i++) {
         const xt_node *n = &p->nodes[i];
-        fprintf(f, "  n%d [label=\"%%%d %s\\n%s\"%s];\n", i, i, xt_op_table[n->op].name, xt_shape_str(n, sh, sizeof sh),
+        fprintf(f, "  n%d [label=\"%%%d %s%s\\n%s\"%s];\n", i, i, xt_op_table[n->op].name, dtype_tag(n->dtype), xt_shape_str(n, sh, sizeof sh),
                 n->op == XT_OP_LEAF ? ", style=filled, fillcolor=lightyellow" : "");
         for (int k = 0; k < n->nin; k++) fprintf(f, "  n%d -> n%d;\n", p->operands[n->in_off + k], i);
     }
@@ -65,14 +69,15 @@ void xt_dump_plan(const xt_plan *p, const char *dir, const char *stage) {
     xt_atomic_file af;
     if (xt_atomic_open(&af, path, NULL) == 0) {
         FILE *f = af.fp;
-        fprintf(f, "# xlatrain graph %016llx (%s): %d nodes, %d kernels (%d fused), arena %zu bytes, intermediates %zu bytes\n",
-                (unsigned long long)p->hash, stage, p->nnodes, p->nkernels, p->fused_kernels, p->arena_bytes, p->intermediate_bytes);
+        fprintf(f, "# xlatrain graph %016llx (%s): precision %s, %d nodes, %d kernels (%d fused), arena %zu bytes, intermediates %zu bytes\n",
+                (unsigned long long)p->hash, stage, xt_precision_name(p->key.precision), p->nnodes, p->nkernels, p->fused_kernels,
+                p->arena_bytes, p->intermediate_bytes);
         for (int r = 0; r < p->nruns; r++)
             fprintf(f, "# tile#%d: kernels %d..%d run %d samples at a time (batch %d)\n", r, p->runs[r].first, p->runs[r].last,
                     p->runs[r].rows, p->runs[r].batch);
         for (int i = 0; i < p->nnodes; i++) {
             const xt_node *n = &p->nodes[i];
-            fprintf(f, "%%%d = %s%s %s(", i, xt_op_table[n->op].name, n->dtype == XT_I32 ? ":i32" : "", xt_shape_str(n, sh, sizeof sh));
+            fprintf(f, "%%%d = %s%s %s(", i, xt_op_table[n->op].name, dtype_tag(n->dtype), xt_shape_str(n, sh, sizeof sh));
             for (int k = 0; k < n->nin; k++) fprintf(f, k ? ", %%%d" : "%%%d", p->operands[n->in_off + k]);
             fprintf(f, ")");
             if (n->op == XT_OP_CONST) fprintf(f, " value=%g", n->fattr[0]);

@@ -65,6 +65,10 @@ void xt_engine_free(xt_engine *en) {
 
 void xt_engine_set_label(xt_engine *en, const char *label) { en->label = label; }
 
+void xt_engine_set_precision(xt_engine *en, int precision) { en->opts.precision = precision; }
+
+const char *xt_precision_name(int precision) { return precision == XT_PREC_BF16 ? "bf16" : "fp32"; }
+
 xt_graph *xt_engine_graph(xt_engine *en) { return &en->g; }
 
 void xt_engine_last_stats(const xt_engine *en, xt_exec_stats *s) { *s = en->last; }
@@ -77,20 +81,23 @@ static void describe_new_graph(const xt_engine *en, const xt_graph *g, char *wha
     for (int i = 0; i < en->ncache; i++) {
         const xt_plan *p = en->cache[i];
         int k = 0;
-        while (k < p->nnodes && k < g->n && p->nodes[k].hash == g->nodes[k].hash) k++;
+        while (k < p->key.nnodes && k < g->n && p->key.nodes[k].hash == g->nodes[k].hash) k++;
         if (k >= best_common) { best_common = k; best = p; at = k; } /* ties: the latest */
     }
     snprintf(what, cap, "%s", best ? "the graph's outputs differ" : "the first graph");
-    if (best && at < g->n && at < best->nnodes) {
-        const xt_node *a = &best->nodes[at], *b = &g->nodes[at];
+    if (best && at < g->n && at < best->key.nnodes) {
+        const xt_node *a = &best->key.nodes[at], *b = &g->nodes[at];
         char sa[64], sb[64];
         if (a->op != b->op)
             snprintf(what, cap, "node %d is %s instead of %s", at, xt_op_table[b->op].name, xt_op_table[a->op].name);
         else
             snprintf(what, cap, "node %d (%s) has shape %s instead of %s", at, xt_op_table[b->op].name,
                      xt_shape_str(b, sb, sizeof sb), xt_shape_str(a, sa, sizeof sa));
-    } else if (best && g->n != best->nnodes) {
-        snprintf(what, cap, "the graph has %d nodes instead of %d", g->n, best->nnodes);
+    } else if (best && g->n != best->key.nnodes) {
+        snprintf(what, cap, "the graph has %d nodes instead of %d", g->n, best->key.nnodes);
+    } else if (best && best->key.precision != en->opts.precision) {
+        snprintf(what, cap, "precision %s instead of %s", xt_precision_name(en->opts.precision),
+                 xt_precision_name(best->key.precision));
     }
 }
 
@@ -127,10 +134,10 @@ static int note_compile(xt_engine *en, const xt_graph *g, const char *why, xt_er
 
 static int find_or_compile(xt_engine *en, xt_plan **out, xt_err *e) {
     xt_graph *g = &en->g;
-    uint64_t h = xt_graph_hash(g);
+    uint64_t h = xt_plan_key_hash(g, en->opts.precision);
     xt_plan *hit = NULL;
     for (int i = 0; i < en->ncache && !hit; i++)
-        if (en->cache[i]->hash == h && xt_plan_matches(en->cache[i], g)) hit = en->cache[i];
+        if (en->cache[i]->hash == h && xt_plan_matches(en->cache[i], g, en->opts.precision)) hit = en->cache[i];
     /* from the step's first recorded node to the end of the lookup; a
      * compile is timed apart, from there (CompileTime) */
     uint64_t t_lookup = xt_now_ns();
@@ -152,8 +159,8 @@ static int find_or_compile(xt_engine *en, xt_plan **out, xt_err *e) {
         en->warned = 1;
     }
     if (note_compile(en, g, why, e)) return e->code;
-    xt_compile_opts co = {.fuse = en->opts.fuse, .plan_memory = !en->opts.no_memory_planner,
-                          .have_collective = en->opts.collective_buf != NULL,
+    xt_compile_opts co = {.precision = en->opts.precision, .fuse = en->opts.fuse,
+                          .plan_memory = !en->opts.no_memory_planner, .have_collective = en->opts.collective_buf != NULL,
                           .tile_cache_bytes = en->opts.no_tiling          ? 0
                                               : en->opts.tile_cache_bytes ? en->opts.tile_cache_bytes
                                                                           : k_cache_l2_bytes()};
@@ -219,6 +226,9 @@ int xt_mark_step(xt_engine *en, xt_err *e) {
     en->last.tiled_kernels = 0;
     for (int r = 0; r < p->nruns; r++) en->last.tiled_kernels += p->runs[r].last - p->runs[r].first + 1;
     en->last.tile_rows = p->nruns ? p->runs[0].rows : 0;
+    en->last.precision = p->key.precision;
+    en->last.bf16_casts = 0;
+    for (int k = 0; k < p->nkernels; k++) en->last.bf16_casts += p->nodes[p->kernels[k].node].op == XT_OP_CAST_BF16;
 done:
     xt_graph_reset(g);
     return rc;

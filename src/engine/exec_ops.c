@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "engine/plan.h"
+#include "kernels/bf16.h"
 #include "kernels/kernels.h"
 
 #define IN(k) (&p->nodes[p->operands[n->in_off + (k)]])
@@ -74,12 +75,18 @@ KERNEL(SUM_TO) {
     }
 }
 
+/* Operands are bf16 when the precision pass rounded them (pass_precision.c). */
 KERNEL(MATMUL) {
     const xt_node *A = IN(0), *B = IN(1);
     int tA = n->iattr[0], tB = n->iattr[1];
     int M = n->shape[0], N = n->shape[1], K = tA ? A->shape[0] : A->shape[1];
-    k_gemm(tA, tB, M, N, K, 1.0f, in[0], A->shape[1], in[1], B->shape[1], 0.0f, out, N);
+    if (A->dtype == XT_BF16)
+        k_gemm_bf16(tA, tB, M, N, K, in[0], A->shape[1], in[1], B->shape[1], 0, out, N, scratch);
+    else
+        k_gemm(tA, tB, M, N, K, 1.0f, in[0], A->shape[1], in[1], B->shape[1], 0.0f, out, N);
 }
+
+KERNEL(CAST_BF16) { k_bf16_cast((size_t)xt_numel(n), out, in[0]); }
 
 /* conv geometry from (x shape, w shape, attrs) */
 static k_conv_shape conv_shape(const int32_t *xs, const int32_t *ws, const int32_t *attr) {
@@ -92,16 +99,22 @@ static k_conv_shape conv_shape(const int32_t *xs, const int32_t *ws, const int32
 KERNEL(CONV2D) {
     k_conv_shape s = conv_shape(IN(0)->shape, IN(1)->shape, n->iattr);
     s.N = ROWS(s.N);
-    k_conv2d_fwd(&s, out, in[0], in[1], n->nin > 2 ? in[2] : NULL, scratch);
+    if (IN(0)->dtype == XT_BF16) k_conv2d_fwd_bf16(&s, out, in[0], in[1], n->nin > 2 ? in[2] : NULL, scratch);
+    else k_conv2d_fwd(&s, out, in[0], in[1], n->nin > 2 ? in[2] : NULL, scratch);
 }
 KERNEL(CONV2D_BWD_DATA) {
     k_conv_shape s = conv_shape(n->shape, IN(1)->shape, n->iattr); /* (dy, w) -> dx shaped like x */
     s.N = ROWS(s.N);
-    k_conv2d_bwd_data(&s, out, in[0], in[1], scratch);
+    if (IN(0)->dtype == XT_BF16) k_conv2d_bwd_data_bf16(&s, out, in[0], in[1], scratch);
+    else k_conv2d_bwd_data(&s, out, in[0], in[1], scratch);
 }
 /* Tiled, the sum over the batch runs on across tiles in kc->state. */
 KERNEL(CONV2D_BWD_WEIGHT) {
     k_conv_shape s = conv_shape(IN(0)->shape, n->shape, n->iattr); /* (x, dy) -> dw shaped like w */
+    if (IN(0)->dtype == XT_BF16) { /* never tiled (pass_tile.c) */
+        k_conv2d_bwd_weight_bf16(&s, out, in[0], in[1], scratch);
+        return;
+    }
     if (!kc->rows) {
         k_conv2d_bwd_weight(&s, out, NULL, in[0], in[1], scratch);
         return;
@@ -225,18 +238,28 @@ static int kern_ALLREDUCE(const xt_kcall *k) {
     return 0;
 }
 
-/* conv scratch: the im2col / packing area the conv kernels share */
+/* conv scratch: the im2col / packing area the conv kernels share (bf16
+ * operands: the bf16 kernels' packing, or their widened operands) */
+static size_t conv_scratch(const xt_plan *p, const xt_node *n, const k_conv_shape *s) {
+    return IN(0)->dtype == XT_BF16 ? k_conv2d_bf16_scratch(s) : k_conv2d_scratch(s) * sizeof(float);
+}
 static size_t scratch_CONV2D(const xt_plan *p, const xt_node *n) {
     k_conv_shape s = conv_shape(IN(0)->shape, IN(1)->shape, n->iattr);
-    return k_conv2d_scratch(&s) * sizeof(float);
+    return conv_scratch(p, n, &s);
 }
 static size_t scratch_CONV2D_BWD_DATA(const xt_plan *p, const xt_node *n) {
     k_conv_shape s = conv_shape(n->shape, IN(1)->shape, n->iattr);
-    return k_conv2d_scratch(&s) * sizeof(float);
+    return conv_scratch(p, n, &s);
 }
 static size_t scratch_CONV2D_BWD_WEIGHT(const xt_plan *p, const xt_node *n) {
     k_conv_shape s = conv_shape(IN(0)->shape, n->shape, n->iattr);
-    return k_conv2d_scratch(&s) * sizeof(float);
+    return conv_scratch(p, n, &s);
+}
+/* a bf16 matrix product packs (or widens) its operands; fp32 needs nothing */
+static size_t scratch_MATMUL(const xt_plan *p, const xt_node *n) {
+    const xt_node *A = IN(0);
+    int K = n->iattr[0] ? A->shape[0] : A->shape[1];
+    return A->dtype == XT_BF16 ? k_gemm_bf16_scratch(n->shape[0], n->shape[1], K) : 0;
 }
 
 #define XT_KERNEL_FOR_FREE(name) NULL

@@ -135,6 +135,13 @@ void xt_assign(xt_graph *g, int slot, xt_t t);
 /* At the barrier, copy t to host memory (bytes must equal its size). */
 void xt_fetch(xt_graph *g, xt_t t, void *host, size_t bytes);
 
+/* ---- precision ---- */
+/* fp32: every op in float32. bf16: mixed precision (XLA_USE_BF16): the
+ * operands of convolutions and matrix products rounded to bfloat16, products
+ * accumulated in fp32; everything else fp32 (engine/pass_precision.c). */
+typedef enum { XT_PREC_FP32 = 0, XT_PREC_BF16 = 1 } xt_precision;
+const char *xt_precision_name(int precision);   /* "fp32", "bf16" */
+
 /* ---- the engine: compile cache + executor ---- */
 typedef struct xt_engine_opts {
     const char *save_graphs_dir;   /* NULL/"" = off (else text + .dot dumps per new graph) */
@@ -147,6 +154,7 @@ typedef struct xt_engine_opts {
                                       so that tiling does not depend on the machine) */
     int recompile_warn;            /* warn after this many distinct graphs (default 6) */
     int profile;                   /* time kernels by class into metrics (Kernel.conv, ...) */
+    int precision;                 /* xt_precision: a compile pass applies it; part of the cache key */
     int max_compiles;              /* fail (XT_ECOMPILE) rather than compile graph N+1; 0 = no limit (--max-compiles) */
     /* The collective: called by ALLREDUCE with the packed gradient block
      * (which lives in collective_buf when given). NULL = single process. */
@@ -163,6 +171,9 @@ xt_graph *xt_engine_graph(xt_engine *en);
  * --max-compiles message lists each compiled graph by it. `label` must
  * outlive the engine (a string literal). */
 void xt_engine_set_label(xt_engine *en, const char *label);
+/* Trace and compile the graphs from now on at this precision (xt_precision).
+ * Graphs compiled at another one stay cached apart, under their own key. */
+void xt_engine_set_precision(xt_engine *en, int precision);
 /* The barrier: cut, hash, look up / compile, execute, apply assigns and
  * fetches, reset the graph. Returns 0 or an error code (trace errors included). */
 int xt_mark_step(xt_engine *en, xt_err *e);
@@ -189,6 +200,8 @@ typedef struct xt_exec_stats {
     int tile_runs;           /* stretches of kernels run in micro-batch tiles */
     int tiled_kernels;       /* kernels in them */
     int tile_rows;           /* samples per tile of the first run (0: none) */
+    int precision;           /* xt_precision the executable was compiled at */
+    int bf16_casts;          /* CAST_BF16 kernels it runs per step */
 } xt_exec_stats;
 void xt_engine_last_stats(const xt_engine *en, xt_exec_stats *s);
 

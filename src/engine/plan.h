@@ -1,8 +1,10 @@
 /* plan.h — a compiled executable: what the passes produce and exec runs.
  *
- * The plan owns a private copy of the graph it was compiled from (nodes,
- * operands, outputs) so a cache hit can be confirmed by comparing node
- * arrays, and so execution never depends on the pending trace.
+ * The plan owns a private copy of the graph it was compiled from (its key:
+ * the traced nodes, operands and outputs, and the precision) so a cache hit
+ * can be confirmed by comparing node arrays, and a copy of the graph it runs
+ * (the key's graph after the precision pass: bf16 casts inserted), so
+ * execution never depends on the pending trace.
  *
  * Every value-carrying node has a location: a root (arena offset, store
  * slot, the collective block, or a constant) plus a byte offset. Views,
@@ -67,9 +69,24 @@ typedef struct xt_tile_run {
     int32_t rows;          /* samples per tile */
 } xt_tile_run;
 
+/* What a traced graph must equal to reuse a plan: the graph as traced and
+ * the precision it was compiled at. */
+typedef struct xt_plan_key {
+    int precision;            /* xt_precision */
+    xt_node *nodes;
+    int nnodes;
+    int32_t *operands;
+    int nops;
+    xt_assign_rec *assigns;
+    int nassign;
+    int32_t *fetch_nodes;
+    int nfetch;
+} xt_plan_key;
+
 typedef struct xt_plan {
-    uint64_t hash;
-    /* the graph this plan was compiled from (for equality checks and dumps) */
+    uint64_t hash;            /* xt_plan_key_hash of the key */
+    xt_plan_key key;
+    /* the graph this plan runs (the key's, lowered by the precision pass) */
     xt_node *nodes;
     int nnodes;
     int32_t *operands;
@@ -108,6 +125,9 @@ typedef struct xt_plan {
 } xt_plan;
 
 /* Passes (each in its own file). */
+/* pass_precision.c: push g's nodes into `out` (an empty graph) with the casts
+ * `precision` asks for; map[i] = node i's index in out. 0, or -1 (out->err). */
+int xt_pass_precision(const xt_graph *g, int precision, xt_graph *out, int32_t *map);
 int xt_pass_live(const xt_plan *p, uint8_t *live);                  /* pass_dce.c */
 int xt_pass_fuse(xt_plan *p, const uint8_t *live, int fuse);         /* pass_fuse.c */
 int xt_pass_tile(xt_plan *p, size_t cache_bytes);                       /* pass_tile.c; cache_bytes 0 = no tiling */
@@ -115,6 +135,7 @@ int xt_pass_memplan(xt_plan *p, const uint8_t *live, int plan, int have_collecti
 
 /* compile.c */
 typedef struct xt_compile_opts {
+    int precision;         /* xt_precision */
     int fuse;              /* elementwise fusion */
     int plan_memory;       /* 0: every value its own buffer (bisecting planner bugs) */
     int have_collective;   /* the all-reduce writes into an external block */
@@ -122,7 +143,9 @@ typedef struct xt_compile_opts {
 } xt_compile_opts;
 xt_plan *xt_compile(const xt_graph *g, const xt_compile_opts *o, xt_err *e);
 void xt_plan_free(xt_plan *p);
-int xt_plan_matches(const xt_plan *p, const xt_graph *g);
+int xt_plan_matches(const xt_plan *p, const xt_graph *g, int precision);
+/* The compile cache's hash of a traced graph at a precision (fp32: the graph's own). */
+uint64_t xt_plan_key_hash(const xt_graph *g, int precision);
 
 /* exec.c */
 typedef struct xt_exec_ctx {

@@ -14,13 +14,16 @@
 
 #include "util/err.h"
 
-typedef enum { XT_F32 = 0, XT_I32 = 1 } xt_dtype;
+/* XT_BF16 is never a slot's dtype: only the engine's cast nodes produce it
+ * (engine/pass_precision.c), stored as the top 16 bits of a float32. */
+typedef enum { XT_F32 = 0, XT_I32 = 1, XT_BF16 = 2 } xt_dtype;
 
 /* Bytes of one element of a dtype: the one place that knows it. */
 static inline size_t xt_dtype_size(int dtype) {
     switch (dtype) {
     case XT_F32: return sizeof(float);
     case XT_I32: return sizeof(int32_t);
+    case XT_BF16: return sizeof(uint16_t);
     default: return 0;
     }
 }

@@ -8,6 +8,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "io/font.h"
@@ -27,6 +28,8 @@ static const xt_rgb k_grid = {228, 228, 228};
 static const xt_rgb k_label = {60, 60, 60};
 static const xt_rgb k_loss = {31, 119, 180}; /* matplotlib's tab:blue and tab:orange */
 static const xt_rgb k_acc = {255, 127, 14};
+/* one colour per run when several share a figure (matplotlib's tab10 order) */
+static const xt_rgb k_runs[] = {{31, 119, 180}, {255, 127, 14}, {44, 160, 44}, {214, 39, 40}, {148, 103, 189}, {140, 86, 75}};
 
 typedef struct panel {
     int px, py, pw, ph;          /* plot area in pixels */
@@ -165,8 +168,44 @@ static void layout(panel *p, int x0, int y0, int w, int h, int nepochs) {
     }
 }
 
-int xt_curves_write(const char *path, const double *loss, const double *acc, int nepochs, xt_err *e) {
-    if (nepochs < 1 || !loss)
+/* The panels' titles: one run's summary, or just the quantity when several
+ * runs share the panel (the legend names them). */
+static void loss_title(char *t, size_t cap, const xt_curve_series *s, int ns, int nepochs) {
+    int last = nepochs - 1;
+    while (ns == 1 && last >= 0 && !isfinite(s[0].loss[last])) last--;
+    if (ns == 1 && last >= 0) snprintf(t, cap, "Training loss (last %.4g)", s[0].loss[last]);
+    else snprintf(t, cap, "Training loss");
+}
+static void acc_title(char *t, size_t cap, const xt_curve_series *s, int ns, int nepochs) {
+    int best = -1;
+    for (int i = 0; ns == 1 && i < nepochs; i++)
+        if (isfinite(s[0].acc[i]) && (best < 0 || s[0].acc[i] > s[0].acc[best])) best = i;
+    if (best >= 0) snprintf(t, cap, "Test accuracy (best %.2f%% at epoch %d)", s[0].acc[best], best + 1);
+    else snprintf(t, cap, "Test accuracy");
+}
+
+/* y range over every series of one quantity (loss: which = 0, accuracy: 1) */
+static int y_range_all(panel *p, const xt_curve_series *s, int ns, int nepochs, int which, double lo, double hi) {
+    double *all = malloc((size_t)ns * nepochs * sizeof *all);
+    if (!all) return -1;
+    for (int k = 0; k < ns; k++) memcpy(all + (size_t)k * nepochs, which ? s[k].acc : s[k].loss, (size_t)nepochs * sizeof *all);
+    y_range(p, all, ns * nepochs, lo, hi);
+    free(all);
+    return 0;
+}
+
+/* "-- fp32  -- bf16" in the runs' colours, right of the figure title */
+static void legend(xt_image *img, const xt_curve_series *s, int ns, int x) {
+    for (int k = 0; k < ns; k++) {
+        xt_rgb c = k_runs[k % (int)(sizeof k_runs / sizeof *k_runs)];
+        xt_image_line(img, x, 10 + XT_FONT_ROWS / 2.0, x + 18, 10 + XT_FONT_ROWS / 2.0, 2.5, c);
+        xt_font_draw_bold(img, x + 24, 10, s[k].name, c, 1);
+        x += 24 + xt_font_width(s[k].name, 1) + 20;
+    }
+}
+
+int xt_curves_write_runs(const char *path, const xt_curve_series *s, int ns, int nepochs, xt_err *e) {
+    if (nepochs < 1 || ns < 1 || !s[0].loss)
         return xt_fail(e, XT_EIO, "cannot write %s: no epochs to plot (nepochs=%d); this is a bug, please report it", path,
                        nepochs);
     xt_image img;
@@ -175,36 +214,28 @@ int xt_curves_write(const char *path, const double *loss, const double *acc, int
 
     char title[128];
     snprintf(title, sizeof title, "Training curves: %d epoch%s", nepochs, nepochs == 1 ? "" : "s");
-    xt_font_draw_bold(&img, (XT_CURVES_W - xt_font_width(title, 1)) / 2, 10, title, XT_BLACK, 1);
+    int tw = xt_font_width(title, 1), tx = (XT_CURVES_W - tw) / 2;
+    if (ns > 1) tx = XT_CURVES_W / 4 - tw / 2;
+    xt_font_draw_bold(&img, tx, 10, title, XT_BLACK, 1);
+    if (ns > 1) legend(&img, s, ns, XT_CURVES_W / 2 + 40);
 
     int half = XT_CURVES_W / 2, top = FIG_TITLE_H, ph = XT_CURVES_H - FIG_TITLE_H;
     panel pl, pa;
     layout(&pl, 0, top, half, ph, nepochs);
     layout(&pa, half, top, half, ph, nepochs);
+    const xt_rgb *pal = k_runs;
+    int npal = (int)(sizeof k_runs / sizeof *k_runs);
 
-    /* loss panel: last finite value in the title */
-    y_range(&pl, loss, nepochs, 0, INFINITY);
-    int last = nepochs - 1;
-    while (last >= 0 && !isfinite(loss[last])) last--;
-    if (last >= 0)
-        snprintf(title, sizeof title, "Training loss (last %.4g)", loss[last]);
-    else
-        snprintf(title, sizeof title, "Training loss");
+    if (y_range_all(&pl, s, ns, nepochs, 0, 0, INFINITY)) goto oom;
+    loss_title(title, sizeof title, s, ns, nepochs);
     draw_axes(&img, &pl, title, "loss");
-    draw_series(&img, &pl, loss, nepochs, k_loss);
+    for (int k = 0; k < ns; k++) draw_series(&img, &pl, s[k].loss, nepochs, ns == 1 ? k_loss : pal[k % npal]);
 
-    /* accuracy panel: best value and its epoch in the title */
-    if (acc) {
-        y_range(&pa, acc, nepochs, 0, 100);
-        int best = -1;
-        for (int i = 0; i < nepochs; i++)
-            if (isfinite(acc[i]) && (best < 0 || acc[i] > acc[best])) best = i;
-        if (best >= 0)
-            snprintf(title, sizeof title, "Test accuracy (best %.2f%% at epoch %d)", acc[best], best + 1);
-        else
-            snprintf(title, sizeof title, "Test accuracy");
+    if (s[0].acc) {
+        if (y_range_all(&pa, s, ns, nepochs, 1, 0, 100)) goto oom;
+        acc_title(title, sizeof title, s, ns, nepochs);
         draw_axes(&img, &pa, title, "accuracy %");
-        draw_series(&img, &pa, acc, nepochs, k_acc);
+        for (int k = 0; k < ns; k++) draw_series(&img, &pa, s[k].acc, nepochs, ns == 1 ? k_acc : pal[k % npal]);
     } else {
         pa.ylo = 0, pa.yhi = 100, pa.ystep = 20;
         draw_axes(&img, &pa, "Test accuracy", "accuracy %");
@@ -214,4 +245,12 @@ int xt_curves_write(const char *path, const double *loss, const double *acc, int
     rc = xt_png_write(path, &img, e);
     xt_image_free(&img);
     return rc;
+oom:
+    xt_image_free(&img);
+    return xt_fail(e, XT_EIO, "cannot write %s: out of memory", path);
+}
+
+int xt_curves_write(const char *path, const double *loss, const double *acc, int nepochs, xt_err *e) {
+    xt_curve_series one = {.name = "", .loss = loss, .acc = acc};
+    return xt_curves_write_runs(path, &one, 1, nepochs, e);
 }

@@ -24,6 +24,16 @@
  * Writes atomically; 0 or XT_EIO. */
 int xt_curves_write(const char *path, const double *loss, const double *acc, int nepochs, xt_err *e);
 
+/* Several runs in one figure (fp32 beside bf16, say): series k in its own
+ * colour in both panels, its name in a legend beside the figure title, every
+ * series on the same axes. acc may be NULL in every series or in none.
+ * nseries >= 1; 0 or XT_EIO. */
+typedef struct xt_curve_series {
+    const char *name;
+    const double *loss, *acc;   /* nepochs values each */
+} xt_curve_series;
+int xt_curves_write_runs(const char *path, const xt_curve_series *s, int nseries, int nepochs, xt_err *e);
+
 /* The tick step for an axis spanning `span` with about `target` ticks:
  * 1, 2 or 5 times a power of ten. Exposed for tests. */
 double xt_curves_nice_step(double span, int target);

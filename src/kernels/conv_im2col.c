@@ -69,7 +69,7 @@ static void im2col(const k_conv_shape *s, const float *x, float *col, size_t ldc
 }
 
 /* dx = 0, then dx[ci][oh*sh+i-ph][ow*sw+j-pw] += col[(ci,i,j)][oh*Wo+ow]: the adjoint of im2col. */
-static void col2im(const k_conv_shape *s, const float *col, size_t ldc, float *dx) {
+void k_conv_col2im(const k_conv_shape *s, const float *col, size_t ldc, float *dx) {
     memset(dx, 0, sizeof(float) * (size_t)s->Ci * s->H * s->W);
     for (int ci = 0; ci < s->Ci; ci++)
         for (int i = 0; i < s->kh; i++)
@@ -163,7 +163,7 @@ void k_conv_im2col_bwd_data(const k_conv_shape *s, int group, float *dx, const f
                 continue;
             }
             k_gemm(1, 0, K, P, s->Co, 1.0f, w, K, dy + n0 * ys, P, 0.0f, scratch, P);
-            col2im(s, scratch, (size_t)P, dx + n0 * xs);
+            k_conv_col2im(s, scratch, (size_t)P, dx + n0 * xs);
         } else {
             size_t ld = (size_t)g * P;
             float *dcol = scratch, *dyg = scratch + (size_t)K * ld;
@@ -176,7 +176,7 @@ void k_conv_im2col_bwd_data(const k_conv_shape *s, int group, float *dx, const f
                 if (is_pointwise(s))
                     for (int k = 0; k < K; k++) memcpy(dxn + (size_t)k * P, dcol + k * ld + gi * P, sizeof(float) * P);
                 else
-                    col2im(s, dcol + (size_t)gi * P, ld, dxn);
+                    k_conv_col2im(s, dcol + (size_t)gi * P, ld, dxn);
             }
         }
     }

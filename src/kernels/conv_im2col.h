@@ -24,5 +24,9 @@ void k_conv_im2col_bwd_weight(const k_conv_shape *s, int group, float *dw, float
  * rest add to it, image by image as one call over the whole batch would. */
 void k_conv_im2col_bwd_weight_part(const k_conv_shape *s, int group, float *dw, const float *x, const float *dy,
                                    float *scratch, int first);
+/* dx = 0, then the adjoint of im2col: each column entry added to the input
+ * pixel it was read from (col is K x P, rows ldc apart). Also the bf16
+ * convolutions' last step of bwd_data (conv_bf16.c). */
+void k_conv_col2im(const k_conv_shape *s, const float *col, size_t ldc, float *dx);
 
 #endif

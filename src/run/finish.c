@@ -138,6 +138,7 @@ static void results_json(const xt_run *r, xt_jsonw *w, const xt_summary *s) {
     xt_jw_key(w, "output_dir"); xt_jw_str(w, r->outdir);
     xt_jw_key(w, "dataset"); xt_jw_str(w, xt_data_kind_name(xt_run_data_kind(c->dataset)));
     xt_jw_key(w, "model"); xt_jw_str(w, c->spec.source);
+    xt_jw_key(w, "precision"); xt_jw_str(w, c->precision == XT_PRECISION_BF16 ? "bf16" : "fp32");
     xt_jw_key(w, "epochs"); xt_jw_int(w, r->nhist);
     xt_jw_key(w, "global_step"); xt_jw_int(w, r->global_step);
     num_or_null(w, "best_accuracy", r->best_acc);

@@ -71,7 +71,8 @@ static int open_engine(worker *w, xt_err *e) {
     xt_run *r = w->r;
     const xt_config *c = r->c;
     openblas_set_num_threads(c->blas_threads > 0 ? c->blas_threads : 1);
-    xt_engine_opts eo = {.fuse = 1, .save_graphs_dir = c->save_graphs, .max_compiles = r->cli->max_compiles};
+    xt_engine_opts eo = {.fuse = 1, .save_graphs_dir = c->save_graphs, .max_compiles = r->cli->max_compiles,
+                         .precision = c->precision == XT_PRECISION_BF16 ? XT_PREC_BF16 : XT_PREC_FP32};
     if (r->dist) {
         eo.allreduce = dist_allreduce;
         eo.allreduce_ctx = w;

@@ -94,7 +94,7 @@ static int predict_images(xt_run *r, const pimages *img, xt_err *e) {
     float *x = malloc((size_t)B * px * sizeof *x), *logp = malloc((size_t)B * K * sizeof *logp);
     csv o = {.cap = (size_t)img->n * (size_t)(24 + 12 * K) + 256};
     o.buf = malloc(o.cap);
-    xt_engine_opts eo = {.fuse = 1};
+    xt_engine_opts eo = {.fuse = 1, .precision = r->c->precision == XT_PRECISION_BF16 ? XT_PREC_BF16 : XT_PREC_FP32};
     xt_engine *en = xt_engine_new(&r->store, &eo);
     if (!x || !logp || !o.buf || !en) { rc = xt_fail(e, XT_ERUNTIME, "out of memory"); goto out; }
     csv_header(&o, img->labels != NULL, K);

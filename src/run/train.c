@@ -90,19 +90,26 @@ static const char *cores_text(const xt_run *r, char *buf, size_t cap) {
     return buf;
 }
 
+/* "precision bf16 (XLA_USE_BF16=1)": which one runs, and what chose it. */
+static const char *precision_text(const xt_config *c, char *buf, size_t cap) {
+    snprintf(buf, cap, "precision %s (%s)", c->precision == XT_PRECISION_BF16 ? "bf16" : "fp32",
+             c->precision_from[0] ? c->precision_from : "default");
+    return buf;
+}
+
 static void print_banner(const xt_run *r) {
     const xt_config *c = r->c;
-    char cores[64];
+    char cores[64], prec[96];
     if (r->host != 0) return; /* said once, by the global master */
     if (r->cli->eval_only) { /* no training data is loaded: say what is evaluated, not "0 train" */
-        fprintf(stderr, "xlatrain: %s: evaluating %s on %s (%lld test samples), %s, output in %s\n", c->name,
+        fprintf(stderr, "xlatrain: %s: evaluating %s on %s (%lld test samples), %s, %s, output in %s\n", c->name,
                 c->spec.source, xt_data_kind_name(xt_run_data_kind(c->dataset)), (long long)r->test.n,
-                cores_text(r, cores, sizeof cores), r->outdir);
+                cores_text(r, cores, sizeof cores), precision_text(c, prec, sizeof prec), r->outdir);
         return;
     }
-    fprintf(stderr, "xlatrain: %s: %s on %s (%lld train / %lld test samples), %s, batch %d per core, output in %s\n",
+    fprintf(stderr, "xlatrain: %s: %s on %s (%lld train / %lld test samples), %s, batch %d per core, %s, output in %s\n",
             c->name, c->spec.source, xt_data_kind_name(xt_run_data_kind(c->dataset)), (long long)(r->have_train ? r->train.n : 0),
-            (long long)r->test.n, cores_text(r, cores, sizeof cores), c->batch_size, r->outdir);
+            (long long)r->test.n, cores_text(r, cores, sizeof cores), c->batch_size, precision_text(c, prec, sizeof prec), r->outdir);
 }
 
 /* The replicas: forked and supervised, or this process alone. */

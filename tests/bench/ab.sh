@@ -10,11 +10,7 @@
 set -u
 [ $# -eq 2 ] || { echo "usage: $0 BEFORE_TREE AFTER_TREE" >&2; exit 2; }
 REPS=${REPS:-5}
-export OPENBLAS_NUM_THREADS=1
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-field() { echo "$2" | tr ' ' '\n' | sed -n "s/^$1=//p" | head -n 1; }
-median() { sort -g | awk '{a[NR]=$1} END {if (NR) print a[int((NR+1)/2)]; else print "nan"}'; }
+. "$(dirname "$0")/lib.sh"
 
 echo "ab.sh — $(date -u +%Y-%m-%dT%H:%MZ), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $REPS interleaved repetitions"
 printf '%-9s %-5s %12s %12s %7s %10s %10s\n' model procs before after ratio before_ms after_ms

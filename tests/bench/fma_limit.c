@@ -11,6 +11,12 @@
  * is kernel_bench's sgemm line, a second reference that depends on which
  * kernels OpenBLAS picked for this CPU). ../shared/bench/fma_peak.c is an
  * independent cross-check.
+ *
+ * Also the bf16 limit (issue #18), measured the same way: independent chains
+ * of vdpbf16ps (AVX512-BF16: each 512-bit instruction is 32 bf16 products
+ * added pairwise into 16 fp32 lanes, 64 FLOPs), printed as a last line
+ *   "BF16_LIMIT gflops=... width=512 model=..." (gflops=0 without AVX512-BF16).
+ * AMX tiles are not measured: no CPU here has them (see gemm_bf16.c).
  */
 #include <stdio.h>
 #include <string.h>
@@ -62,6 +68,29 @@ FMA_KERNEL(fma512, __attribute__((target("avx512f"))), __m512, _mm512_set1_ps, _
 FMA_KERNEL(fma256, __attribute__((target("avx2,fma"))), __m256, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_add_ps,
            _mm256_storeu_ps, 8)
 FMA_KERNEL(fma128, __attribute__((target("fma"))), __m128, _mm_set1_ps, _mm_fmadd_ps, _mm_add_ps, _mm_storeu_ps, 4)
+
+/* 16 chains of a_i += x . y (bf16 pairs; more than the fp32 loop's 12, in case
+ * vdpbf16ps's latency is longer); x, y tiny so the sums stay normal */
+#define CHAINS16(X) CHAINS(X) X(12) X(13) X(14) X(15)
+#define BF16_TGT __attribute__((target("avx512f,avx512bf16")))
+#define DECL_dp(i) __m512 a##i = _mm512_set1_ps(1.0f + 1e-3f * i);
+#define STEP_dp(i) a##i = _mm512_dpbf16_ps(a##i, x, y);
+#define SUM_dp(i) s = _mm512_add_ps(s, a##i);
+static BF16_TGT float dpbf16(long iters) {
+    CHAINS16(DECL_dp)
+    const __m512bh x = _mm512_cvtne2ps_pbh(_mm512_set1_ps(1e-4f), _mm512_set1_ps(1e-4f)), y = x;
+    for (long i = 0; i < iters; i++) {
+        CHAINS16(STEP_dp)
+        __asm__ volatile("" ::: "memory");
+    }
+    __m512 s = _mm512_setzero_ps();
+    CHAINS16(SUM_dp)
+    float out[16];
+    _mm512_storeu_ps(out, s);
+    float t = 0;
+    for (int k = 0; k < 16; k++) t += out[k];
+    return t;
+}
 #endif
 
 typedef float (*kernel_fn)(long iters);
@@ -131,5 +160,15 @@ int main(void) {
     }
 #endif
     printf("FMA_LIMIT gflops=%.1f width=%d model=%s\n", best, best_width, model);
+    double bf16 = 0;
+#ifdef HAVE_X86
+    if (__builtin_cpu_supports("avx512bf16")) {
+        bf16 = measure(dpbf16, 32, 16); /* 32 multiply-adds per instruction: "lanes" of one FMA each */
+        printf("vdpbf16ps 512-bit: %7.1f GFLOP/s (16 chains) = %.2fx the fp32 FMA limit\n", bf16, best > 0 ? bf16 / best : 0);
+    } else {
+        printf("vdpbf16ps: not on this CPU (no AVX512-BF16)\n");
+    }
+#endif
+    printf("BF16_LIMIT gflops=%.1f width=512 model=%s\n", bf16, model);
     return best > 0 ? 0 : 1;
 }

@@ -17,6 +17,7 @@
  * Is not: a test (no pass/fail) or the end-to-end benchmark against PyTorch.
  */
 #ifdef XT_KERNEL_BENCH
+#include "kernels/bf16.h"
 #include "kernels/conv.h"
 #include "kernels/conv_direct.h"
 #include "kernels/conv_im2col.h"
@@ -214,6 +215,87 @@ static void bench_conv(const char *label, k_conv_shape s) {
     free(c.x), free(c.w), free(c.b), free(c.y), free(c.dx), free(c.dw), free(c.db), free(c.dy), free(c.scratch);
 }
 
+/* ---- bf16 (issue #18): every path of the bf16 GEMM and convolutions ------------- */
+
+typedef struct {
+    const k_conv_shape *s;
+    int pass, gemm_n;
+    k_bf16 *x, *w, *dy, *a, *b;
+    float *y, *dx, *dw, *c;
+    void *scratch;
+} bf16_ctx;
+
+static k_bf16 *balloc(size_t n, unsigned seed) {
+    float *f = falloc(n);
+    fill(f, n, seed);
+    k_bf16 *p = aligned_alloc(64, ((n ? n : 1) * sizeof(k_bf16) + 63) & ~(size_t)63);
+    if (!p) exit(1);
+    k_bf16_cast(n, p, f);
+    free(f);
+    return p;
+}
+
+static void run_conv_bf16(void *p) {
+    bf16_ctx *c = p;
+    if (c->pass == K_CONV_FWD) k_conv2d_fwd_bf16(c->s, c->y, c->x, c->w, NULL, c->scratch);
+    if (c->pass == K_CONV_BWD_DATA) k_conv2d_bwd_data_bf16(c->s, c->dx, c->dy, c->w, c->scratch);
+    if (c->pass == K_CONV_BWD_WEIGHT) k_conv2d_bwd_weight_bf16(c->s, c->dw, c->x, c->dy, c->scratch);
+}
+
+/* each bf16 path this CPU has, each pass, beside what the fp32 k_conv2d_* gets */
+static void bench_conv_bf16(const char *label, k_conv_shape s) {
+    if (k_conv_shape_infer(&s)) return;
+    size_t xs = (size_t)s.N * s.Ci * s.H * s.W, ys = (size_t)s.N * s.Co * s.Ho * s.Wo;
+    size_t ws = (size_t)s.Co * s.Ci * s.kh * s.kw;
+    double flops = 2.0 * s.N * s.Co * s.Ho * s.Wo * (double)s.Ci * s.kh * s.kw;
+    bf16_ctx c = {.s = &s, .x = balloc(xs, 1), .w = balloc(ws, 2), .dy = balloc(ys, 4), .y = falloc(ys),
+                  .dx = falloc(xs), .dw = falloc(ws)};
+    size_t scr = k_conv2d_bf16_scratch(&s);
+    c.scratch = aligned_alloc(64, (scr + 63) & ~(size_t)63);
+    memset(c.scratch, 0, scr);
+    static const char *pass_names[3] = {"fwd", "bwd_data", "bwd_weight"};
+    printf("\n%s, bf16 operands: %.1f MFLOP per pass, scratch %.0f KB\n", label, flops * 1e-6, scr / 1024.0);
+    for (int pass = 0; pass < 3; pass++) {
+        printf("  %s:\n   ", pass_names[pass]);
+        for (int path = 0; path <= k_bf16_detect(); path++) {
+            k_bf16_force(path);
+            c.pass = pass;
+            double t = time_it(run_conv_bf16, &c, 0.05);
+            printf(" bf16 %s %.0f us %.1f |", k_bf16_path_name(path), t * 1e6, flops / t * 1e-9);
+            fflush(stdout);
+        }
+        k_bf16_force(-1);
+        printf("  -> %s\n", k_bf16_path_name(k_conv_bf16_choose(&s, pass)));
+    }
+    free(c.x), free(c.w), free(c.dy), free(c.y), free(c.dx), free(c.dw), free(c.scratch);
+}
+
+static void run_gemm_bf16(void *p) {
+    bf16_ctx *c = p;
+    k_gemm_bf16(0, 0, c->gemm_n, c->gemm_n, c->gemm_n, c->a, c->gemm_n, c->b, c->gemm_n, 0, c->c, c->gemm_n, c->scratch);
+}
+
+static void bench_gemm_bf16(void) {
+    int sizes[] = {256, 512, 1024};
+    for (int i = 0; i < 3; i++) {
+        char name[64];
+        int n = sizes[i];
+        snprintf(name, sizeof name, "bf16 gemm %d^3", n);
+        if (!wanted(name)) continue;
+        bf16_ctx c = {.gemm_n = n, .a = balloc((size_t)n * n, 1), .b = balloc((size_t)n * n, 2), .c = falloc((size_t)n * n)};
+        c.scratch = aligned_alloc(64, (k_gemm_bf16_scratch(n, n, n) + 63) & ~(size_t)63);
+        printf("%-34s", name);
+        for (int path = 0; path <= k_bf16_detect(); path++) {
+            k_bf16_force(path);
+            double t = time_it(run_gemm_bf16, &c, 0.2);
+            printf(" %s %.1f us %.1f GFLOP/s |", k_bf16_path_name(path), t * 1e6, 2.0 * n * n * n / t * 1e-9);
+        }
+        k_bf16_force(-1);
+        printf("\n");
+        free(c.a), free(c.b), free(c.c), free(c.scratch);
+    }
+}
+
 /* ---- pooling, batch norm, log-softmax ------------------------------------------ */
 
 typedef struct {
@@ -325,6 +407,8 @@ int main(int argc, char **argv) {
     static const char *lvl[] = {"generic", "avx2", "avx512"};
     printf("SIMD level: %s\n", lvl[k_simd_detect()]);
     bench_gemm();
+    printf("bf16 path: %s (the best this CPU has)\n", k_bf16_path_name(k_bf16_detect()));
+    bench_gemm_bf16();
     struct {
         const char *label;
         k_conv_shape s;
@@ -346,6 +430,11 @@ int main(int argc, char **argv) {
     };
     for (size_t i = 0; i < sizeof convs / sizeof convs[0]; i++)
         if (wanted(convs[i].label)) bench_conv(convs[i].label, convs[i].s);
+    for (size_t i = 0; i < sizeof convs / sizeof convs[0]; i++) {
+        char name[96];
+        snprintf(name, sizeof name, "bf16 %s", convs[i].label);
+        if (wanted(name)) bench_conv_bf16(name, convs[i].s);
+    }
     printf("\n");
     bench_pool("maxpool seed1 128x10x24x24 k2", (k_pool_shape){128, 10, 24, 24, 2, 2, 2, 2, 0, 0, 0, 0});
     bench_pool("maxpool seed2 128x20x8x8 k2", (k_pool_shape){128, 20, 8, 8, 2, 2, 2, 2, 0, 0, 0, 0});

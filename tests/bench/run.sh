@@ -9,16 +9,11 @@ REF=../shared/bench/torch_ref.py
 REPS=${REPS:-3}
 STEPS_SEED=${STEPS_SEED:-300}
 STEPS_WIDE=${STEPS_WIDE:-30}
-export OPENBLAS_NUM_THREADS=1
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/lib.sh"
 
 have_torch=0
 if [ -f "$REF" ] && /usr/bin/python3 -c 'import torch' >/dev/null 2>&1; then have_torch=1; fi
 
-# field NAME LINE -> value of NAME=... in a RESULT line
-field() { echo "$2" | tr ' ' '\n' | sed -n "s/^$1=//p" | head -n 1; }
-median() { sort -g | awk '{a[NR]=$1} END {if (NR) print a[int((NR+1)/2)]; else print "nan"}'; }
 
 run_x() { # model procs steps -> RESULT lines in $tmp/x.<model>.<procs>
     out="$tmp/x.$(basename "$1" .yaml).$2"
@@ -38,9 +33,6 @@ run_t() { # model procs -> RESULT lines in $tmp/t.<model>.<procs>
         /usr/bin/python3 "$REF" --bench --model "$1" --threads 1 --procs "$2" --bench-seconds 6 --infer-seconds 3 2>/dev/null | grep '^RESULT' >> "$out"
         i=$((i + 1))
     done
-}
-med() { # file key
-    while read -r l; do field "$2" "$l"; done < "$1" | median
 }
 tmed() { # file key-regex (torch_ref's RESULT keys)
     while read -r l; do echo "$l" | tr ' ' '\n' | grep -E "^($2)=" | head -n 1 | cut -d= -f2; done < "$1" | median
@@ -199,6 +191,10 @@ if [ -s "$x" ]; then
     for k in conv_ms ew_ms norm_ms reduce_ms pool_ms other_ms trace_ms; do printf ' %s %s' "${k%_ms}" "$(med "$x" $k)"; done
     printf '\n'
 fi
+
+# bf16 mixed precision beside fp32 (issue #18)
+echo
+BENCH_DIR=$B REPS=$REPS STEPS_SEED=$STEPS_SEED STEPS_WIDE=$STEPS_WIDE sh tests/bench/bf16.sh
 
 # multi-host figures when ./xlatrain was built with make MPI=1 (tests/bench/mpi.sh)
 if ./xlatrain --version | grep -q 'Open MPI' && command -v mpirun >/dev/null 2>&1; then

@@ -4,7 +4,7 @@
  * as PyTorch's reference benchmark (../shared/bench/torch_ref.py) does.
  *
  *   train_bench MODEL.yaml [--procs N] [--batch 128] [--steps 300]
- *               [--infer-batch 1000] [--infer-steps 20]
+ *               [--infer-batch 1000] [--infer-steps 20] [--precision fp32|bf16]
  *
  * Prints one line "RESULT key=value ..." (tests/bench/run.sh tabulates it):
  * train_sps (all processes), infer_sps (all processes), rss_mb (max per
@@ -14,7 +14,9 @@
  * kernel class), ir_nodes, kernels, fused, arena_kb, intermediates_kb, and
  * fwd_macs (one sample's forward multiply-adds, from the spec: the FLOP
  * count run.sh holds against the FMA limit), graphs (distinct graphs the
- * engine compiled over the 5 warm-up steps: 1 when the train step compiles once).
+ * engine compiled over the 5 warm-up steps: 1 when the train step compiles once),
+ * precision, bf16_path (the path the bf16 kernels take on this CPU) and
+ * convert_ms (the bf16 casts' share of the step).
  * Built by `make bench` (build/release/bench/train_bench).
  */
 #include <cblas.h>
@@ -28,6 +30,7 @@
 #include "distributed/allreduce.h"
 #include "distributed/spawn.h"
 #include "engine/metrics.h"
+#include "kernels/bf16.h"
 #include "run/run.h"
 #include "run/eval.h"
 #include "run/step.h"
@@ -35,10 +38,12 @@
 typedef struct bench {
     xt_run *r;
     int batch, steps, infer_batch, infer_steps;
+    int precision;   /* xt_precision */
 } bench;
 
-enum { V_TRAIN_S, V_TRACE, V_HOST, V_EXEC, V_CONV, V_GEMM, V_POOL, V_NORM, V_EW, V_RED, V_AR, V_OTHER, V_INFER_SPS, V_RSS, V_N };
-static const char *kClasses[] = {"Kernel.conv", "Kernel.gemm", "Kernel.pool", "Kernel.norm", "Kernel.elementwise", "Kernel.reduce", "Kernel.allreduce", "Kernel.other"};
+enum { V_TRAIN_S, V_TRACE, V_HOST, V_EXEC, V_CONV, V_GEMM, V_POOL, V_NORM, V_EW, V_RED, V_AR, V_OTHER, V_CONVERT, V_INFER_SPS, V_RSS, V_N };
+static const char *kClasses[] = {"Kernel.conv", "Kernel.gemm", "Kernel.pool", "Kernel.norm", "Kernel.elementwise", "Kernel.reduce", "Kernel.allreduce", "Kernel.other", "Kernel.convert"};
+#define NCLASSES (int)(sizeof kClasses / sizeof *kClasses)
 
 static uint64_t lcg(uint64_t *s) { return *s = *s * 6364136223846793005ULL + 1442695040888963407ULL; }
 static float gauss(uint64_t *s) {
@@ -59,7 +64,7 @@ static int worker(int rank, void *arg) {
     xt_err e = {0};
     openblas_set_num_threads(1);
     ctxpack cp = {rank, r->dist};
-    xt_engine_opts eo = {.fuse = 1, .profile = 0};
+    xt_engine_opts eo = {.fuse = 1, .profile = 0, .precision = b->precision};
     if (r->dist) {
         eo.allreduce = allreduce_cb;
         eo.allreduce_ctx = &cp;
@@ -91,7 +96,7 @@ static int worker(int rank, void *arg) {
         if (i == 1) xt_metrics_reset(); /* drop the compile */
         rc = xt_run_train_step(r, en, &batch, 0.01, &loss, &e);
     }
-    for (int k = 0; k < 8; k++) {
+    for (int k = 0; k < NCLASSES; k++) {
         int64_t cnt;
         double tot = xt_metric_total(kClasses[k], &cnt);
         v[V_CONV + k] = tot / 5 / 1e6;
@@ -148,12 +153,13 @@ static int worker(int rank, void *arg) {
         printf("RESULT model=%s procs=%d batch=%d steps=%d train_sps=%.1f infer_sps=%.1f rss_mb=%.1f step_ms=%.3f trace_ms=%.4f host_ms=%.4f exec_ms=%.3f"
                " conv_ms=%.3f gemm_ms=%.3f pool_ms=%.3f norm_ms=%.3f ew_ms=%.3f reduce_ms=%.3f allreduce_ms=%.3f other_ms=%.3f"
                " ir_nodes=%d kernels=%d fused=%d arena_kb=%.1f intermediates_kb=%.1f loss=%.4f fwd_macs=%lld graphs=%d"
-               " tile_runs=%d tiled_kernels=%d tile_rows=%d\n",
+               " precision=%s bf16_path=%s convert_ms=%.3f tile_runs=%d tiled_kernels=%d tile_rows=%d\n",
                r->c->spec.source, n, b->batch, b->steps, (double)b->batch * b->steps * n / step_s, sum[V_INFER_SPS],
                sum[V_RSS] / n, step_s * 1e3 / b->steps, sum[V_TRACE] / n, sum[V_HOST] / n, sum[V_EXEC] / n,
                sum[V_CONV] / n, sum[V_GEMM] / n, sum[V_POOL] / n, sum[V_NORM] / n, sum[V_EW] / n, sum[V_RED] / n,
                sum[V_AR] / n, sum[V_OTHER] / n, st.ir_nodes, st.kernels, st.fused_kernels, st.arena_bytes / 1024.0,
-               st.intermediate_bytes / 1024.0, loss, xt_spec_forward_macs(&r->c->spec), st.distinct_graphs, st.tile_runs,
+               st.intermediate_bytes / 1024.0, loss, xt_spec_forward_macs(&r->c->spec), st.distinct_graphs,
+               xt_precision_name(b->precision), k_bf16_path_name(k_bf16_path()), sum[V_CONVERT] / n, st.tile_runs,
                st.tiled_kernels, st.tile_rows);
         fflush(stdout);
     }
@@ -166,7 +172,8 @@ static int worker(int rank, void *arg) {
 
 int main(int argc, char **argv) {
     if (argc < 2) {
-        fprintf(stderr, "usage: train_bench MODEL.yaml [--procs N] [--batch B] [--steps K] [--infer-batch B] [--infer-steps K]\n");
+        fprintf(stderr, "usage: train_bench MODEL.yaml [--procs N] [--batch B] [--steps K] [--infer-batch B] [--infer-steps K] "
+                        "[--precision fp32|bf16]\n");
         return 2;
     }
     static xt_config c;
@@ -179,6 +186,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--steps")) b.steps = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--infer-batch")) b.infer_batch = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--infer-steps")) b.infer_steps = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--precision")) b.precision = !strcmp(argv[i + 1], "bf16") ? XT_PREC_BF16 : XT_PREC_FP32;
     }
     xt_err e = {0};
     if (xt_spec_load(&c.spec, argv[1], &e)) {

@@ -1,0 +1,209 @@
+/* conv_bf16.c — convolution with bf16 operands and fp32 results, every pass,
+ * on the path bf16.h picks.
+ *
+ * Is: k_conv2d_{fwd,bwd_data,bwd_weight}_bf16 and their scratch size.
+ *   AVX512-BF16 path: im2col in bf16 and the packed vdpbf16ps GEMM of
+ *   gemm_bf16.c, one image per GEMM, the weight operand packed once per call:
+ *     fwd         y_n (Co x P)  = W (Co x K) . col_n (K x P)          (+ bias)
+ *     bwd_data    dcol (K x P)  = W^T (K x Co) . dy_n (Co x P), then col2im
+ *     bwd_weight  dW^T (K x Co) += col_n (K x P) . dy_n^T (P x Co), then transposed
+ *   with K = Ci*kh*kw and P = Ho*Wo.
+ *   Reference path: the operands widened to fp32 (exact) and the fp32
+ *   k_conv2d_* run on them.
+ * Is not: the rounding to bf16 (the engine's cast nodes, bf16.c), the fp32
+ * methods (conv.c) or a direct bf16 convolution (not written yet).
+ *
+ * MEASURED with tests/bench/kernel_bench.c (GFLOP/s, one core, AMD EPYC Zen 5,
+ * batch 128, the machine shared, so +-10%; the bf16 GEMM alone: 357-386
+ * GFLOP/s at 256..1024^3 of a vdpbf16ps limit of 450, where OpenBLAS's
+ * sgemm gets 105): reference path (widen + the fp32 direct kernels) vs
+ * AVX512-BF16 (im2col + vdpbf16ps GEMM), fwd / bwd_data / bwd_weight:
+ *   seed conv1  1->10 k5 -> 24x24     150 / 41 / 120   vs  63 / 56 / 37
+ *   seed conv2  10->20 k5 -> 8x8      197 / 145 / 177  vs  70 / 72 / 65
+ *   wide conv1  1->32 k3 -> 26x26      91 / 39 / 59    vs  87 / 76 / 41
+ *   wide conv2  32->64 k3 -> 24x24    185 / 154 / 177  vs 191-245 / 215-241 / 232-238
+ *   r20 3x3 16->32 s2 -> 16x16        145 / 121 / 87   vs  92 / 70 / 92
+ *   r20 3x3 64->64 -> 8x8             203 / 206 / 186  vs 144 / 161 / 140
+ *   r20 1x1 32->64 s2 -> 8x8           71 / 53 / 67    vs 114 / 102 / 78
+ * The GEMM path pays for im2col and packing per image, which the direct fp32
+ * kernels do not: it wins where those are weak (bwd_data into < 8 input
+ * channels, 1x1 convolutions) and where the GEMM is large: >= 32 output
+ * channels over >= 512 output pixels (and for bwd_weight, whose GEMM rows are
+ * the K = Ci*kh*kw filter taps, >= 32 of them).
+ */
+#include "kernels/bf16.h"
+#include "kernels/conv_common.h"
+#include "kernels/conv_im2col.h"
+#include "kernels/gemm_bf16.h"
+
+#include <stdint.h>
+#include <string.h>
+
+typedef struct dims { int K, P; size_t xs, ys; } dims;
+
+static dims dims_of(const k_conv_shape *s) {
+    dims d = {.K = s->Ci * s->kh * s->kw, .P = s->Ho * s->Wo};
+    d.xs = (size_t)s->Ci * s->H * s->W;
+    d.ys = (size_t)s->Co * d.P;
+    return d;
+}
+
+static int is_pointwise(const k_conv_shape *s) {
+    return s->kh == 1 && s->kw == 1 && s->sh == 1 && s->sw == 1 && s->ph == 0 && s->pw == 0;
+}
+
+/* col[(ci*kh+i)*kw+j][oh*Wo+ow] = x[ci][oh*sh+i-ph][ow*sw+j-pw], 0 in the padding. */
+static void im2col_bf16(const k_conv_shape *s, const k_bf16 *x, k_bf16 *col) {
+    for (int ci = 0; ci < s->Ci; ci++)
+        for (int i = 0; i < s->kh; i++)
+            for (int j = 0; j < s->kw; j++) {
+                k_bf16 *dst = col + ((size_t)(ci * s->kh + i) * s->kw + j) * s->Ho * s->Wo;
+                /* the output columns whose tap j lands inside the row: [lo, hi) */
+                int lo = s->pw > j ? (s->pw - j + s->sw - 1) / s->sw : 0;
+                int hi = (s->W - 1 + s->pw - j) / s->sw + 1;
+                if (s->W - 1 + s->pw - j < 0) hi = 0;
+                if (hi > s->Wo) hi = s->Wo;
+                if (lo > hi) lo = hi;
+                /* rows are short (Wo of 8..32): plain loops, not a library call per row */
+                for (int oh = 0; oh < s->Ho; oh++, dst += s->Wo) {
+                    int h = oh * s->sh + i - s->ph;
+                    if (h < 0 || h >= s->H) {
+                        for (int ow = 0; ow < s->Wo; ow++) dst[ow] = 0;
+                        continue;
+                    }
+                    const k_bf16 *src = x + ((size_t)ci * s->H + h) * s->W + j - s->pw;
+                    for (int ow = 0; ow < lo; ow++) dst[ow] = 0;
+                    if (s->sw == 1)
+                        for (int ow = lo; ow < hi; ow++) dst[ow] = src[ow];
+                    else
+                        for (int ow = lo; ow < hi; ow++) dst[ow] = src[ow * s->sw];
+                    for (int ow = hi; ow < s->Wo; ow++) dst[ow] = 0;
+                }
+            }
+}
+
+/* image n's column matrix: x_n itself for a pointwise convolution, else built in col */
+static const k_bf16 *cols_of(const k_conv_shape *s, const k_bf16 *xn, k_bf16 *col) {
+    if (is_pointwise(s)) return xn;
+    im2col_bf16(s, xn, col);
+    return col;
+}
+
+int k_conv_bf16_choose(const k_conv_shape *s, int pass) {
+    if (k_bf16_path() != K_BF16_AVX512BF16 || k_bf16_forced() >= 0) return k_bf16_path();
+    int big = s->Co >= 32 && s->Ho * s->Wo >= 512, taps = s->Ci * s->kh * s->kw;
+    int fast = (s->kh == 1 && s->kw == 1) || (pass == K_CONV_FWD && big) || (pass == K_CONV_BWD_DATA && (big || s->Ci < 8)) ||
+               (pass == K_CONV_BWD_WEIGHT && big && taps >= 32);
+    return fast ? K_BF16_AVX512BF16 : K_BF16_REF;
+}
+
+/* ---- scratch ---------------------------------------------------------------- */
+
+static size_t fast_bytes(const k_conv_shape *s) {
+    dims d = dims_of(s);
+    size_t col = k_bf16_lines((size_t)d.K * d.P * sizeof(k_bf16));
+    size_t fwd = k_bf16_pack_a_bytes(s->Co, d.K) + k_bf16_pack_b_bytes(d.K, d.P);
+    size_t bwd_d = k_bf16_pack_a_bytes(d.K, s->Co) + k_bf16_pack_b_bytes(s->Co, d.P) +
+                   k_bf16_lines((size_t)d.K * d.P * sizeof(float));
+    size_t bwd_w = k_bf16_pack_a_bytes(d.K, d.P) + k_bf16_pack_b_bytes(d.P, s->Co) +
+                   k_bf16_lines((size_t)d.K * s->Co * sizeof(float));
+    size_t m = fwd > bwd_d ? fwd : bwd_d;
+    return col + (m > bwd_w ? m : bwd_w);
+}
+
+/* two operands widened to fp32, then the fp32 kernels' own scratch */
+static size_t ref_bytes(const k_conv_shape *s) {
+    size_t x = (size_t)s->N * s->Ci * s->H * s->W, w = (size_t)s->Co * s->Ci * s->kh * s->kw;
+    size_t y = (size_t)s->N * s->Co * s->Ho * s->Wo;
+    size_t a = x > y ? x : y, b = w > y ? w : y;
+    return k_bf16_lines(a * sizeof(float)) + k_bf16_lines(b * sizeof(float)) + k_conv2d_scratch(s) * sizeof(float);
+}
+
+size_t k_conv2d_bf16_scratch(const k_conv_shape *s) {
+    size_t a = fast_bytes(s), b = ref_bytes(s);
+    return a > b ? a : b;
+}
+
+/* The reference path's layout: widened operand a, widened operand b, fp32 scratch. */
+typedef struct ref_area { float *a, *b, *rest; } ref_area;
+static ref_area widen2(const k_bf16 *a, size_t na, const k_bf16 *b, size_t nb, void *scratch, const k_conv_shape *s) {
+    size_t x = (size_t)s->N * s->Ci * s->H * s->W, y = (size_t)s->N * s->Co * s->Ho * s->Wo;
+    size_t w = (size_t)s->Co * s->Ci * s->kh * s->kw;
+    ref_area r = {.a = scratch};
+    r.b = (float *)((char *)scratch + k_bf16_lines((x > y ? x : y) * sizeof(float)));
+    r.rest = (float *)((char *)r.b + k_bf16_lines((w > y ? w : y) * sizeof(float)));
+    k_bf16_expand(na, r.a, a);
+    k_bf16_expand(nb, r.b, b);
+    return r;
+}
+
+/* ---- the three passes ----------------------------------------------------- */
+
+void k_conv2d_fwd_bf16(const k_conv_shape *s, float *y, const k_bf16 *x, const k_bf16 *w, const float *b,
+                       void *scratch) {
+    dims d = dims_of(s);
+    if (k_conv_bf16_choose(s, K_CONV_FWD) != K_BF16_AVX512BF16) {
+        ref_area r = widen2(x, (size_t)s->N * d.xs, w, (size_t)s->Co * d.K, scratch, s);
+        k_conv2d_fwd(s, y, r.a, r.b, b, r.rest);
+        return;
+    }
+    k_bf16 *col = scratch;
+    char *Ap = (char *)scratch + k_bf16_lines((size_t)d.K * d.P * sizeof(k_bf16)), *Bp = Ap + k_bf16_pack_a_bytes(s->Co, d.K);
+    k_bf16_pack_a(s->Co, d.K, w, d.K, 1, Ap);
+    for (int n = 0; n < s->N; n++) {
+        float *yn = y + n * d.ys;
+        k_bf16_pack_b(d.K, d.P, cols_of(s, x + n * d.xs, col), d.P, 1, Bp);
+        k_bf16_gemm_packed(s->Co, d.P, d.K, Ap, Bp, 0, yn, d.P);
+        for (int co = 0; b && co < s->Co; co++)
+            for (int p = 0; p < d.P; p++) yn[(size_t)co * d.P + p] += b[co];
+    }
+}
+
+void k_conv2d_bwd_data_bf16(const k_conv_shape *s, float *dx, const k_bf16 *dy, const k_bf16 *w, void *scratch) {
+    dims d = dims_of(s);
+    if (k_conv_bf16_choose(s, K_CONV_BWD_DATA) != K_BF16_AVX512BF16) {
+        ref_area r = widen2(dy, (size_t)s->N * d.ys, w, (size_t)s->Co * d.K, scratch, s);
+        k_conv2d_bwd_data(s, dx, r.a, r.b, r.rest);
+        return;
+    }
+    /* the column area holds no bf16 columns here: it starts the packed operands */
+    char *Ap = (char *)scratch + k_bf16_lines((size_t)d.K * d.P * sizeof(k_bf16));
+    char *Bp = Ap + k_bf16_pack_a_bytes(d.K, s->Co), *dcol = Bp + k_bf16_pack_b_bytes(s->Co, d.P);
+    k_bf16_pack_a(d.K, s->Co, w, 1, d.K, Ap); /* W^T: element (k, co) = w[co*K + k] */
+    for (int n = 0; n < s->N; n++) {
+        k_bf16_pack_b(s->Co, d.P, dy + n * d.ys, d.P, 1, Bp);
+        if (is_pointwise(s)) {
+            k_bf16_gemm_packed(d.K, d.P, s->Co, Ap, Bp, 0, dx + n * d.xs, d.P);
+            continue;
+        }
+        k_bf16_gemm_packed(d.K, d.P, s->Co, Ap, Bp, 0, (float *)dcol, d.P);
+        k_conv_col2im(s, (const float *)dcol, (size_t)d.P, dx + n * d.xs);
+    }
+}
+
+void k_conv2d_bwd_weight_bf16(const k_conv_shape *s, float *dw, const k_bf16 *x, const k_bf16 *dy, void *scratch) {
+    dims d = dims_of(s);
+    if (k_conv_bf16_choose(s, K_CONV_BWD_WEIGHT) != K_BF16_AVX512BF16) {
+        ref_area r = widen2(x, (size_t)s->N * d.xs, dy, (size_t)s->N * d.ys, scratch, s);
+        k_conv2d_bwd_weight(s, dw, NULL, r.a, r.b, r.rest);
+        return;
+    }
+    /* transposed, dW^T (K x Co) += col_n (K x P) . dy_n^T (P x Co): the large
+     * operand, col_n, pairs neighbouring pixels of a row, so the kernel reads it
+     * in place (packed only when P is odd); only the small dy_n is gathered */
+    k_bf16 *col = scratch;
+    char *Ap = (char *)scratch + k_bf16_lines((size_t)d.K * d.P * sizeof(k_bf16)), *Bp = Ap + k_bf16_pack_a_bytes(d.K, d.P);
+    float *dwt = (float *)(Bp + k_bf16_pack_b_bytes(d.P, s->Co));
+    for (int n = 0; n < s->N; n++) {
+        const k_bf16 *cn = cols_of(s, x + n * d.xs, col);
+        k_bf16_pack_b(d.P, s->Co, dy + n * d.ys, 1, d.P, Bp); /* dy^T: (p, co) = dy[co*P + p] */
+        if (d.P % 2 == 0 && ((uintptr_t)cn & 3) == 0) { /* col_n's rows are whole k pairs: read in place */
+            k_bf16_gemm_rows(d.K, s->Co, d.P, cn, d.P, Bp, n > 0, dwt, s->Co);
+            continue;
+        }
+        k_bf16_pack_a(d.K, d.P, cn, d.P, 1, Ap);
+        k_bf16_gemm_packed(d.K, s->Co, d.P, Ap, Bp, n > 0, dwt, s->Co);
+    }
+    for (int co = 0; co < s->Co; co++)
+        for (int k = 0; k < d.K; k++) dw[(size_t)co * d.K + k] = dwt[(size_t)k * s->Co + co];
+}

@@ -1,0 +1,217 @@
+/* test_kernels_bf16.c — the bf16 kernels: the rounding, then every path of
+ * the bf16 GEMM and convolutions against its reference twin.
+ *
+ * The twins (k_gemm_bf16_ref, and the fp32 reference convolutions of conv_ref.c
+ * run on the widened bf16 operands) accumulate in double. A product of two
+ * bf16 values is exact in fp32 (8 + 8 significant bits fit in 24), so the
+ * only difference a correct fast kernel can show is the fp32 rounding of its
+ * running sums: with n terms, |fast - exact| <= gamma_n * sum|a_k b_k|,
+ * gamma_n = n u / (1 - n u), u = 2^-24 (Higham, Accuracy and Stability of
+ * Numerical Algorithms, 3.1), whatever the order of the sum. vdpbf16ps also
+ * treats denormal inputs and results as zero, at most 2^-126 per term. The
+ * bound is checked element by element, with sum|a_k b_k| computed by the twin
+ * on |a| and |b|; the double twin's own error (about 2^-53 relative) is
+ * far below it. Outputs are pre-filled with NaN, scratch is allocated at
+ * exactly the advertised size (ASan sees overruns).
+ */
+#include "test.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "kernels/bf16.h"
+#include "kernels/gemm_bf16.h"
+#include "kernels/simd.h"
+
+static k_bf16 bits(float f) { return k_bf16_from_f32(f); }
+static float from_bits(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+
+TEST(bf16_rounding_is_nearest_even_and_keeps_nan) {
+    CHECK_EQ(bits(1.0f), 0x3f80);
+    CHECK_EQ(bits(-2.0f), 0xc000);
+    CHECK_EQ(bits(from_bits(0x3f808000u)), 0x3f80);   /* a tie, even below: down */
+    CHECK_EQ(bits(from_bits(0x3f818000u)), 0x3f82);   /* a tie, odd below: up */
+    CHECK_EQ(bits(from_bits(0x3f808001u)), 0x3f81);   /* above the tie: up */
+    CHECK_EQ(bits(from_bits(0x3f807fffu)), 0x3f80);   /* below the tie: down */
+    CHECK_EQ(bits(INFINITY), 0x7f80);
+    CHECK_EQ(bits(-INFINITY), 0xff80);
+    CHECK_EQ(bits(from_bits(0x7f7fffffu)), 0x7f80);   /* FLT_MAX rounds to infinity, as IEEE */
+    CHECK(isnan(k_bf16_to_f32(bits(from_bits(0x7f800001u))))); /* a NaN whose payload is all in the low bits */
+    CHECK(isnan(k_bf16_to_f32(bits(NAN))));
+    CHECK_EQ(bits(from_bits(0x00000001u)), 0x0000);   /* the smallest denormal rounds to +0 */
+    CHECK_EQ(bits(from_bits(0x00018000u)), 0x0002);   /* denormals round like the rest */
+    CHECK_EQ(k_bf16_to_f32(0x3fc0), 1.5f);
+}
+
+/* the bulk cast gives the scalar's bits at every SIMD level */
+TEST(bf16_cast_matches_scalar_on_every_simd_level) {
+    enum { N = 1037 };
+    float in[N];
+    k_bf16 out[N];
+    unsigned s = 7;
+    for (int i = 0; i < N; i++) {
+        s = s * 1664525u + 1013904223u;
+        in[i] = from_bits(s);   /* every bit pattern: NaNs, infinities, denormals */
+    }
+    in[0] = NAN;
+    in[1] = -0.0f;
+    for (int lvl = K_SIMD_GENERIC; lvl <= k_simd_detect(); lvl++) {
+        k_simd_force(lvl);
+        k_bf16_cast(N, out, in);
+        for (int i = 0; i < N; i++) CHECK_MSG(out[i] == bits(in[i]), "level %d element %d: %04x vs %04x", lvl, i, out[i], bits(in[i]));
+        float back[N];
+        k_bf16_expand(N, back, out);
+        for (int i = 0; i < N; i++) {
+            uint32_t u;
+            memcpy(&u, &back[i], 4);
+            CHECK_EQ(u, (uint32_t)out[i] << 16);
+        }
+    }
+    k_simd_force(-1);
+}
+
+static k_bf16 *rand_bf16(size_t n, unsigned *seed) {
+    k_bf16 *p = malloc((n ? n : 1) * sizeof *p);
+    for (size_t i = 0; i < n; i++) {
+        *seed = *seed * 1664525u + 1013904223u;
+        p[i] = bits((float)((*seed >> 8) & 0xffff) / 16384.0f - 2.0f);
+    }
+    return p;
+}
+static k_bf16 *abs_bf16(const k_bf16 *p, size_t n) {
+    k_bf16 *q = malloc((n ? n : 1) * sizeof *q);
+    for (size_t i = 0; i < n; i++) q[i] = p[i] & 0x7fff;
+    return q;
+}
+static float *nan_f32(size_t n) {
+    float *p = malloc((n ? n : 1) * sizeof *p);
+    for (size_t i = 0; i < n; i++) p[i] = NAN;
+    return p;
+}
+static void *scratch_of(size_t bytes) { return aligned_alloc(64, (bytes + 63) & ~(size_t)63); }
+
+/* every |got - want| <= gamma_n * mag + n * 2^-126; returns the worst ratio to the bound */
+static double check_bound(const char *what, const float *got, const float *want, const float *mag, size_t count, int nterms) {
+    double u = ldexp(1.0, -24), gamma = nterms * u / (1 - nterms * u), worst = 0;
+    for (size_t i = 0; i < count; i++) {
+        double bound = gamma * mag[i] + nterms * ldexp(1.0, -126), d = fabs((double)got[i] - want[i]);
+        if (!(d <= bound)) {
+            CHECK_MSG(0, "%s: element %zu: %.9g vs twin %.9g (bound %.3g)", what, i, got[i], want[i], bound);
+            return INFINITY;
+        }
+        if (bound > 0 && d / bound > worst) worst = d / bound;
+    }
+    return worst;
+}
+
+/* the paths this CPU has: the reference one always, AVX512-BF16 when present */
+static int npaths(void) { return k_bf16_detect() + 1; }
+
+static void gemm_case(int tA, int tB, int M, int N, int K, int acc) {
+    unsigned seed = (unsigned)(M * 131 + N * 7 + K + tA * 3 + tB * 5 + acc);
+    int lda = tA ? M : K, ldb = tB ? K : N;
+    size_t na = (size_t)M * K, nb = (size_t)K * N;
+    k_bf16 *A = rand_bf16(na, &seed), *B = rand_bf16(nb, &seed), *Aa = abs_bf16(A, na), *Ba = abs_bf16(B, nb);
+    float *C0 = nan_f32((size_t)M * N), *want = nan_f32((size_t)M * N), *mag = nan_f32((size_t)M * N);
+    for (size_t i = 0; acc && i < (size_t)M * N; i++) C0[i] = (float)(i % 7) - 3.0f;
+    memcpy(want, C0, (size_t)M * N * sizeof *want);
+    k_gemm_bf16_ref(tA, tB, M, N, K, A, lda, B, ldb, acc, want, N);
+    for (size_t i = 0; i < (size_t)M * N; i++) mag[i] = acc ? fabsf(C0[i]) : 0.0f;
+    k_gemm_bf16_ref(tA, tB, M, N, K, Aa, lda, Ba, ldb, 1, mag, N);
+    void *scratch = scratch_of(k_gemm_bf16_scratch(M, N, K));
+    for (int path = 0; path < npaths(); path++) {
+        k_bf16_force(path);
+        float *C = nan_f32((size_t)M * N);
+        memcpy(C, C0, (size_t)M * N * sizeof *C);
+        k_gemm_bf16(tA, tB, M, N, K, A, lda, B, ldb, acc, C, N, scratch);
+        char what[128];
+        snprintf(what, sizeof what, "gemm %s tA%d tB%d M%d N%d K%d acc%d", k_bf16_path_name(path), tA, tB, M, N, K, acc);
+        check_bound(what, C, want, mag, (size_t)M * N, K + acc);
+        free(C);
+    }
+    k_bf16_force(-1);
+    free(A), free(B), free(Aa), free(Ba), free(C0), free(want), free(mag), free(scratch);
+}
+
+TEST(bf16_gemm_every_path_against_its_twin) {
+    static const int shapes[][3] = {{1, 1, 1}, {8, 32, 2}, {7, 15, 3}, {9, 33, 17}, {17, 64, 384}, {16, 31, 385},
+                                    {128, 50, 320}, {10, 50, 128}, {3, 100, 800}};
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++)
+        for (int t = 0; t < 4; t++) gemm_case(t & 1, t >> 1, shapes[i][0], shapes[i][1], shapes[i][2], 0);
+    gemm_case(0, 0, 9, 40, 385, 1);
+    gemm_case(1, 1, 13, 17, 5, 1);
+}
+
+/* The paths the test above runs are the ones it names: on a CPU with
+ * AVX512-BF16 the vdpbf16ps path is the default, forcing the SIMD level below
+ * AVX-512 turns it off, and k_bf16_force selects the reference path. */
+TEST(bf16_gemm_fast_path_is_the_vdpbf16ps_kernel) {
+    if (k_bf16_detect() != K_BF16_AVX512BF16) test_skip("this CPU has no AVX512-BF16");
+    CHECK_EQ(k_bf16_path(), K_BF16_AVX512BF16);
+    CHECK_EQ(k_simd_force(K_SIMD_AVX2), K_SIMD_AVX2);
+    CHECK_EQ(k_bf16_path(), K_BF16_REF); /* below AVX-512 the fast path is off */
+    k_simd_force(-1);
+    CHECK_EQ(k_bf16_force(K_BF16_REF), K_BF16_REF);
+    k_bf16_force(-1);
+}
+
+/* ---- convolutions ---------------------------------------------------------------- */
+
+typedef enum { FWD, BWD_DATA, BWD_WEIGHT } pass;
+
+static void widen(const k_bf16 *p, size_t n, float *out) { for (size_t i = 0; i < n; i++) out[i] = k_bf16_to_f32(p[i]); }
+
+/* the twin: the fp32 double-accumulating reference on widened operands */
+static void conv_twin(pass ps, const k_conv_shape *s, float *out, const k_bf16 *a, size_t na, const k_bf16 *b, size_t nb,
+                      const float *bias) {
+    float *fa = malloc(na * sizeof *fa), *fb = malloc(nb * sizeof *fb);
+    widen(a, na, fa);
+    widen(b, nb, fb);
+    if (ps == FWD) k_conv2d_fwd_ref(s, out, fa, fb, bias);
+    else if (ps == BWD_DATA) k_conv2d_bwd_data_ref(s, out, fa, fb);
+    else k_conv2d_bwd_weight_ref(s, out, NULL, fa, fb);
+    free(fa), free(fb);
+}
+
+static void conv_case(k_conv_shape s, pass ps) {
+    CHECK_EQ(k_conv_shape_infer(&s), 0);
+    unsigned seed = (unsigned)(s.Ci * 31 + s.Co * 17 + s.H + ps);
+    size_t nx = (size_t)s.N * s.Ci * s.H * s.W, nw = (size_t)s.Co * s.Ci * s.kh * s.kw, ny = (size_t)s.N * s.Co * s.Ho * s.Wo;
+    /* operands (a, b) and the output's size per pass */
+    size_t na = ps == BWD_DATA ? ny : nx, nb = ps == FWD ? nw : ps == BWD_DATA ? nw : ny;
+    size_t nout = ps == FWD ? ny : ps == BWD_DATA ? nx : nw;
+    int nterms = ps == FWD ? s.Ci * s.kh * s.kw + 1 : ps == BWD_DATA ? s.Co * s.kh * s.kw : s.N * s.Ho * s.Wo;
+    k_bf16 *a = rand_bf16(na, &seed), *b = rand_bf16(nb, &seed), *aa = abs_bf16(a, na), *ba = abs_bf16(b, nb);
+    float *bias = nan_f32((size_t)s.Co), *abias = nan_f32((size_t)s.Co), *want = nan_f32(nout), *mag = nan_f32(nout);
+    for (int c = 0; c < s.Co; c++) abias[c] = fabsf(bias[c] = 0.25f * (float)(c % 5) - 0.5f);
+    conv_twin(ps, &s, want, a, na, b, nb, bias);
+    conv_twin(ps, &s, mag, aa, na, ba, nb, abias);
+    void *scratch = scratch_of(k_conv2d_bf16_scratch(&s));
+    for (int path = 0; path < npaths(); path++) {
+        k_bf16_force(path);
+        float *out = nan_f32(nout);
+        if (ps == FWD) k_conv2d_fwd_bf16(&s, out, a, b, bias, scratch);
+        else if (ps == BWD_DATA) k_conv2d_bwd_data_bf16(&s, out, a, b, scratch);
+        else k_conv2d_bwd_weight_bf16(&s, out, a, b, scratch);
+        char what[160];
+        snprintf(what, sizeof what, "conv %s pass %d: N%d Ci%d %dx%d Co%d k%dx%d s%d p%d", k_bf16_path_name(path), ps, s.N,
+                 s.Ci, s.H, s.W, s.Co, s.kh, s.kw, s.sh, s.ph);
+        check_bound(what, out, want, mag, nout, nterms);
+        free(out);
+    }
+    k_bf16_force(-1);
+    free(a), free(b), free(aa), free(ba), free(bias), free(abias), free(want), free(mag), free(scratch);
+}
+
+TEST(bf16_conv_every_pass_and_path_against_its_twin) {
+    static const k_conv_shape shapes[] = {
+        {.N = 2, .Ci = 1, .H = 28, .W = 28, .Co = 10, .kh = 5, .kw = 5, .sh = 1, .sw = 1},           /* seed conv1 */
+        {.N = 3, .Ci = 10, .H = 12, .W = 12, .Co = 20, .kh = 5, .kw = 5, .sh = 1, .sw = 1},          /* seed conv2 */
+        {.N = 2, .Ci = 32, .H = 13, .W = 13, .Co = 64, .kh = 3, .kw = 3, .sh = 1, .sw = 1},          /* wide conv2, smaller */
+        {.N = 2, .Ci = 3, .H = 9, .W = 7, .Co = 5, .kh = 3, .kw = 3, .sh = 2, .sw = 2, .ph = 1, .pw = 1}, /* stride, pad, odd P */
+        {.N = 2, .Ci = 6, .H = 5, .W = 5, .Co = 9, .kh = 1, .kw = 1, .sh = 1, .sw = 1},              /* pointwise */
+        {.N = 1, .Ci = 4, .H = 6, .W = 6, .Co = 3, .kh = 3, .kw = 2, .sh = 1, .sw = 2, .ph = 2, .pw = 0},
+    };
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++)
+        for (int ps = FWD; ps <= BWD_WEIGHT; ps++) conv_case(shapes[i], (pass)ps);
+}
