@@ -115,12 +115,9 @@ KERNEL(CONV2D_BWD_WEIGHT) {
         k_conv2d_bwd_weight_bf16(&s, out, in[0], in[1], scratch);
         return;
     }
-    if (!kc->rows) {
-        k_conv2d_bwd_weight(&s, out, NULL, in[0], in[1], scratch);
-        return;
-    }
-    s.N = kc->rows;
-    k_conv2d_bwd_weight_part(&s, out, in[0], in[1], scratch, kc->state, kc->row0 == 0, kc->row0 + kc->rows == kc->batch);
+    s.N = ROWS(s.N); /* untiled: one part, the whole batch (state NULL: the sums live in scratch) */
+    k_conv2d_bwd_weight_part(&s, out, in[0], in[1], scratch, kc->state, kc->row0 == 0,
+                             !kc->rows || kc->row0 + kc->rows == kc->batch);
 }
 
 static k_pool_shape pool_shape(const int32_t *xs, const int32_t *a) {

@@ -264,8 +264,9 @@ int xt_pass_tile(xt_plan *p, size_t cache_bytes) {
         p->kernels[k].run = -1;
         p->kernels[k].state_off = -1;
         p->kernels[k].row_off = (int32_t)nslots;
-        nslots += slot_count(p, k);
-        if (slot_count(p, k) > widest) widest = slot_count(p, k);
+        int ns = slot_count(p, k);
+        nslots += ns;
+        if (ns > widest) widest = ns;
     }
     p->nruns = 0;
     p->state_bytes = 0;
