@@ -57,6 +57,20 @@ TEST(gemm_ref_hand_computed) {
     CHECK_NEAR(D[2], 2 * (3 + 24) + 1, 0);
 }
 
+/* op(A) (M x K) and op(B) (K x N), random, stored with leading dimensions
+ * larger than the rows, to catch lda mix-ups; C's rows have one spare column */
+typedef struct gemm_case {
+    int lda, ldb, ldc;
+    float *A, *B;
+} gemm_case;
+
+static gemm_case gemm_case_make(int M, int N, int K, int ta, int tb, unsigned *seed) {
+    gemm_case g = {.lda = (ta ? M : K) + 3, .ldb = (tb ? K : N) + 2, .ldc = N + 1};
+    g.A = rand_buf((size_t)(ta ? K : M) * g.lda, seed);
+    g.B = rand_buf((size_t)(tb ? N : K) * g.ldb, seed);
+    return g;
+}
+
 TEST(gemm_matches_ref_all_transposes) {
     unsigned seed = 3;
     int dims[][3] = {{1, 1, 1}, {7, 5, 3}, {20, 64, 250}, {10, 576, 25}, {33, 17, 65}, {128, 50, 320}};
@@ -64,10 +78,9 @@ TEST(gemm_matches_ref_all_transposes) {
         int M = dims[d][0], N = dims[d][1], K = dims[d][2];
         for (int ta = 0; ta < 2; ta++)
             for (int tb = 0; tb < 2; tb++) {
-                /* leading dimensions larger than the rows, to catch lda mix-ups */
-                int lda = (ta ? M : K) + 3, ldb = (tb ? K : N) + 2, ldc = N + 1;
-                float *A = rand_buf((size_t)(ta ? K : M) * lda, &seed), *B = rand_buf((size_t)(tb ? N : K) * ldb, &seed);
-                float *C = rand_buf((size_t)M * ldc, &seed), *R = malloc(sizeof(float) * (size_t)M * ldc);
+                gemm_case g = gemm_case_make(M, N, K, ta, tb, &seed);
+                int lda = g.lda, ldb = g.ldb, ldc = g.ldc;
+                float *A = g.A, *B = g.B, *C = rand_buf((size_t)M * ldc, &seed), *R = malloc(sizeof(float) * (size_t)M * ldc);
                 memcpy(R, C, sizeof(float) * (size_t)M * ldc);
                 k_gemm(ta, tb, M, N, K, 0.5f, A, lda, B, ldb, 0.25f, C, ldc);
                 k_gemm_ref(ta, tb, M, N, K, 0.5f, A, lda, B, ldb, 0.25f, R, ldc);
@@ -84,6 +97,53 @@ TEST(gemm_matches_ref_all_transposes) {
                 free(A), free(B), free(C), free(R);
             }
     }
+}
+
+/* k_sgemm (the engine's MATMUL) at every SIMD level: its own AVX-512 kernel
+ * where the CPU has it, OpenBLAS below. Shapes cross every blocking edge the
+ * kernel has (12-row and 32-column micro-tiles, the KC slice of K, the MC row
+ * block and the NC column block, whatever sizes this CPU's caches give) and
+ * the model shapes (wide_cnn's fc1: K = 9216). Each element is held to the
+ * fp32 summation bound K * 2^-24 * sum|a||b| against the double-precision
+ * twin; C starts as NaN, which must never leak (C = op(A) op(B), no beta). */
+TEST(sgemm_matches_ref_within_the_fp32_bound_at_every_level) {
+    unsigned seed = 11;
+    int dims[][3] = {{1, 1, 1},     {12, 32, 16},  {13, 33, 7},   {11, 31, 17},   {25, 65, 193}, {128, 50, 320},
+                     {128, 10, 50}, {700, 40, 200}, {20, 2900, 30}, {128, 128, 9216}, {50, 320, 128}, {128, 9216, 12}};
+    for (int lvl = k_simd_detect(); lvl >= K_SIMD_AVX2; lvl--) {
+        k_simd_force(lvl);
+        for (size_t d = 0; d < sizeof dims / sizeof dims[0]; d++) {
+            int M = dims[d][0], N = dims[d][1], K = dims[d][2];
+            for (int ta = 0; ta < 2; ta++)
+                for (int tb = 0; tb < 2; tb++) {
+                    gemm_case g = gemm_case_make(M, N, K, ta, tb, &seed);
+                    int lda = g.lda, ldb = g.ldb, ldc = g.ldc;
+                    float *A = g.A, *B = g.B, *C = malloc(sizeof(float) * (size_t)M * ldc), *R = malloc(sizeof(float) * (size_t)M * ldc);
+                    void *scratch = malloc(k_sgemm_scratch_bytes(M, N, K));
+                    for (size_t i = 0; i < (size_t)M * ldc; i++) C[i] = NAN;
+                    k_sgemm(ta, tb, M, N, K, A, lda, B, ldb, C, ldc, scratch);
+                    k_gemm_ref(ta, tb, M, N, K, 1.0f, A, lda, B, ldb, 0.0f, R, ldc);
+                    int bad = 0;
+                    for (int i = 0; i < M && !bad; i++)
+                        for (int j = 0; j < N && !bad; j++) {
+                            double mag = 0;
+                            for (int k = 0; k < K; k++)
+                                mag += fabs((double)(ta ? A[(size_t)k * lda + i] : A[(size_t)i * lda + k]) *
+                                            (tb ? B[(size_t)j * ldb + k] : B[(size_t)k * ldb + j]));
+                            double err = fabs((double)C[(size_t)i * ldc + j] - R[(size_t)i * ldc + j]);
+                            if (!(err <= K * 0x1p-24 * mag + 1e-30)) bad = 1;
+                            CHECK_MSG(!bad, "sgemm %dx%dx%d ta%d tb%d level %d path %s: C[%d][%d] = %g, twin %g", M, N, K,
+                                      ta, tb, lvl, k_sgemm_path_name(M, N, K), i, j, C[(size_t)i * ldc + j],
+                                      R[(size_t)i * ldc + j]);
+                        }
+                    /* the padding column of each C row is never written */
+                    for (int i = 0; i < M; i++) CHECK(isnan(C[(size_t)i * ldc + N]));
+                    free(A), free(B), free(C), free(R), free(scratch);
+                }
+        }
+    }
+    k_simd_force(-1);
+    CHECK_EQ(k_sgemm_own(128, 128, 9216), k_simd_detect() == K_SIMD_AVX512);
 }
 
 /* ---- pooling --------------------------------------------------------------------- */

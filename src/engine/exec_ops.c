@@ -83,7 +83,7 @@ KERNEL(MATMUL) {
     if (A->dtype == XT_BF16)
         k_gemm_bf16(tA, tB, M, N, K, in[0], A->shape[1], in[1], B->shape[1], 0, out, N, scratch);
     else
-        k_gemm(tA, tB, M, N, K, 1.0f, in[0], A->shape[1], in[1], B->shape[1], 0.0f, out, N);
+        k_sgemm(tA, tB, M, N, K, in[0], A->shape[1], in[1], B->shape[1], out, N, scratch);
 }
 
 KERNEL(CAST_BF16) { k_bf16_cast((size_t)xt_numel(n), out, in[0]); }
@@ -252,11 +252,12 @@ static size_t scratch_CONV2D_BWD_WEIGHT(const xt_plan *p, const xt_node *n) {
     k_conv_shape s = conv_shape(IN(0)->shape, n->shape, n->iattr);
     return conv_scratch(p, n, &s);
 }
-/* a bf16 matrix product packs (or widens) its operands; fp32 needs nothing */
+/* a matrix product packs its operands (bf16: or widens them) */
 static size_t scratch_MATMUL(const xt_plan *p, const xt_node *n) {
     const xt_node *A = IN(0);
     int K = n->iattr[0] ? A->shape[0] : A->shape[1];
-    return A->dtype == XT_BF16 ? k_gemm_bf16_scratch(n->shape[0], n->shape[1], K) : 0;
+    return A->dtype == XT_BF16 ? k_gemm_bf16_scratch(n->shape[0], n->shape[1], K)
+                               : k_sgemm_scratch_bytes(n->shape[0], n->shape[1], K);
 }
 
 #define XT_KERNEL_FOR_FREE(name) NULL

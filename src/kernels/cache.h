@@ -10,5 +10,8 @@
  * else K_CACHE_L2_FALLBACK when the system does not say (some VMs). */
 #define K_CACHE_L2_FALLBACK ((size_t)512 * 1024)
 size_t k_cache_l2_bytes(void);
+/* One core's L1 data cache in bytes, the same way (fallback 32 KiB). */
+#define K_CACHE_L1D_FALLBACK ((size_t)32 * 1024)
+size_t k_cache_l1d_bytes(void);
 
 #endif

@@ -3,8 +3,9 @@
  * Is: k_gemm, a thin row-major wrapper over cblas_sgemm (OpenBLAS, one thread
  * per worker: the launcher pins OPENBLAS_NUM_THREADS=1), and k_gemm_ref, the
  * triple loop the tests hold it against.
- * Is not: a GEMM of our own. The convolutions that OpenBLAS serves badly
- * (a handful of input channels) get direct kernels in conv_direct.c instead.
+ * Is not: our own GEMM (sgemm.c, which the engine's MATMUL calls and which
+ * falls back to k_gemm below AVX-512). The convolutions that OpenBLAS serves
+ * badly (a handful of input channels) get direct kernels in conv_direct.c.
  */
 #include "kernels/kernels.h"
 

@@ -15,12 +15,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* ---- GEMM (row-major, through OpenBLAS cblas_sgemm) ----------------------
+/* ---- GEMM (row-major: OpenBLAS cblas_sgemm, and our own AVX-512 kernel) -----
  * C(M,N) = alpha * op(A) * op(B) + beta * C; op(X) = X or X^T (trans flags). */
 void k_gemm(int transA, int transB, int M, int N, int K, float alpha, const float *A, int lda,
             const float *B, int ldb, float beta, float *C, int ldc);
 void k_gemm_ref(int transA, int transB, int M, int N, int K, float alpha, const float *A, int lda,
                 const float *B, int ldb, float beta, float *C, int ldc);
+/* C(M,N) = op(A) op(B) through our own packed AVX-512 kernel where k_sgemm_own
+ * says so, else k_gemm (sgemm.c). scratch: k_sgemm_scratch_bytes(M, N, K). */
+size_t k_sgemm_scratch_bytes(int M, int N, int K);
+int k_sgemm_own(int M, int N, int K);
+const char *k_sgemm_path_name(int M, int N, int K);
+void k_sgemm(int transA, int transB, int M, int N, int K, const float *A, int lda, const float *B, int ldb, float *C,
+             int ldc, void *scratch);
 
 /* ---- 2-D convolution (cross-correlation, as torch.nn.Conv2d, groups=1) ---- */
 typedef struct k_conv_shape {

@@ -398,6 +398,51 @@ static void bench_dropout(void) {
     free(c.x), free(c.y);
 }
 
+/* ---- k_sgemm (the engine's MATMUL) against OpenBLAS on the models' shapes ---- */
+
+typedef struct {
+    int ta, tb, M, N, K, own;
+    float *a, *b, *c;
+    void *scratch;
+} sgemm_ctx;
+
+static void run_sgemm(void *p) {
+    sgemm_ctx *g = p;
+    int lda = g->ta ? g->M : g->K, ldb = g->tb ? g->K : g->N;
+    if (g->own)
+        k_sgemm(g->ta, g->tb, g->M, g->N, g->K, g->a, lda, g->b, ldb, g->c, g->N, g->scratch);
+    else
+        k_gemm(g->ta, g->tb, g->M, g->N, g->K, 1.0f, g->a, lda, g->b, ldb, 0.0f, g->c, g->N);
+}
+
+static void bench_sgemm_shapes(void) {
+    struct { const char *label; int ta, tb, M, N, K; } sh[] = {
+        {"square 1024^3", 0, 0, 1024, 1024, 1024},
+        {"wide fc1 fwd x.W^T", 0, 1, 128, 128, 9216},
+        {"wide fc1 dx dy.W", 0, 0, 128, 9216, 128},
+        {"wide fc1 dW dy^T.x", 1, 0, 128, 9216, 128},
+        {"seed fc1 fwd x.W^T", 0, 1, 128, 50, 320},
+        {"seed fc1 dx dy.W", 0, 0, 128, 320, 50},
+        {"seed fc1 dW dy^T.x", 1, 0, 50, 320, 128},
+    };
+    for (size_t i = 0; i < sizeof sh / sizeof sh[0]; i++) {
+        char name[80];
+        snprintf(name, sizeof name, "matmul %s", sh[i].label);
+        if (!wanted(name)) continue;
+        sgemm_ctx g = {sh[i].ta, sh[i].tb, sh[i].M, sh[i].N, sh[i].K, 0, falloc((size_t)sh[i].M * sh[i].K),
+                       falloc((size_t)sh[i].K * sh[i].N), falloc((size_t)sh[i].M * sh[i].N), NULL};
+        g.scratch = malloc(k_sgemm_scratch_bytes(g.M, g.N, g.K));
+        fill(g.a, (size_t)g.M * g.K, 1);
+        fill(g.b, (size_t)g.K * g.N, 2);
+        double flop = 2.0 * g.M * g.N * g.K, t_blas = time_it(run_sgemm, &g, 0.1);
+        g.own = 1;
+        double t_own = time_it(run_sgemm, &g, 0.1);
+        printf("%-34s OpenBLAS (%s) %7.1f GFLOP/s | k_sgemm %-12s %7.1f GFLOP/s | %.2fx\n", name, openblas_get_corename(),
+               flop / t_blas * 1e-9, k_sgemm_path_name(g.M, g.N, g.K), flop / t_own * 1e-9, t_blas / t_own);
+        free(g.a), free(g.b), free(g.c), free(g.scratch);
+    }
+}
+
 int main(int argc, char **argv) {
     g_filter = argc > 1 ? argv[1] : NULL;
     g_methods = getenv("METHODS");
@@ -407,6 +452,7 @@ int main(int argc, char **argv) {
     static const char *lvl[] = {"generic", "avx2", "avx512"};
     printf("SIMD level: %s\n", lvl[k_simd_detect()]);
     bench_gemm();
+    bench_sgemm_shapes();
     printf("bf16 path: %s (the best this CPU has)\n", k_bf16_path_name(k_bf16_detect()));
     bench_gemm_bf16();
     struct {
