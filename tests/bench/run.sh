@@ -54,7 +54,9 @@ echo "== sgemm (one core; a second reference: it depends on the kernels OpenBLAS
 if [ -x $B/kernel_bench ]; then
     $B/kernel_bench > "$tmp/kernels" 2>&1
     grep -i '^sgemm' "$tmp/kernels"
-    grep -v -i '^sgemm' "$tmp/kernels" | tail -n 25
+    echo "  the engine's MATMUL (k_sgemm, src/kernels/sgemm.c) beside OpenBLAS on the models' linear layers:"
+    grep '^matmul' "$tmp/kernels"
+    grep -v -i -e '^sgemm' -e '^matmul' "$tmp/kernels" | tail -n 25
 fi
 PEAK=$(grep -i '^sgemm 1024' "$tmp/kernels" 2>/dev/null | awk '{for (i = 2; i <= NF; i++) if ($i == "GFLOP/s") print $(i-1)}')
 [ -n "$PEAK" ] || PEAK=nan
