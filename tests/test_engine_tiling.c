@@ -68,32 +68,38 @@ static int train_steps(model_run *m, xt_engine *en, int steps, xt_err *e) {
     return 0;
 }
 
-/* Train the same model tiled (tiles of `rows` samples forced by a small
- * budget) and untiled; every weight, buffer and optimizer state must agree
- * bit for bit. Returns the tiled engine's stats. */
-static void tiled_equals_untiled_at(const char *spec, int n, size_t budget, int precision, xt_exec_stats *tiled) {
+/* Train the same model under two engine option sets, 3 steps each; every
+ * weight, buffer and optimizer state must agree bit for bit. */
+static void same_training(const char *spec, int n, const xt_engine_opts *oa, const xt_engine_opts *ob,
+                          xt_exec_stats *sa, xt_exec_stats *sb, const char *what) {
     model_run *a = calloc(1, sizeof *a), *b = calloc(1, sizeof *b);
     xt_err e = {0};
     CHECK_MSG(model_run_init(a, spec, n, &e) == 0 && model_run_init(b, spec, n, &e) == 0, "%s", e.msg);
-    xt_engine_opts on = {.fuse = 1, .tile_cache_bytes = budget, .precision = precision},
-                   off = {.fuse = 1, .no_tiling = 1, .precision = precision};
-    xt_engine *ea = xt_engine_new(&a->r.store, &on), *eb = xt_engine_new(&b->r.store, &off);
-    CHECK_MSG(train_steps(a, ea, 3, &e) == 0, "%s tiled: %s", spec, e.msg);
-    CHECK_MSG(train_steps(b, eb, 3, &e) == 0, "%s untiled: %s", spec, e.msg);
-    xt_exec_stats sb;
-    xt_engine_last_stats(ea, tiled);
-    xt_engine_last_stats(eb, &sb);
-    CHECK_MSG(tiled->tile_runs > 0, "%s: nothing was tiled", spec);
-    CHECK_EQ(sb.tile_runs, 0);
+    xt_engine *ea = xt_engine_new(&a->r.store, oa), *eb = xt_engine_new(&b->r.store, ob);
+    CHECK_MSG(train_steps(a, ea, 3, &e) == 0, "%s (first plan): %s", spec, e.msg);
+    CHECK_MSG(train_steps(b, eb, 3, &e) == 0, "%s (second plan): %s", spec, e.msg);
+    xt_engine_last_stats(ea, sa);
+    xt_engine_last_stats(eb, sb);
     CHECK(a->r.store.block_floats == b->r.store.block_floats);
     CHECK_MSG(!memcmp(a->r.store.block, b->r.store.block, a->r.store.block_floats * sizeof(float)),
-              "%s: weights, BN statistics or optimizer state differ between the tiled and the untiled plan", spec);
+              "%s: weights, BN statistics or optimizer state differ between %s", spec, what);
     xt_engine_free(ea);
     xt_engine_free(eb);
     model_run_free(a);
     model_run_free(b);
     free(a);
     free(b);
+}
+
+/* Tiled (tiles of `rows` samples forced by a small budget) against untiled.
+ * Returns the tiled engine's stats. */
+static void tiled_equals_untiled_at(const char *spec, int n, size_t budget, int precision, xt_exec_stats *tiled) {
+    xt_engine_opts on = {.fuse = 1, .tile_cache_bytes = budget, .precision = precision},
+                   off = {.fuse = 1, .no_tiling = 1, .precision = precision};
+    xt_exec_stats sb;
+    same_training(spec, n, &on, &off, tiled, &sb, "the tiled and the untiled plan");
+    CHECK_MSG(tiled->tile_runs > 0, "%s: nothing was tiled", spec);
+    CHECK_EQ(sb.tile_runs, 0);
 }
 
 static void tiled_equals_untiled(const char *spec, int n, size_t budget, xt_exec_stats *tiled) {
@@ -174,4 +180,20 @@ TEST(no_tiling_environment_variable_turns_tiling_off) {
     CHECK_EQ(tiles[1], 0);
     model_run_free(m);
     free(m);
+}
+
+/* pass_conv_relu.c: wide_cnn's two conv -> ReLU pairs run the ReLU in the
+ * convolution's epilogue, and train bit for bit as the plan without any
+ * fusion (separate RELU kernels, the conv outputs kept as the masks), tiled
+ * and untiled; the fused plan needs less memory. The seed CNN's ReLUs follow
+ * pooling and stay separate. */
+TEST(conv_relu_epilogue_trains_bit_identically) {
+    xt_engine_opts fused = {.fuse = 1, .tile_cache_bytes = 256 * 1024}, plain = {.fuse = 0, .no_tiling = 1};
+    xt_exec_stats sa, sb;
+    same_training("models/wide_cnn.yaml", 40, &fused, &plain, &sa, &sb, "the conv+ReLU epilogue and a separate ReLU");
+    CHECK_EQ(sa.relu_epilogues, 2);
+    CHECK_EQ(sb.relu_epilogues, 0);
+    CHECK_MSG(sa.intermediate_bytes < sb.intermediate_bytes, "%zu vs %zu", sa.intermediate_bytes, sb.intermediate_bytes);
+    same_training("models/fashion_cnn.yaml", 24, &fused, &plain, &sa, &sb, "the fused and the plain plan");
+    CHECK_EQ(sa.relu_epilogues, 0);
 }

@@ -379,3 +379,37 @@ TEST(conv_bwd_weight_in_parts_is_bit_identical_to_whole) {
         free(x), free(dy), free(scr), free(acc);
     }
 }
+
+/* The ReLU epilogue (k_conv2d_fwd_act, relu 1) gives exactly relu of the plain
+ * forward, at every SIMD level (the generic level takes the im2col path), with
+ * a partial block of images and a bias that puts outputs on both sides of 0. */
+TEST(conv_fwd_relu_epilogue_is_relu_of_the_plain_forward) {
+    k_conv_shape shapes[] = {SHAPE(19, 1, 28, 28, 10, 5, 5, 1, 1, 0, 0), SHAPE(21, 32, 26, 26, 64, 3, 3, 1, 1, 0, 0),
+                             SHAPE(5, 3, 9, 9, 4, 3, 3, 2, 2, 1, 1)};
+    unsigned seed = 5;
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        k_conv_shape s = shapes[i];
+        CHECK_EQ(k_conv_shape_infer(&s), 0);
+        size_t xs = (size_t)s.N * s.Ci * s.H * s.W, ys = (size_t)s.N * s.Co * s.Ho * s.Wo;
+        float *x = rand_buf(xs, &seed), *w = rand_buf((size_t)s.Co * s.Ci * s.kh * s.kw, &seed),
+              *b = rand_buf((size_t)s.Co, &seed), *scr = nan_buf(k_conv2d_scratch(&s));
+        for (int lvl = 0; lvl <= k_simd_detect(); lvl++) {
+            k_simd_force(lvl);
+            float *plain = nan_buf(ys), *fused = nan_buf(ys);
+            k_conv2d_fwd(&s, plain, x, w, b, scr);
+            k_conv2d_fwd_act(&s, fused, x, w, b, 1, scr);
+            size_t bad = ys, zeros = 0;
+            for (size_t j = 0; j < ys && bad == ys; j++) {
+                float want = plain[j] > 0.0f ? plain[j] : 0.0f;
+                if (memcmp(&want, &fused[j], sizeof want)) bad = j;
+                zeros += want == 0.0f;
+            }
+            CHECK_MSG(bad == ys, "shape %zu, simd %d: element %zu is %g, relu of the plain forward %g", i, lvl, bad,
+                      bad < ys ? fused[bad] : 0.0, bad < ys ? plain[bad] : 0.0);
+            CHECK(zeros > 0 && zeros < ys);
+            free(plain), free(fused);
+        }
+        k_simd_force(-1);
+        free(x), free(w), free(b), free(scr);
+    }
+}

@@ -100,7 +100,7 @@ KERNEL(CONV2D) {
     k_conv_shape s = conv_shape(IN(0)->shape, IN(1)->shape, n->iattr);
     s.N = ROWS(s.N);
     if (IN(0)->dtype == XT_BF16) k_conv2d_fwd_bf16(&s, out, in[0], in[1], n->nin > 2 ? in[2] : NULL, scratch);
-    else k_conv2d_fwd(&s, out, in[0], in[1], n->nin > 2 ? in[2] : NULL, scratch);
+    else k_conv2d_fwd_act(&s, out, in[0], in[1], n->nin > 2 ? in[2] : NULL, n->iattr[4], scratch);
 }
 KERNEL(CONV2D_BWD_DATA) {
     k_conv_shape s = conv_shape(n->shape, IN(1)->shape, n->iattr); /* (dy, w) -> dx shaped like x */

@@ -65,11 +65,18 @@ size_t k_conv2d_scratch(const k_conv_shape *s) {
     return a > b ? a : b;
 }
 
+void k_conv2d_fwd_act(const k_conv_shape *s, float *y, const float *x, const float *w, const float *b, int relu,
+                      float *scratch) {
+    if (k_conv_choose(s, K_CONV_FWD) == K_CONV_DIRECT) {
+        k_conv_direct_fwd_act(s, y, x, w, b, relu, scratch);
+        return;
+    }
+    k_conv_im2col_fwd(s, IM2COL_GROUP, y, x, w, b, scratch);
+    if (relu) k_relu_inplace(y, (size_t)s->N * s->Co * s->Ho * s->Wo);
+}
+
 void k_conv2d_fwd(const k_conv_shape *s, float *y, const float *x, const float *w, const float *b, float *scratch) {
-    if (k_conv_choose(s, K_CONV_FWD) == K_CONV_DIRECT)
-        k_conv_direct_fwd(s, y, x, w, b, scratch);
-    else
-        k_conv_im2col_fwd(s, IM2COL_GROUP, y, x, w, b, scratch);
+    k_conv2d_fwd_act(s, y, x, w, b, 0, scratch);
 }
 
 void k_conv2d_bwd_data(const k_conv_shape *s, float *dx, const float *dy, const float *w, float *scratch) {

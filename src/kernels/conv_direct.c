@@ -305,14 +305,16 @@ static void to_blocked(const nisa *isa, float *t, const float *x, size_t img, in
     }
 }
 
-/* Plain [c][h][w] (+ bias[c]) of nb images <- blocked t[c][H][Wd][NB]; idle lanes go to `sink`. */
+/* Plain [c][h][w] (+ bias[c]) of nb images <- blocked t[c][H][Wd][NB]; idle lanes go to `sink`.
+ * relu: each channel's planes go through max(., 0) while they are in L1. */
 static void from_blocked(const nisa *isa, float *x, size_t img, const float *t, int nb, int C, int H, int W, int Wd,
-                         const float *bias, float *sink) {
+                         const float *bias, int relu, float *sink) {
     int NB = isa->vl;
     float *dst[NB_MAX];
     for (int c = 0; c < C; c++) {
         for (int l = 0; l < NB; l++) dst[l] = l < nb ? x + l * img + (size_t)c * H * W : sink;
         isa->unpack(dst, t + (size_t)c * H * Wd * NB, H, W, Wd, bias ? bias[c] : 0.0f);
+        for (int l = 0; relu && l < nb; l++) k_relu_inplace(dst[l], (size_t)H * W);
     }
 }
 
@@ -356,7 +358,12 @@ static size_t fwd_carve(const k_conv_shape *s, float *p, fwd_mem *m) {
 }
 
 void k_conv_direct_fwd(const k_conv_shape *s, float *y, const float *x, const float *w, const float *b,
-                     float *scratch) {
+                       float *scratch) {
+    k_conv_direct_fwd_act(s, y, x, w, b, 0, scratch);
+}
+
+void k_conv_direct_fwd_act(const k_conv_shape *s, float *y, const float *x, const float *w, const float *b, int relu,
+                           float *scratch) {
     const nisa *isa = nisa_now();
     const nfwd_cfg *cfg = pick_fwd(isa, s);
     int NB = isa->vl, ct = cfg->ct, pt = cfg->pt, K = s->Ci * s->kh * s->kw;
@@ -386,7 +393,7 @@ void k_conv_direct_fwd(const k_conv_shape *s, float *y, const float *x, const fl
                     cfg->fn(m.xb + ((size_t)oh * s->sh * Wp + (size_t)ow * s->sw) * NB, m.off, K,
                             m.wpk + (size_t)t * K * ct, (size_t)s->sw * NB,
                             m.yb + (((size_t)t * ct * s->Ho + oh) * wo_pad + ow) * NB, ystride);
-        from_blocked(isa, y + n0 * img_y, img_y, m.yb, nb, s->Co, s->Ho, s->Wo, wo_pad, b, m.sink);
+        from_blocked(isa, y + n0 * img_y, img_y, m.yb, nb, s->Co, s->Ho, s->Wo, wo_pad, b, relu, m.sink);
     }
 }
 
@@ -559,7 +566,7 @@ void k_conv_direct_bwd_data(const k_conv_shape *s, float *dx, const float *dy, c
                             s->kw, m.dxb + (((size_t)t * ct * s->H + h) * s->W + ww) * NB, xstride);
             }
         }
-        from_blocked(isa, dx + n0 * img_x, img_x, m.dxb, nb, s->Ci, s->H, s->W, s->W, NULL, m.sink);
+        from_blocked(isa, dx + n0 * img_x, img_x, m.dxb, nb, s->Ci, s->H, s->W, s->W, NULL, 0, m.sink);
     }
 }
 

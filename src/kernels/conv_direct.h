@@ -17,6 +17,9 @@
 size_t k_conv_direct_scratch(const k_conv_shape *s);
 void k_conv_direct_fwd(const k_conv_shape *s, float *y, const float *x, const float *w, const float *b,
                        float *scratch);
+/* relu 1: y = relu(conv + b), applied channel by channel as y leaves the blocked layout */
+void k_conv_direct_fwd_act(const k_conv_shape *s, float *y, const float *x, const float *w, const float *b, int relu,
+                           float *scratch);
 void k_conv_direct_bwd_data(const k_conv_shape *s, float *dx, const float *dy, const float *w, float *scratch);
 void k_conv_direct_bwd_weight(const k_conv_shape *s, float *dw, float *db, const float *x, const float *dy,
                               float *scratch);

@@ -44,6 +44,11 @@ size_t k_conv2d_scratch(const k_conv_shape *s);
 
 /* y = conv(x, w) + b; b may be NULL. */
 void k_conv2d_fwd(const k_conv_shape *s, float *y, const float *x, const float *w, const float *b, float *scratch);
+/* x = relu(x) in place (act.c): x > 0 ? x : 0, as the engine's RELU */
+void k_relu_inplace(float *x, size_t n);
+/* The same, y = relu(conv(x, w) + b) when relu is 1 (applied as the output is written). */
+void k_conv2d_fwd_act(const k_conv_shape *s, float *y, const float *x, const float *w, const float *b, int relu,
+                      float *scratch);
 /* dx = conv_transpose(dy, w) (overwrites dx). */
 void k_conv2d_bwd_data(const k_conv_shape *s, float *dx, const float *dy, const float *w, float *scratch);
 /* dw = sum_n corr(x, dy) (overwrites dw); db = sum over n,h,w of dy when db != NULL. */
