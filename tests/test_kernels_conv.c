@@ -284,7 +284,10 @@ TEST(conv_fast_matches_ref_strided) {
 
 TEST(conv_direct_every_tile_matches_ref) {
     /* the cost model picks few of the instantiated tiles; force each one in turn */
-    k_conv_shape shapes[] = {SHAPE(3, 10, 12, 12, 20, 5, 5, 1, 1, 0, 0), SHAPE(5, 3, 9, 11, 13, 3, 2, 2, 1, 1, 0)};
+    /* the seed CNN's conv2 (bwd_data one pixel at a time), a strided one, and two stride-1 shapes whose
+     * bwd_data takes the row path (3x3 pad 1; 3x2 pad (2,1) with a partial pixel tile) */
+    k_conv_shape shapes[] = {SHAPE(3, 10, 12, 12, 20, 5, 5, 1, 1, 0, 0), SHAPE(5, 3, 9, 11, 13, 3, 2, 2, 1, 1, 0),
+                             SHAPE(17, 9, 7, 13, 11, 3, 3, 1, 1, 1, 1), SHAPE(2, 5, 6, 9, 7, 3, 2, 1, 1, 2, 1)};
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         k_conv_shape s = shapes[i];
         CHECK_EQ(k_conv_shape_infer(&s), 0);
@@ -310,6 +313,13 @@ TEST(conv_direct_every_tile_matches_ref) {
                     double e = rel_err(out, ref[pass], sizes[pass]);
                     CHECK_MSG(e <= 1e-4, "direct pass %d tile #%d simd%d on %s: rel err %.3g", pass, t, lvl, name, e);
                     if (pass == K_CONV_BWD_WEIGHT) CHECK(rel_err(db, rdb, (size_t)s.Co) <= 1e-4);
+                    if (pass == K_CONV_FWD) { /* stride-1 bwd_data runs the fwd tiles over the padded dy */
+                        float *dx = nan_buf(xs);
+                        run_method(RUN_DIRECT, K_CONV_BWD_DATA, &s, dx, NULL, x, w, NULL, dy);
+                        e = rel_err(dx, ref[1], xs);
+                        CHECK_MSG(e <= 1e-4, "direct bwd_data with fwd tile #%d simd%d on %s: rel err %.3g", t, lvl, name, e);
+                        free(dx);
+                    }
                     free(out), free(db);
                 }
                 CHECK(tiles >= 6);

@@ -36,6 +36,11 @@
  * / 62 (conv2) and was dropped. For the seed CNN the five passes training needs
  * take ~0.41 + 0.43 + 0.74 + 0.77 + 0.83 = ~3.2 ms per batch of 128.
  * Figures on a shared machine move by ~10%; re-run the bench before re-deciding.
+ * Since then (AMD EPYC Zen 5, 228 GFLOP/s FMA limit per core): stride-1
+ * bwd_data runs the fwd tiles over a column-padded dy where that wastes < 1/4
+ * of the multiplies (conv_direct.c, use_bwd_rows): wide conv2 bwd_data 174-176
+ * against 154-159 GFLOP/s one pixel at a time, fwd 190 (interleaved runs of
+ * kernel_bench "wide conv2").
  */
 #include "kernels/conv.h"
 #include "kernels/conv_direct.h"

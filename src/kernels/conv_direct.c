@@ -10,8 +10,12 @@
  * conv.c). Why not im2col: with 1-20 channels its GEMMs are too small.
  *   fwd:        y tile = CT out channels x PT pixels of one output row, summed over all taps
  *   bwd_weight: dw tile = CT out channels x TT taps, summed over all output pixels
- *   bwd_data:   one dx pixel x CT in channels, summed over exactly the (tap, dy
- *               pixel) pairs that reach it, so no multiply is spent on padding
+ *   bwd_data:   stride 1: the fwd tile run over dy (zero-padded by kw-1-pw columns
+ *               each side) with the transposed weights, CT in channels x PT dx
+ *               pixels of a row, the row's taps exact (bwd_rows); chosen where
+ *               the column padding wastes few multiplies (see use_bwd_rows).
+ *               Otherwise one dx pixel x CT in channels, summed over exactly the
+ *               (tap, dy pixel) pairs that reach it, so no multiply is spent on padding
  * The price is the transposes in and out of the blocked layout (16x16 register
  * transposes, ~0.3 cycle per element) against Ci*kh*kw (or Co*kh*kw) FMAs per element.
  * Is not: the choice of method (conv.c); the micro-kernels live in conv_direct_simd.h.
@@ -506,19 +510,26 @@ static const nbwd_cfg *pick_bwd(const nisa *isa, const k_conv_shape *s) {
 
 typedef struct {
     float *dyb, *dxb, *wpk, *zeros, *sink;
-    int32_t *rows, *cols;
+    int32_t *rows, *cols, *off;
 } bwd_mem;
 
+/* Column padding of dy in the row path: dx column w reads dy columns
+ * w + pw - j for taps j, i.e. padded columns w + kw-1-j with P = kw-1-pw. */
+static int bwd_rows_pad(const k_conv_shape *s) { return s->kw - 1 - s->pw; }
+
+/* dyb sized for either path: the row path's padded rows plus slack for a
+ * partial pixel tile reading past the last row; dxb with whole pixel tiles */
 static size_t bwd_carve(const k_conv_shape *s, float *p, bwd_mem *m) {
-    size_t total = 0, khw = (size_t)s->kh * s->kw;
+    size_t total = 0, khw = (size_t)s->kh * s->kw, P = bwd_rows_pad(s) > 0 ? (size_t)bwd_rows_pad(s) : 0;
     p = align_scratch(p, &total);
-    m->dyb = carve(&p, &total, (size_t)s->Co * s->Ho * s->Wo * NB_MAX);
-    m->dxb = carve(&p, &total, (size_t)(s->Ci + CT_MAX) * s->H * s->W * NB_MAX);
+    m->dyb = carve(&p, &total, ((size_t)s->Co * s->Ho * (s->Wo + 2 * P) + PT_MAX + 1) * NB_MAX);
+    m->dxb = carve(&p, &total, (size_t)(s->Ci + CT_MAX) * s->H * (s->W + PT_MAX) * NB_MAX);
     m->wpk = carve(&p, &total, khw * s->Co * (s->Ci + CT_MAX));
     m->zeros = carve(&p, &total, plane_floats(s));
     m->sink = carve(&p, &total, plane_floats(s));
     m->rows = (int32_t *)carve(&p, &total, 2 * (size_t)s->kh);
     m->cols = (int32_t *)carve(&p, &total, 2 * (size_t)s->kw);
+    m->off = (int32_t *)carve(&p, &total, khw * s->Co);
     return total;
 }
 
@@ -536,13 +547,78 @@ static int taps_for(int h, int k, int stride, int pad, int out, int32_t *list) {
     return n;
 }
 
+/* The row path wastes the multiplies of the padded columns: W*kw per row
+ * against the (j, ow) pairs that exist. MEASURED (kernel_bench, Zen 5): the
+ * fwd tiles run ~200 GFLOP/s where the one-pixel kernel runs ~145-155, so the
+ * row path pays while it wastes less than a quarter: wide_cnn's conv2 (26
+ * columns from 24, 3 taps: 78 against 72) and 3x3 pad-1 layers take it; the
+ * seed CNN's conv2 (12 from 8, 5 taps: 60 against 40) does not. */
+static int use_bwd_rows(const k_conv_shape *s) {
+    if (s->sh != 1 || s->sw != 1 || bwd_rows_pad(s) < 0) return 0;
+    long valid = 0;
+    for (int j = 0; j < s->kw; j++) { /* columns w with 0 <= w + pw - j < Wo */
+        int lo = j - s->pw > 0 ? j - s->pw : 0, hi = s->Wo + j - s->pw < s->W ? s->Wo + j - s->pw : s->W;
+        valid += hi > lo ? hi - lo : 0;
+    }
+    return (long)s->W * s->kw * 4 <= valid * 5;
+}
+
+/* Stride 1: dx row h, pixels [w0, w0+pt) x ct input channels, is the fwd tile
+ * over dy (columns zero-padded by P each side) with the weights transposed,
+ * over K = (the taps i whose dy row exists) x kw x Co. */
+static void bwd_data_rows(const nisa *isa, const k_conv_shape *s, float *dx, const float *dy, const float *w,
+                          const bwd_mem *m) {
+    k_conv_shape as_fwd = *s; /* the tile choice of a forward pass that writes dx */
+    as_fwd.Co = s->Ci;
+    as_fwd.Wo = s->W;
+    const nfwd_cfg *cfg = pick_fwd(isa, &as_fwd);
+    int NB = isa->vl, ct = cfg->ct, pt = cfg->pt, P = bwd_rows_pad(s), Wp = s->Wo + 2 * P, kwc = s->kw * s->Co;
+    int K = s->kh * kwc, ci_tiles = div_up(s->Ci, ct), w_pad = div_up(s->W, pt) * pt;
+    size_t ystride = (size_t)s->H * w_pad * NB, khw = (size_t)s->kh * s->kw;
+    /* wpk[tile][(i*kw + j)*Co + co][c] = w[co][tile*ct + c][i][j]; off: dy (co, row h+ph-i,
+     * padded column w+kw-1-j) relative to dx (h, w) */
+    for (int t = 0; t < ci_tiles; t++)
+        for (int ij = 0; ij < (int)khw; ij++)
+            for (int co = 0; co < s->Co; co++)
+                for (int c = 0; c < ct; c++) {
+                    int ci = t * ct + c;
+                    m->wpk[(((size_t)t * khw + ij) * s->Co + co) * ct + c] =
+                        ci < s->Ci ? w[((size_t)co * s->Ci + ci) * khw + ij] : 0.0f;
+                }
+    for (int i = 0; i < s->kh; i++)
+        for (int j = 0; j < s->kw; j++)
+            for (int co = 0; co < s->Co; co++)
+                m->off[(i * s->kw + j) * s->Co + co] =
+                    (int32_t)((((long)co * s->Ho + s->ph - i) * Wp + s->kw - 1 - j) * NB);
+    memset(m->dyb, 0, sizeof(float) * ((size_t)s->Co * s->Ho * Wp + PT_MAX + 1) * NB); /* the padding columns */
+    size_t img_x = (size_t)s->Ci * s->H * s->W, img_y = (size_t)s->Co * s->Ho * s->Wo;
+    for (int n0 = 0; n0 < s->N; n0 += NB) {
+        int nb = s->N - n0 < NB ? s->N - n0 : NB;
+        to_blocked(isa, m->dyb, dy + n0 * img_y, img_y, nb, s->Co, s->Ho, s->Wo, 0, P, m->zeros);
+        for (int h = 0; h < s->H; h++) {
+            int ilo = h + s->ph - s->Ho + 1 > 0 ? h + s->ph - s->Ho + 1 : 0, ihi = h + s->ph < s->kh - 1 ? h + s->ph : s->kh - 1;
+            int k0 = ilo * kwc, kn = ihi >= ilo ? (ihi - ilo + 1) * kwc : 0;
+            for (int t = 0; t < ci_tiles; t++)
+                for (int w0 = 0; w0 < w_pad; w0 += pt)
+                    cfg->fn(m->dyb + ((size_t)h * Wp + w0) * NB, m->off + k0, kn, m->wpk + ((size_t)t * K + k0) * ct,
+                            (size_t)NB, m->dxb + (((size_t)t * ct * s->H + h) * w_pad + w0) * NB, ystride);
+        }
+        from_blocked(isa, dx + n0 * img_x, img_x, m->dxb, nb, s->Ci, s->H, s->W, w_pad, NULL, 0, m->sink);
+    }
+}
+
 void k_conv_direct_bwd_data(const k_conv_shape *s, float *dx, const float *dy, const float *w, float *scratch) {
     const nisa *isa = nisa_now();
+    bwd_mem m;
+    bwd_carve(s, scratch, &m);
+    memset(m.zeros, 0, sizeof(float) * plane_floats(s));
+    if (use_bwd_rows(s)) {
+        bwd_data_rows(isa, s, dx, dy, w, &m);
+        return;
+    }
     const nbwd_cfg *cfg = pick_bwd(isa, s);
     int NB = isa->vl, ct = cfg->ct, ci_tiles = div_up(s->Ci, ct), khw = s->kh * s->kw;
     size_t dstride = (size_t)s->Ho * s->Wo * NB, xstride = (size_t)s->H * s->W * NB;
-    bwd_mem m;
-    bwd_carve(s, scratch, &m);
     /* wpk[tile][i][j][co][c] = w[co][tile*ct + c][i][j], zero past Ci */
     for (int t = 0; t < ci_tiles; t++)
         for (int ij = 0; ij < khw; ij++)
@@ -552,7 +628,6 @@ void k_conv_direct_bwd_data(const k_conv_shape *s, float *dx, const float *dy, c
                     m.wpk[(((size_t)t * khw + ij) * s->Co + co) * ct + c] =
                         ci < s->Ci ? w[((size_t)co * s->Ci + ci) * khw + ij] : 0.0f;
                 }
-    memset(m.zeros, 0, sizeof(float) * plane_floats(s));
     size_t img_x = (size_t)s->Ci * s->H * s->W, img_y = (size_t)s->Co * s->Ho * s->Wo;
     for (int n0 = 0; n0 < s->N; n0 += NB) {
         int nb = s->N - n0 < NB ? s->N - n0 : NB;
