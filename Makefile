@@ -33,7 +33,7 @@ else
 ARCH_FLAGS := $(if $(filter x86_64,$(shell uname -m)),-march=x86-64-v2 -mtune=generic,)
 endif
 
-WARN      := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parameter
+WARN      := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wpointer-arith -Wno-unused-parameter
 BASE_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) -Isrc $(shell pkg-config --cflags $(PKGS))
 LIBS        = $(shell pkg-config --libs $(PKGS)) -lpthread -lm -lrt
 

@@ -182,18 +182,25 @@ TEST(no_tiling_environment_variable_turns_tiling_off) {
     free(m);
 }
 
-/* pass_conv_relu.c: wide_cnn's two conv -> ReLU pairs run the ReLU in the
- * convolution's epilogue, and train bit for bit as the plan without any
- * fusion (separate RELU kernels, the conv outputs kept as the masks), tiled
- * and untiled; the fused plan needs less memory. The seed CNN's ReLUs follow
- * pooling and stay separate. */
-TEST(conv_relu_epilogue_trains_bit_identically) {
+/* pass_conv_epilogue.c: wide_cnn's two conv -> ReLU pairs run the ReLU in
+ * the convolution's epilogue, and the seed CNN's two conv -> 2x2 max pool
+ * pairs the pooling; each trains bit for bit as the plan without any fusion
+ * (separate RELU and MAXPOOL2D kernels, the conv outputs written), tiled and
+ * untiled, and needs less memory. */
+TEST(conv_epilogues_train_bit_identically) {
     xt_engine_opts fused = {.fuse = 1, .tile_cache_bytes = 256 * 1024}, plain = {.fuse = 0, .no_tiling = 1};
     xt_exec_stats sa, sb;
     same_training("models/wide_cnn.yaml", 40, &fused, &plain, &sa, &sb, "the conv+ReLU epilogue and a separate ReLU");
     CHECK_EQ(sa.relu_epilogues, 2);
     CHECK_EQ(sb.relu_epilogues, 0);
     CHECK_MSG(sa.intermediate_bytes < sb.intermediate_bytes, "%zu vs %zu", sa.intermediate_bytes, sb.intermediate_bytes);
-    same_training("models/fashion_cnn.yaml", 24, &fused, &plain, &sa, &sb, "the fused and the plain plan");
+    CHECK_EQ(sa.pool_epilogues, 0);
+    same_training("models/fashion_cnn.yaml", 72, &fused, &plain, &sa, &sb, "the conv+pool epilogue and a separate pool");
     CHECK_EQ(sa.relu_epilogues, 0);
+    CHECK_EQ(sa.pool_epilogues, 2);
+    CHECK_EQ(sb.pool_epilogues, 0);
+    CHECK_MSG(sa.intermediate_bytes < sb.intermediate_bytes, "%zu vs %zu", sa.intermediate_bytes, sb.intermediate_bytes);
+    xt_engine_opts untiled = {.fuse = 1, .no_tiling = 1};
+    same_training("models/fashion_cnn.yaml", 72, &untiled, &plain, &sa, &sb, "the untiled fused plan and the plain one");
+    CHECK_EQ(sa.pool_epilogues, 2);
 }

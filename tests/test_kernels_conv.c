@@ -423,3 +423,39 @@ TEST(conv_fwd_relu_epilogue_is_relu_of_the_plain_forward) {
         free(x), free(w), free(b), free(scr);
     }
 }
+
+/* k_conv2d_fwd_pool2 (the conv -> 2x2/2 max pool epilogue) gives the bits of
+ * k_conv2d_fwd_act followed by k_maxpool2d_fwd, values and indices, at every
+ * SIMD level (the generic level pools one image at a time through scratch),
+ * with and without ReLU, odd conv outputs (a row and column no window
+ * reaches), a partial block of images, and NaN in the input. */
+TEST(conv_fwd_pool2_epilogue_equals_conv_then_maxpool) {
+    k_conv_shape shapes[] = {SHAPE(19, 1, 28, 28, 10, 5, 5, 1, 1, 0, 0), SHAPE(21, 10, 12, 12, 20, 5, 5, 1, 1, 0, 0),
+                             SHAPE(5, 3, 10, 9, 4, 3, 3, 1, 1, 1, 0)};
+    unsigned seed = 9;
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        k_conv_shape s = shapes[i];
+        CHECK_EQ(k_conv_shape_infer(&s), 0);
+        k_pool_shape ps = {.N = s.N, .C = s.Co, .H = s.Ho, .W = s.Wo, .kh = 2, .kw = 2, .sh = 2, .sw = 2};
+        CHECK_EQ(k_pool_shape_infer(&ps), 0);
+        size_t xs = (size_t)s.N * s.Ci * s.H * s.W, ys = (size_t)s.N * s.Co * s.Ho * s.Wo;
+        size_t ps_n = (size_t)ps.N * ps.C * ps.Ho * ps.Wo;
+        float *x = rand_buf(xs, &seed), *w = rand_buf((size_t)s.Co * s.Ci * s.kh * s.kw, &seed),
+              *b = rand_buf((size_t)s.Co, &seed), *scr = nan_buf(k_conv2d_pool2_scratch(&s));
+        x[xs / 3] = NAN;
+        for (int lvl = 0; lvl <= k_simd_detect(); lvl++)
+            for (int relu = 0; relu < 2; relu++) {
+                k_simd_force(lvl);
+                float *y = nan_buf(ys), *want = nan_buf(ps_n), *got = nan_buf(ps_n);
+                int32_t *wa = malloc(ps_n * sizeof *wa), *ga = malloc(ps_n * sizeof *ga);
+                k_conv2d_fwd_act(&s, y, x, w, b, relu, scr);
+                k_maxpool2d_fwd(&ps, want, wa, y);
+                k_conv2d_fwd_pool2(&s, got, ga, x, w, b, relu, scr);
+                CHECK_MSG(!memcmp(want, got, ps_n * sizeof *got), "shape %zu simd %d relu %d: values differ", i, lvl, relu);
+                CHECK_MSG(!memcmp(wa, ga, ps_n * sizeof *ga), "shape %zu simd %d relu %d: indices differ", i, lvl, relu);
+                free(y), free(want), free(got), free(wa), free(ga);
+            }
+        k_simd_force(-1);
+        free(x), free(w), free(b), free(scr);
+    }
+}

@@ -227,11 +227,12 @@ int xt_mark_step(xt_engine *en, xt_err *e) {
     for (int r = 0; r < p->nruns; r++) en->last.tiled_kernels += p->runs[r].last - p->runs[r].first + 1;
     en->last.tile_rows = p->nruns ? p->runs[0].rows : 0;
     en->last.precision = p->key.precision;
-    en->last.bf16_casts = en->last.relu_epilogues = 0;
+    en->last.bf16_casts = en->last.relu_epilogues = en->last.pool_epilogues = 0;
     for (int k = 0; k < p->nkernels; k++) {
         const xt_node *n = &p->nodes[p->kernels[k].node];
         en->last.bf16_casts += n->op == XT_OP_CAST_BF16;
         en->last.relu_epilogues += n->op == XT_OP_CONV2D && n->iattr[4];
+        en->last.pool_epilogues += n->op == XT_OP_CONV2D_POOL2;
     }
 done:
     xt_graph_reset(g);

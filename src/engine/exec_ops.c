@@ -102,6 +102,15 @@ KERNEL(CONV2D) {
     if (IN(0)->dtype == XT_BF16) k_conv2d_fwd_bf16(&s, out, in[0], in[1], n->nin > 2 ? in[2] : NULL, scratch);
     else k_conv2d_fwd_act(&s, out, in[0], in[1], n->nin > 2 ? in[2] : NULL, n->iattr[4], scratch);
 }
+/* CONV2D then a 2x2/2 max pool, pooled in the conv's epilogue (pass_conv_epilogue.c);
+ * the output is MAXPOOL2D's [values | int32 argmax], each batch-major. */
+KERNEL(CONV2D_POOL2) {
+    k_conv_shape s = conv_shape(IN(0)->shape, IN(1)->shape, n->iattr);
+    float *y = out; /* out is void *: index it as floats */
+    int64_t values = xt_numel(n) / 2;
+    s.N = ROWS(s.N);
+    k_conv2d_fwd_pool2(&s, y, (int32_t *)(y + values), in[0], in[1], n->nin > 2 ? in[2] : NULL, n->iattr[4], scratch);
+}
 KERNEL(CONV2D_BWD_DATA) {
     k_conv_shape s = conv_shape(n->shape, IN(1)->shape, n->iattr); /* (dy, w) -> dx shaped like x */
     s.N = ROWS(s.N);
@@ -243,6 +252,10 @@ static size_t conv_scratch(const xt_plan *p, const xt_node *n, const k_conv_shap
 static size_t scratch_CONV2D(const xt_plan *p, const xt_node *n) {
     k_conv_shape s = conv_shape(IN(0)->shape, IN(1)->shape, n->iattr);
     return conv_scratch(p, n, &s);
+}
+static size_t scratch_CONV2D_POOL2(const xt_plan *p, const xt_node *n) {
+    k_conv_shape s = conv_shape(IN(0)->shape, IN(1)->shape, n->iattr);
+    return k_conv2d_pool2_scratch(&s) * sizeof(float);
 }
 static size_t scratch_CONV2D_BWD_DATA(const xt_plan *p, const xt_node *n) {
     k_conv_shape s = conv_shape(n->shape, IN(1)->shape, n->iattr);

@@ -202,7 +202,8 @@ typedef struct xt_exec_stats {
     int tile_rows;           /* samples per tile of the first run (0: none) */
     int precision;           /* xt_precision the executable was compiled at */
     int bf16_casts;          /* CAST_BF16 kernels it runs per step */
-    int relu_epilogues;      /* convolutions that apply their ReLU as they write (pass_conv_relu.c) */
+    int relu_epilogues;      /* convolutions that apply their ReLU as they write (pass_conv_epilogue.c) */
+    int pool_epilogues;      /* convolutions that write only their 2x2 max pool (pass_conv_epilogue.c) */
 } xt_exec_stats;
 void xt_engine_last_stats(const xt_engine *en, xt_exec_stats *s);
 

@@ -52,6 +52,7 @@ static uint32_t batched_operands(int op) {
     case XT_OP_CONV2D_BWD_WEIGHT: return 3u | ACCUMULATES; /* (x, dy) -> dw */
     case XT_OP_SUM_TO:          return 1u | ACCUMULATES;   /* when it sums over the batch (node_batch checks) */
     case XT_OP_CONV2D:          return 1u;      /* x; weights and bias whole */
+    case XT_OP_CONV2D_POOL2:    return 1u;
     case XT_OP_CONV2D_BWD_DATA: return 1u;      /* dy; weights whole */
     case XT_OP_MAXPOOL2D:       return 1u;
     case XT_OP_MAXPOOL2D_BWD:   return 3u;      /* dy, argmax */
@@ -79,8 +80,9 @@ static int64_t row_of(const xt_node *n, int32_t B) {
 /* Where a kernel writes its output's rows: one segment, or two for max
  * pooling, whose output packs [values | int32 argmax], each batch-major. */
 typedef struct { int64_t off, row; } segment;
+static int packs_pool_output(const xt_node *n) { return n->op == XT_OP_MAXPOOL2D || n->op == XT_OP_CONV2D_POOL2; }
 static int output_segments(const xt_node *n, int32_t B, segment *s) {
-    if (n->op == XT_OP_MAXPOOL2D) {
+    if (packs_pool_output(n)) {
         int64_t half = node_bytes(n) / 2;
         s[0] = (segment){0, half / B};
         s[1] = (segment){half, half / B};
@@ -164,7 +166,7 @@ static int32_t node_batch(const xt_plan *p, const xt_node *n, const int32_t *slo
     }
     segment s[2];
     output_segments(n, B, s);
-    if (n->op != XT_OP_MAXPOOL2D && row_of(n, B) <= 0) return 0;
+    if (!packs_pool_output(n) && row_of(n, B) <= 0) return 0;
     rows[n->nin] = s[0].row;
     return B;
 }

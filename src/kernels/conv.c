@@ -80,6 +80,29 @@ void k_conv2d_fwd_act(const k_conv_shape *s, float *y, const float *x, const flo
     if (relu) k_relu_inplace(y, (size_t)s->N * s->Co * s->Ho * s->Wo);
 }
 
+/* the conv scratch, then one image's conv output for the per-image path */
+size_t k_conv2d_pool2_scratch(const k_conv_shape *s) {
+    return k_conv2d_scratch(s) + (size_t)s->Co * s->Ho * s->Wo + 16;
+}
+
+void k_conv2d_fwd_pool2(const k_conv_shape *s, float *vals, int32_t *argmax, const float *x, const float *w,
+                        const float *b, int relu, float *scratch) {
+    if (k_conv_choose(s, K_CONV_FWD) == K_CONV_DIRECT) {
+        k_conv_direct_fwd_pool(s, vals, argmax, x, w, b, relu, scratch);
+        return;
+    }
+    k_conv_shape one = *s;
+    one.N = 1;
+    k_pool_shape ps = {.N = 1, .C = s->Co, .H = s->Ho, .W = s->Wo, .kh = 2, .kw = 2, .sh = 2, .sw = 2};
+    k_pool_shape_infer(&ps);
+    float *y = scratch + k_conv2d_scratch(s);
+    size_t img_x = (size_t)s->Ci * s->H * s->W, img_p = (size_t)s->Co * ps.Ho * ps.Wo;
+    for (int n = 0; n < s->N; n++) {
+        k_conv2d_fwd_act(&one, y, x + n * img_x, w, b, relu, scratch);
+        k_maxpool2d_fwd(&ps, vals + n * img_p, argmax + n * img_p, y);
+    }
+}
+
 void k_conv2d_fwd(const k_conv_shape *s, float *y, const float *x, const float *w, const float *b, float *scratch) {
     k_conv2d_fwd_act(s, y, x, w, b, 0, scratch);
 }

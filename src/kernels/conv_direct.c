@@ -310,14 +310,17 @@ static void to_blocked(const nisa *isa, float *t, const float *x, size_t img, in
 }
 
 /* Plain [c][h][w] (+ bias[c]) of nb images <- blocked t[c][H][Wd][NB]; idle lanes go to `sink`.
- * relu: each channel's planes go through max(., 0) while they are in L1. */
+ * relu: each channel's planes go through max(., 0) while they are in L1.
+ * Without a bias the unpack adds -0.0, which leaves every float's bits as
+ * they are (-0 included, and int32 indices moved through float lanes: no
+ * flush-to-zero is ever enabled). */
 static void from_blocked(const nisa *isa, float *x, size_t img, const float *t, int nb, int C, int H, int W, int Wd,
                          const float *bias, int relu, float *sink) {
     int NB = isa->vl;
     float *dst[NB_MAX];
     for (int c = 0; c < C; c++) {
         for (int l = 0; l < NB; l++) dst[l] = l < nb ? x + l * img + (size_t)c * H * W : sink;
-        isa->unpack(dst, t + (size_t)c * H * Wd * NB, H, W, Wd, bias ? bias[c] : 0.0f);
+        isa->unpack(dst, t + (size_t)c * H * Wd * NB, H, W, Wd, bias ? bias[c] : -0.0f);
         for (int l = 0; relu && l < nb; l++) k_relu_inplace(dst[l], (size_t)H * W);
     }
 }
@@ -345,9 +348,12 @@ static const nfwd_cfg *pick_fwd(const nisa *isa, const k_conv_shape *s) {
 }
 
 typedef struct {
-    float *xb, *yb, *wpk, *zeros, *sink;
-    int32_t *off;
+    float *xb, *yb, *wpk, *zeros, *sink, *pooled;
+    int32_t *off, *argmax;
 } fwd_mem;
+
+/* the 2x2, stride-2 max pool of a conv output: its size */
+static int pool2_out(int n) { return n >= 2 ? (n - 2) / 2 + 1 : 0; }
 
 static size_t fwd_carve(const k_conv_shape *s, float *p, fwd_mem *m) {
     size_t total = 0, K = (size_t)s->Ci * s->kh * s->kw;
@@ -358,6 +364,9 @@ static size_t fwd_carve(const k_conv_shape *s, float *p, fwd_mem *m) {
     m->zeros = carve(&p, &total, plane_floats(s));
     m->sink = carve(&p, &total, plane_floats(s));
     m->off = (int32_t *)carve(&p, &total, K);
+    size_t pooled = (size_t)s->Co * pool2_out(s->Ho) * pool2_out(s->Wo) * NB_MAX;
+    m->pooled = carve(&p, &total, pooled);
+    m->argmax = (int32_t *)carve(&p, &total, pooled);
     return total;
 }
 
@@ -366,8 +375,70 @@ void k_conv_direct_fwd(const k_conv_shape *s, float *y, const float *x, const fl
     k_conv_direct_fwd_act(s, y, x, w, b, 0, scratch);
 }
 
+/* The blocked conv output yb of one block -> its 2x2 max pool, blocked:
+ * per lane, the window's values (+ bias, relu) compared in the order
+ * (0,0) (0,1) (1,0) (1,1), a candidate taken when strictly greater or NaN,
+ * as k_maxpool2d_fwd does; argmax is the index in the conv output plane. */
+#ifdef XT_DIRECT_X86
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq"))) static void pool_blocked16(
+    const k_conv_shape *s, const float *yb, int wo_pad, const float *b, int relu, float *pv, int32_t *pa) {
+    int Hp = pool2_out(s->Ho), Wp = pool2_out(s->Wo);
+    for (int co = 0; co < s->Co; co++) {
+        __m512 bv = _mm512_set1_ps(b ? b[co] : -0.0f), zero = _mm512_setzero_ps();
+        for (int ph = 0; ph < Hp; ph++)
+            for (int pw = 0; pw < Wp; pw++) {
+                __m512 v = zero;
+                __m512i a = _mm512_setzero_si512();
+                for (int q = 0; q < 4; q++) {
+                    int oh = 2 * ph + (q >> 1), ow = 2 * pw + (q & 1);
+                    __m512 c = _mm512_add_ps(_mm512_loadu_ps(yb + (((size_t)co * s->Ho + oh) * wo_pad + ow) * 16), bv);
+                    if (relu) c = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(c, zero, _CMP_GT_OQ), c);
+                    __mmask16 t = q == 0 ? (__mmask16)0xffff
+                                         : _mm512_cmp_ps_mask(c, v, _CMP_GT_OQ) | _mm512_cmp_ps_mask(c, c, _CMP_UNORD_Q);
+                    v = _mm512_mask_mov_ps(v, t, c);
+                    a = _mm512_mask_mov_epi32(a, t, _mm512_set1_epi32(oh * s->Wo + ow));
+                }
+                size_t o = (((size_t)co * Hp + ph) * Wp + pw) * 16;
+                _mm512_storeu_ps(pv + o, v);
+                _mm512_storeu_si512(pa + o, a);
+            }
+    }
+}
+#endif
+
+static void pool_blocked(const k_conv_shape *s, int NB, const float *yb, int wo_pad, const float *b, int relu,
+                         float *pv, int32_t *pa) {
+#ifdef XT_DIRECT_X86
+    if (NB == 16) {
+        pool_blocked16(s, yb, wo_pad, b, relu, pv, pa);
+        return;
+    }
+#endif
+    int Hp = pool2_out(s->Ho), Wp = pool2_out(s->Wo);
+    for (int co = 0; co < s->Co; co++)
+        for (int ph = 0; ph < Hp; ph++)
+            for (int pw = 0; pw < Wp; pw++) {
+                float *v = pv + (((size_t)co * Hp + ph) * Wp + pw) * NB;
+                int32_t *a = pa + (((size_t)co * Hp + ph) * Wp + pw) * NB;
+                for (int q = 0; q < 4; q++) {
+                    int oh = 2 * ph + (q >> 1), ow = 2 * pw + (q & 1);
+                    const float *y = yb + (((size_t)co * s->Ho + oh) * wo_pad + ow) * NB;
+                    for (int l = 0; l < NB; l++) {
+                        float c = y[l] + (b ? b[co] : -0.0f);
+                        if (relu) c = c > 0.0f ? c : 0.0f;
+                        if (q == 0 || c > v[l] || c != c) v[l] = c, a[l] = oh * s->Wo + ow;
+                    }
+                }
+            }
+}
+
 void k_conv_direct_fwd_act(const k_conv_shape *s, float *y, const float *x, const float *w, const float *b, int relu,
                            float *scratch) {
+    k_conv_direct_fwd_pool(s, y, NULL, x, w, b, relu, scratch);
+}
+
+void k_conv_direct_fwd_pool(const k_conv_shape *s, float *y, int32_t *argmax, const float *x, const float *w,
+                            const float *b, int relu, float *scratch) {
     const nisa *isa = nisa_now();
     const nfwd_cfg *cfg = pick_fwd(isa, s);
     int NB = isa->vl, ct = cfg->ct, pt = cfg->pt, K = s->Ci * s->kh * s->kw;
@@ -397,6 +468,15 @@ void k_conv_direct_fwd_act(const k_conv_shape *s, float *y, const float *x, cons
                     cfg->fn(m.xb + ((size_t)oh * s->sh * Wp + (size_t)ow * s->sw) * NB, m.off, K,
                             m.wpk + (size_t)t * K * ct, (size_t)s->sw * NB,
                             m.yb + (((size_t)t * ct * s->Ho + oh) * wo_pad + ow) * NB, ystride);
+        if (argmax) { /* pooled: values and indices leave the blocked layout, the conv output never does */
+            int pho = pool2_out(s->Ho), pwo = pool2_out(s->Wo);
+            size_t img_p = (size_t)s->Co * pho * pwo;
+            pool_blocked(s, NB, m.yb, wo_pad, b, relu, m.pooled, m.argmax);
+            from_blocked(isa, y + n0 * img_p, img_p, m.pooled, nb, s->Co, pho, pwo, pwo, NULL, 0, m.sink);
+            from_blocked(isa, (float *)(argmax + n0 * img_p), img_p, (const float *)m.argmax, nb, s->Co, pho, pwo,
+                         pwo, NULL, 0, m.sink);
+            continue;
+        }
         from_blocked(isa, y + n0 * img_y, img_y, m.yb, nb, s->Co, s->Ho, s->Wo, wo_pad, b, relu, m.sink);
     }
 }

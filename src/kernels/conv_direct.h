@@ -18,6 +18,11 @@ size_t k_conv_direct_scratch(const k_conv_shape *s);
 void k_conv_direct_fwd(const k_conv_shape *s, float *y, const float *x, const float *w, const float *b,
                        float *scratch);
 /* relu 1: y = relu(conv + b), applied channel by channel as y leaves the blocked layout */
+/* argmax non-NULL: y and argmax receive the 2x2, stride-2 max pool of that
+ * output (as k_maxpool2d_fwd, bit for bit), pooled in the blocked layout;
+ * the conv output itself is never written. */
+void k_conv_direct_fwd_pool(const k_conv_shape *s, float *y, int32_t *argmax, const float *x, const float *w,
+                            const float *b, int relu, float *scratch);
 void k_conv_direct_fwd_act(const k_conv_shape *s, float *y, const float *x, const float *w, const float *b, int relu,
                            float *scratch);
 void k_conv_direct_bwd_data(const k_conv_shape *s, float *dx, const float *dy, const float *w, float *scratch);

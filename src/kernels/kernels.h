@@ -46,6 +46,13 @@ size_t k_conv2d_scratch(const k_conv_shape *s);
 void k_conv2d_fwd(const k_conv_shape *s, float *y, const float *x, const float *w, const float *b, float *scratch);
 /* x = relu(x) in place (act.c): x > 0 ? x : 0, as the engine's RELU */
 void k_relu_inplace(float *x, size_t n);
+/* vals, argmax = the 2x2, stride-2 max pool (as k_maxpool2d_fwd) of
+ * conv(x, w) + b (relu'd when relu is 1), without writing the conv output
+ * where the direct method runs (else one image at a time through scratch).
+ * scratch: k_conv2d_pool2_scratch(s) floats. */
+size_t k_conv2d_pool2_scratch(const k_conv_shape *s);
+void k_conv2d_fwd_pool2(const k_conv_shape *s, float *vals, int32_t *argmax, const float *x, const float *w,
+                        const float *b, int relu, float *scratch);
 /* The same, y = relu(conv(x, w) + b) when relu is 1 (applied as the output is written). */
 void k_conv2d_fwd_act(const k_conv_shape *s, float *y, const float *x, const float *w, const float *b, int relu,
                       float *scratch);
