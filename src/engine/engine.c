@@ -231,7 +231,7 @@ int xt_mark_step(xt_engine *en, xt_err *e) {
     for (int k = 0; k < p->nkernels; k++) {
         const xt_node *n = &p->nodes[p->kernels[k].node];
         en->last.bf16_casts += n->op == XT_OP_CAST_BF16;
-        en->last.relu_epilogues += n->op == XT_OP_CONV2D && n->iattr[4];
+        en->last.relu_epilogues += (n->op == XT_OP_CONV2D || n->op == XT_OP_CONV2D_POOL2) && n->iattr[4];
         en->last.pool_epilogues += n->op == XT_OP_CONV2D_POOL2;
     }
 done:

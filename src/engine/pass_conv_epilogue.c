@@ -10,6 +10,13 @@
  * activation (wide_cnn: 11 and 19 MB per step at batch 128) and one
  * activation-sized buffer.
  *
+ * The same ReLU after such a pool (the seed CNN's conv -> pool -> ReLU): the
+ * kernel applies it before pooling. The pooled values are the same bits
+ * (max(relu(x)) = relu(max(x)), and both give +0 for a window of no positive
+ * value or a NaN), the mask likewise; only the index of a window with no
+ * positive value may differ, and no gradient reaches it: the pool's backward
+ * is fed only through the ReLU's mask, which is 0 there (checked below).
+ *
  * Max pooling (xt_pass_conv_pool): for y = CONV2D(x, w, b) read only by
  * m = MAXPOOL2D(y) with a 2x2 window and stride 2 (the seed CNN's conv ->
  * pool), m becomes CONV2D_POOL2(x, w, b): the kernel pools each block of
@@ -59,16 +66,49 @@ static int only_relu_reads(const xt_plan *p, const uint8_t *live, int c, int *re
     return *relu >= 0;
 }
 
+/* For a CONV2D_POOL2 m: its values view v, when every other reader of m is
+ * its indices view and every reader of that is a MAXPOOL2D_BWD whose
+ * gradient is a RELU_BWD masked by v. Else -1. */
+static int pool_values_view(const xt_plan *p, const uint8_t *live, int m) {
+    int v = -1;
+    int64_t values = xt_numel(&p->nodes[m]) / 2;
+    for (int i = m + 1; i < p->nnodes; i++) {
+        const xt_node *n = &p->nodes[i];
+        if (!live[i] || !n->nin || p->operands[n->in_off] != m) continue;
+        if (n->op != XT_OP_VIEW) return -1;
+        if (n->iattr[0] == 0 && n->dtype == XT_F32 && v < 0) {
+            v = i;
+            continue;
+        }
+        if (n->iattr[0] != values || n->dtype != XT_I32) return -1;
+        for (int j = i + 1; j < p->nnodes; j++) { /* readers of the indices */
+            const xt_node *r = &p->nodes[j];
+            if (!live[j] || r->nin < 2 || p->operands[r->in_off + 1] != i) continue;
+            const xt_node *dy = &p->nodes[p->operands[r->in_off]];
+            if (r->op != XT_OP_MAXPOOL2D_BWD || dy->op != XT_OP_RELU_BWD) return -1;
+            if (v < 0 || p->operands[dy->in_off + 1] != v) return -1;
+        }
+    }
+    return v;
+}
+
+/* Node c (a CONV2D, or a CONV2D_POOL2's values view) takes its ReLU reader r
+ * into the epilogue of `kernel`; r becomes a view. */
+static void take_relu(xt_plan *p, xt_node *kernel, int r) {
+    kernel->iattr[4] = 1;
+    xt_node *v = &p->nodes[r];
+    v->op = XT_OP_VIEW;
+    for (int k = 0; k < 6; k++) v->iattr[k] = 0;
+}
+
 int xt_pass_conv_relu(xt_plan *p, const uint8_t *live) {
     for (int c = 0; c < p->nnodes; c++) {
         xt_node *n = &p->nodes[c];
-        if (!is_fp32_conv(p, live, c)) continue;
-        int r;
-        if (!only_relu_reads(p, live, c, &r)) continue;
-        n->iattr[4] = 1;
-        xt_node *v = &p->nodes[r];
-        v->op = XT_OP_VIEW;
-        for (int k = 0; k < 6; k++) v->iattr[k] = 0;
+        int r, v;
+        if (is_fp32_conv(p, live, c) && only_relu_reads(p, live, c, &r)) take_relu(p, n, r);
+        else if (live[c] && n->op == XT_OP_CONV2D_POOL2 && !n->iattr[4] && !escapes(p, c) &&
+                 (v = pool_values_view(p, live, c)) >= 0 && only_relu_reads(p, live, v, &r))
+            take_relu(p, n, r);
     }
     return 0;
 }
