@@ -316,3 +316,18 @@ TEST(run_safety_latest_orders_mid_epoch_checkpoints_by_position) {
     CHECK_EQ(sh("ls %s | tr '\\n' ' '", d), 0);
     CHECK(!strcmp(g_out, "checkpoint-epoch004-step018.safetensors checkpoint-epoch004.safetensors "));
 }
+
+/* A run killed before its first checkpoint (here by the pipe it printed to
+ * closing, as `xlatrain ... | head` does) leaves its config.yaml: the next
+ * run in that directory is refused (exit 2), and the message says the one
+ * thing that works (--overwrite), not --resume, which has nothing to load;
+ * --overwrite then trains there. */
+TEST(run_killed_before_its_first_checkpoint_is_refused_naming_overwrite) {
+    const char *t = test_tmpdir();
+    sh("\"$XL\" " LONG " --set output_dir=%s/early | head -n 1 >/dev/null", t);
+    CHECK(slurp("%s/early/config.yaml", t)[0] != 0);
+    CHECK_EQ(sh("\"$XL\" --config configs/smoke.yaml --set output_dir=%s/early 2>&1", t), 2);
+    CHECK_STR_CONTAINS(g_out, "stopped before its first checkpoint; start it again with --overwrite");
+    CHECK_EQ(sh("\"$XL\" --config configs/smoke.yaml --set output_dir=%s/early --set num_epochs=1 --set target_accuracy=0 "
+                "--overwrite 2>&1", t), 0);
+}
