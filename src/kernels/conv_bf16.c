@@ -33,6 +33,7 @@
  */
 #include "kernels/bf16.h"
 #include "kernels/conv_common.h"
+#include "kernels/conv_direct_bf16.h"
 #include "kernels/conv_im2col.h"
 #include "kernels/gemm_bf16.h"
 
@@ -89,12 +90,22 @@ static const k_bf16 *cols_of(const k_conv_shape *s, const k_bf16 *xn, k_bf16 *co
     return col;
 }
 
+/* From the table above: the direct kernels for every forward pass (ahead or
+ * level everywhere) and for backward-data except into fewer than 4 input
+ * channels (a dx tile of one channel wastes most of its 8 accumulators) and
+ * through 1x1 convolutions (no taps to share: the GEMM is better there);
+ * backward-weight on the GEMM where it won (>= 32 output channels over >= 512
+ * pixels, 1x1, or >= 128 output channels), else the reference path. */
 int k_conv_bf16_choose(const k_conv_shape *s, int pass) {
-    if (k_bf16_path() != K_BF16_AVX512BF16 || k_bf16_forced() >= 0) return k_bf16_path();
+    int p = k_bf16_path();
+    if (p == K_BF16_REF) return p;
+    if (k_bf16_forced() >= 0) /* no direct bwd_weight: DIRECT forced means the GEMM there */
+        return pass == K_CONV_BWD_WEIGHT && p == K_BF16_DIRECT ? K_BF16_AVX512BF16 : p;
+    int pointwise = s->kh == 1 && s->kw == 1;
+    if (pass == K_CONV_FWD) return K_BF16_DIRECT;
+    if (pass == K_CONV_BWD_DATA) return pointwise || s->Ci < 4 ? K_BF16_AVX512BF16 : K_BF16_DIRECT;
     int big = s->Co >= 32 && s->Ho * s->Wo >= 512, taps = s->Ci * s->kh * s->kw;
-    int fast = (s->kh == 1 && s->kw == 1) || (pass == K_CONV_FWD && big) || (pass == K_CONV_BWD_DATA && (big || s->Ci < 8)) ||
-               (pass == K_CONV_BWD_WEIGHT && big && taps >= 32);
-    return fast ? K_BF16_AVX512BF16 : K_BF16_REF;
+    return pointwise || (big && taps >= 32) || s->Co >= 128 ? K_BF16_AVX512BF16 : K_BF16_REF;
 }
 
 /* ---- scratch ---------------------------------------------------------------- */
@@ -120,8 +131,9 @@ static size_t ref_bytes(const k_conv_shape *s) {
 }
 
 size_t k_conv2d_bf16_scratch(const k_conv_shape *s) {
-    size_t a = fast_bytes(s), b = ref_bytes(s);
-    return a > b ? a : b;
+    size_t a = fast_bytes(s), b = ref_bytes(s), c = k_conv_direct_bf16_scratch(s);
+    a = a > b ? a : b;
+    return a > c ? a : c;
 }
 
 /* The reference path's layout: widened operand a, widened operand b, fp32 scratch. */
@@ -142,7 +154,12 @@ static ref_area widen2(const k_bf16 *a, size_t na, const k_bf16 *b, size_t nb, v
 void k_conv2d_fwd_bf16(const k_conv_shape *s, float *y, const k_bf16 *x, const k_bf16 *w, const float *b,
                        void *scratch) {
     dims d = dims_of(s);
-    if (k_conv_bf16_choose(s, K_CONV_FWD) != K_BF16_AVX512BF16) {
+    int how = k_conv_bf16_choose(s, K_CONV_FWD);
+    if (how == K_BF16_DIRECT) {
+        k_conv_direct_bf16_fwd(s, y, x, w, b, scratch);
+        return;
+    }
+    if (how != K_BF16_AVX512BF16) {
         ref_area r = widen2(x, (size_t)s->N * d.xs, w, (size_t)s->Co * d.K, scratch, s);
         k_conv2d_fwd(s, y, r.a, r.b, b, r.rest);
         return;
@@ -161,7 +178,12 @@ void k_conv2d_fwd_bf16(const k_conv_shape *s, float *y, const k_bf16 *x, const k
 
 void k_conv2d_bwd_data_bf16(const k_conv_shape *s, float *dx, const k_bf16 *dy, const k_bf16 *w, void *scratch) {
     dims d = dims_of(s);
-    if (k_conv_bf16_choose(s, K_CONV_BWD_DATA) != K_BF16_AVX512BF16) {
+    int how = k_conv_bf16_choose(s, K_CONV_BWD_DATA);
+    if (how == K_BF16_DIRECT) {
+        k_conv_direct_bf16_bwd_data(s, dx, dy, w, scratch);
+        return;
+    }
+    if (how != K_BF16_AVX512BF16) {
         ref_area r = widen2(dy, (size_t)s->N * d.ys, w, (size_t)s->Co * d.K, scratch, s);
         k_conv2d_bwd_data(s, dx, r.a, r.b, r.rest);
         return;

@@ -1,0 +1,356 @@
+/* conv_direct_bf16.c — direct bf16 convolution, batch-blocked, on vdpbf16ps:
+ * forward and backward-data (AVX512-BF16 CPUs only; the caller checks).
+ *
+ * Is: the bf16 twin of conv_direct.c's fwd and bwd_data. 16 images sit in the
+ * 16 lanes of a zmm as there, and each 32-bit lane holds a PAIR of channels,
+ * the two bf16 halves vdpbf16ps multiplies and adds in one step:
+ *   fwd       xb[ci/2][Hp][Wp][16 images][2] (Ci padded to even with zeros);
+ *             weights as pairs (w[co][2p][i][j], w[co][2p+1][i][j]) per tap;
+ *             y tile = CT out channels x PT pixels of one output row, summed
+ *             over the Ci/2 * kh * kw pair-taps (CT*PT dot products per pair-tap)
+ *   bwd_data  dyb[co/2][Ho][Wo][16][2]; weights (w[2q][ci][i][j], w[2q+1][ci][i][j]);
+ *             one dx pixel x CT in channels, summed over exactly the (tap, dy
+ *             pixel) pairs that reach it and the Co/2 channel pairs
+ * Results are fp32 blocked t[c][h][w][16], unpacked to NCHW by conv_direct.c's
+ * AVX-512 transposes. Packing: per image, two channels' bf16 rows widened to
+ * 32 bits and merged (low half = even channel, as vdpbf16ps pairs elements
+ * 2i, 2i+1), then the 16x16 32-bit transpose of transpose16.h.
+ * Why: the im2col + GEMM path (conv_bf16.c) pays im2col and packing per image
+ * and its GEMMs are small for the models' 1-64 channels; the fp32 direct
+ * kernels do one FMA where this does a pair of products (the table is in
+ * conv_bf16.c). Sums are fp32 in another order than the reference path's.
+ * Is not: backward-weight (its pairs would have to run over pixels; conv_bf16.c
+ * keeps im2col + GEMM for it), the choice of path (conv_bf16.c), rounding to
+ * bf16 (the engine's cast nodes).
+ */
+#include "kernels/conv_direct_bf16.h"
+
+#include <stdint.h>
+#include <string.h>
+
+#include "kernels/conv_direct.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+
+#include "kernels/transpose16.h"
+
+#define TGT __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx2,fma")))
+#ifndef XT_UNROLL
+#if defined(__clang__)
+#define XT_UNROLL _Pragma("clang loop unroll(full)")
+#else
+#define XT_UNROLL _Pragma("GCC unroll 24")
+#endif
+#endif
+
+#define NB 16     /* images per block: the lanes of a zmm */
+#define PT_MAX 8  /* the widest fwd pixel tile */
+#define CT_MAX 24 /* the most channels in any tile */
+
+static int div_up(int a, int b) { return (a + b - 1) / b; }
+
+/* ---- micro-kernels --------------------------------------------------------------- */
+
+/* y[c][t] (fp32, 16 lanes) = sum over K2 pair-taps of wpk[k][c] . xb[off[k] + t*xstep] */
+static inline __attribute__((always_inline)) TGT void dfwd_body(const int CT, const int PT, const uint32_t *xb,
+                                                                const int32_t *off, int K2, const uint32_t *wpk,
+                                                                size_t xstep, float *y, size_t ystride) {
+    __m512 acc[8][8];
+XT_UNROLL
+    for (int c = 0; c < CT; c++)
+XT_UNROLL
+        for (int t = 0; t < PT; t++) acc[c][t] = _mm512_setzero_ps();
+    for (int k = 0; k < K2; k++, wpk += CT) {
+        const uint32_t *xs = xb + off[k];
+        __m512i xv[8];
+XT_UNROLL
+        for (int t = 0; t < PT; t++) xv[t] = _mm512_loadu_si512(xs + t * xstep);
+XT_UNROLL
+        for (int c = 0; c < CT; c++) {
+            __m512bh wv = (__m512bh)_mm512_set1_epi32((int)wpk[c]);
+XT_UNROLL
+            for (int t = 0; t < PT; t++) acc[c][t] = _mm512_dpbf16_ps(acc[c][t], (__m512bh)xv[t], wv);
+        }
+    }
+XT_UNROLL
+    for (int c = 0; c < CT; c++)
+XT_UNROLL
+        for (int t = 0; t < PT; t++) _mm512_storeu_ps(y + c * ystride + t * NB, acc[c][t]);
+}
+
+/* One dx pixel for CT input channels over the taps (i, oh) in rows x (j, ow) in
+ * cols that reach it and all Cq channel pairs; wpk is [i][j][q][CT]. */
+static inline __attribute__((always_inline)) TGT void dbwd_body(const int CT, const uint32_t *dyb, size_t dstride,
+                                                                int Cq, int Wo, const int32_t *rows, int nr,
+                                                                const int32_t *cols, int nc, const uint32_t *wpk,
+                                                                int kw, float *dx, size_t xstride) {
+    __m512 acc[24];
+XT_UNROLL
+    for (int c = 0; c < CT; c++) acc[c] = _mm512_setzero_ps();
+    for (int r = 0; r < nr; r++)
+        for (int q = 0; q < nc; q++) {
+            int i = rows[2 * r], oh = rows[2 * r + 1], j = cols[2 * q], ow = cols[2 * q + 1];
+            const uint32_t *d = dyb + (size_t)(oh * Wo + ow) * NB;
+            const uint32_t *wk = wpk + (size_t)(i * kw + j) * Cq * CT;
+            for (int p = 0; p < Cq; p++, d += dstride, wk += CT) {
+                __m512bh dv = (__m512bh)_mm512_loadu_si512(d);
+XT_UNROLL
+                for (int c = 0; c < CT; c++)
+                    acc[c] = _mm512_dpbf16_ps(acc[c], dv, (__m512bh)_mm512_set1_epi32((int)wk[c]));
+            }
+        }
+XT_UNROLL
+    for (int c = 0; c < CT; c++) _mm512_storeu_ps(dx + c * xstride, acc[c]);
+}
+
+typedef void (*dfwd_fn)(const uint32_t *xb, const int32_t *off, int K2, const uint32_t *wpk, size_t xstep, float *y,
+                        size_t ystride);
+typedef void (*dbwd_fn)(const uint32_t *dyb, size_t dstride, int Cq, int Wo, const int32_t *rows, int nr,
+                        const int32_t *cols, int nc, const uint32_t *wpk, int kw, float *dx, size_t xstride);
+typedef struct { int ct, pt; dfwd_fn fn; } dfwd_cfg;
+typedef struct { int ct; dbwd_fn fn; } dbwd_cfg;
+
+/* the fp32 AVX-512 lists: CT*PT accumulators + PT inputs + 1 broadcast <= 32 registers */
+#define DFWD_CFGS(X) X(1, 8) X(2, 8) X(3, 8) X(3, 6) X(4, 6) X(4, 4) X(5, 4) X(6, 4) X(4, 3) X(6, 3) X(8, 3) X(8, 2)
+#define DBWD_CFGS(X) X(2) X(4) X(6) X(8) X(10) X(12) X(16) X(20) X(24)
+#define DFWD_INST(ct, pt)                                                                                      \
+    static TGT void dfwd_##ct##_##pt(const uint32_t *xb, const int32_t *off, int K2, const uint32_t *wpk,      \
+                                     size_t xstep, float *y, size_t ystride) {                                 \
+        dfwd_body(ct, pt, xb, off, K2, wpk, xstep, y, ystride);                                                \
+    }
+#define DBWD_INST(ct)                                                                                          \
+    static TGT void dbwd_##ct(const uint32_t *dyb, size_t dstride, int Cq, int Wo, const int32_t *rows, int nr, \
+                              const int32_t *cols, int nc, const uint32_t *wpk, int kw, float *dx,              \
+                              size_t xstride) {                                                                 \
+        dbwd_body(ct, dyb, dstride, Cq, Wo, rows, nr, cols, nc, wpk, kw, dx, xstride);                          \
+    }
+DFWD_CFGS(DFWD_INST)
+DBWD_CFGS(DBWD_INST)
+#define DFWD_ROW(ct, pt) {ct, pt, dfwd_##ct##_##pt},
+#define DBWD_ROW(ct) {ct, dbwd_##ct},
+static const dfwd_cfg dfwd_cfgs[] = {DFWD_CFGS(DFWD_ROW)};
+static const dbwd_cfg dbwd_cfgs[] = {DBWD_CFGS(DBWD_ROW)};
+#define NFWD_CFG ((int)(sizeof dfwd_cfgs / sizeof dfwd_cfgs[0]))
+#define NBWD_CFG ((int)(sizeof dbwd_cfgs / sizeof dbwd_cfgs[0]))
+
+/* the fp32 kernels' cost models (conv_direct.c): a pair-tap's CT*PT dot
+ * products, loads and broadcasts count as an fp32 tap's FMAs, loads and broadcasts */
+static const dfwd_cfg *pick_fwd(const k_conv_shape *s) {
+    const dfwd_cfg *best = &dfwd_cfgs[0];
+    double best_cost = 0;
+    for (int i = 0; i < NFWD_CFG; i++) {
+        const dfwd_cfg *c = &dfwd_cfgs[i];
+        double cost = k_conv_direct_fwd_cost(s, c->ct, c->pt);
+        if (i == 0 || cost < best_cost) best = c, best_cost = cost;
+    }
+    return best;
+}
+
+static const dbwd_cfg *pick_bwd(const k_conv_shape *s) {
+    const dbwd_cfg *best = &dbwd_cfgs[0];
+    double best_cost = 0;
+    for (int i = 0; i < NBWD_CFG; i++) {
+        const dbwd_cfg *c = &dbwd_cfgs[i];
+        double cost = k_conv_direct_bwd_cost(s, c->ct);
+        if (i == 0 || cost < best_cost || (cost == best_cost && c->ct > best->ct)) best = c, best_cost = cost;
+    }
+    return best;
+}
+
+/* ---- packing ------------------------------------------------------------------------ */
+
+/* Blocked pair plane dst[(h+ph)*Wd + w+pw][16] (32-bit: lo = a, hi = b) <- 16
+ * images' H x W bf16 planes a[l], b[l]; 16 pixels at a time (the last group
+ * with masked loads), widened, merged, transposed. */
+static TGT void pack_pair_plane(uint32_t *dst, const k_bf16 *const *a, const k_bf16 *const *b, int H, int W, int Wd,
+                                int ph, int pw) {
+    int P = H * W, h = 0, w = 0;
+    for (int p = 0; p < P; p += NB) {
+        int n = P - p < NB ? P - p : NB;
+        __mmask16 m = (__mmask16)((1u << n) - 1);
+        __m512 r[NB];
+XT_UNROLL
+        for (int l = 0; l < NB; l++) {
+            __m512i lo = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, a[l] + p));
+            __m512i hi = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, b[l] + p));
+            r[l] = _mm512_castsi512_ps(_mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
+        }
+        transpose_avx512(r);
+        for (int q = 0; q < n; q++) {
+            _mm512_storeu_ps((float *)dst + ((size_t)(h + ph) * Wd + w + pw) * NB, r[q]);
+            if (++w == W) w = 0, h++;
+        }
+    }
+}
+
+/* Blocked pairs t[C/2 rounded up][Hd][Wd][16] <- nb images of plain bf16 [c][h][w]
+ * (image stride img); idle lanes and the missing odd channel read `zeros`. */
+static void to_blocked_pairs(uint32_t *t, const k_bf16 *x, size_t img, int nb, int C, int H, int W, int ph, int pw,
+                             const k_bf16 *zeros) {
+    int Hd = H + 2 * ph, Wd = W + 2 * pw;
+    size_t plane = (size_t)H * W;
+    const k_bf16 *a[NB], *b[NB];
+    for (int p = 0; p < div_up(C, 2); p++) {
+        for (int l = 0; l < NB; l++) {
+            a[l] = l < nb ? x + l * img + (size_t)2 * p * plane : zeros;
+            b[l] = l < nb && 2 * p + 1 < C ? x + l * img + (size_t)(2 * p + 1) * plane : zeros;
+        }
+        pack_pair_plane(t + (size_t)p * Hd * Wd * NB, a, b, H, W, Wd, ph, pw);
+    }
+}
+
+static uint32_t pair_of(k_bf16 lo, k_bf16 hi) { return (uint32_t)lo | (uint32_t)hi << 16; }
+
+/* ---- scratch ---------------------------------------------------------------------- */
+
+typedef struct {
+    uint32_t *xb, *wpk;
+    float *yb, *sink;
+    k_bf16 *zeros;
+    int32_t *off;
+} dmem;
+
+static size_t plane_elems(const k_conv_shape *s) {
+    size_t a = (size_t)s->H * s->W, b = (size_t)s->Ho * s->Wo;
+    return a > b ? a : b;
+}
+/* pair-pixels of one blocked, padded input block, with slack for the garbage
+ * pixels a partial fwd tile reads past the end of a row */
+static size_t xb_elems(const k_conv_shape *s) {
+    return ((size_t)div_up(s->Ci, 2) * (s->H + 2 * s->ph) * (s->W + 2 * s->pw) + (size_t)PT_MAX * s->sw + 1) * NB;
+}
+
+/* one 64-byte-aligned piece of `bytes`; with base NULL only counts */
+static void *piece(char *base, size_t *at, size_t bytes) {
+    void *r = base ? base + *at : NULL;
+    *at += (bytes + 63) & ~(size_t)63;
+    return r;
+}
+
+/* fwd: xb | yb | wpk | zeros | sink | off.  bwd: dyb (in xb) | dxb (in yb) | wpk | zeros | sink | rows+cols (in off) */
+static size_t carve(const k_conv_shape *s, void *scratch, dmem *m) {
+    char *base = scratch ? (char *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63) : NULL;
+    size_t at = 0, K2 = (size_t)div_up(s->Ci, 2) * s->kh * s->kw, khw = (size_t)s->kh * s->kw;
+    size_t dyb = (size_t)div_up(s->Co, 2) * s->Ho * s->Wo * NB, xb = xb_elems(s);
+    size_t yb = (size_t)(s->Co + CT_MAX) * s->Ho * (s->Wo + PT_MAX) * NB;
+    size_t dxb = (size_t)(s->Ci + CT_MAX) * s->H * s->W * NB;
+    size_t wf = (size_t)(s->Co + CT_MAX) * K2, wb = khw * div_up(s->Co, 2) * (s->Ci + CT_MAX);
+    size_t idx = K2 > 2 * (size_t)(s->kh + s->kw) ? K2 : 2 * (size_t)(s->kh + s->kw);
+    m->xb = piece(base, &at, 4 * (xb > dyb ? xb : dyb));
+    m->yb = piece(base, &at, 4 * (yb > dxb ? yb : dxb));
+    m->wpk = piece(base, &at, 4 * (wf > wb ? wf : wb));
+    m->zeros = piece(base, &at, 2 * plane_elems(s));
+    m->sink = piece(base, &at, 4 * plane_elems(s));
+    m->off = piece(base, &at, 4 * idx);
+    return at + 64;
+}
+
+size_t k_conv_direct_bf16_scratch(const k_conv_shape *s) {
+    dmem m;
+    return carve(s, NULL, &m);
+}
+
+/* ---- forward ----------------------------------------------------------------------- */
+
+/* wpk[tile][p][i][j][c] = (w[co][2p][i][j], w[co][2p+1][i][j]) with co = tile*ct + c; zero past Co and Ci */
+static void pack_fwd_weights(const k_conv_shape *s, const k_bf16 *w, int ct, uint32_t *wpk) {
+    int Cp = div_up(s->Ci, 2), khw = s->kh * s->kw, K = s->Ci * khw;
+    size_t k = 0;
+    for (int t = 0; t < div_up(s->Co, ct); t++)
+        for (int p = 0; p < Cp; p++)
+            for (int ij = 0; ij < khw; ij++)
+                for (int c = 0; c < ct; c++, k++) {
+                    int co = t * ct + c;
+                    const k_bf16 *wc = w + (size_t)co * K + (size_t)2 * p * khw + ij;
+                    k_bf16 lo = co < s->Co ? wc[0] : 0, hi = co < s->Co && 2 * p + 1 < s->Ci ? wc[khw] : 0;
+                    wpk[k] = pair_of(lo, hi);
+                }
+}
+
+void k_conv_direct_bf16_fwd(const k_conv_shape *s, float *y, const k_bf16 *x, const k_bf16 *w, const float *b,
+                            void *scratch) {
+    const dfwd_cfg *cfg = pick_fwd(s);
+    int ct = cfg->ct, pt = cfg->pt, Cp = div_up(s->Ci, 2), K2 = Cp * s->kh * s->kw;
+    int Hp = s->H + 2 * s->ph, Wp = s->W + 2 * s->pw, wo_pad = div_up(s->Wo, pt) * pt;
+    size_t ystride = (size_t)s->Ho * wo_pad * NB;
+    dmem m;
+    carve(s, scratch, &m);
+    pack_fwd_weights(s, w, ct, m.wpk);
+    for (int p = 0, k = 0; p < Cp; p++)
+        for (int i = 0; i < s->kh; i++)
+            for (int j = 0; j < s->kw; j++) m.off[k++] = (int32_t)((((size_t)p * Hp + i) * Wp + j) * NB);
+    /* packing writes the interior only: the padding border and the slack stay zero */
+    memset(m.xb, 0, 4 * xb_elems(s));
+    memset(m.zeros, 0, 2 * plane_elems(s));
+    size_t img_x = (size_t)s->Ci * s->H * s->W, img_y = (size_t)s->Co * s->Ho * s->Wo;
+    for (int n0 = 0; n0 < s->N; n0 += NB) {
+        int nb = s->N - n0 < NB ? s->N - n0 : NB;
+        to_blocked_pairs(m.xb, x + n0 * img_x, img_x, nb, s->Ci, s->H, s->W, s->ph, s->pw, m.zeros);
+        for (int t = 0; t < div_up(s->Co, ct); t++)
+            for (int oh = 0; oh < s->Ho; oh++)
+                for (int ow = 0; ow < wo_pad; ow += pt)
+                    cfg->fn(m.xb + ((size_t)oh * s->sh * Wp + (size_t)ow * s->sw) * NB, m.off, K2,
+                            m.wpk + (size_t)t * K2 * ct, (size_t)s->sw * NB,
+                            m.yb + (((size_t)t * ct * s->Ho + oh) * wo_pad + ow) * NB, ystride);
+        k_conv_direct_from_blocked16(y + n0 * img_y, img_y, m.yb, nb, s->Co, s->Ho, s->Wo, wo_pad, b, m.sink);
+    }
+}
+
+/* ---- backward data ----------------------------------------------------------------- */
+
+/* wpk[tile][i][j][q][c] = (w[2q][ci][i][j], w[2q+1][ci][i][j]) with ci = tile*ct + c; zero past Ci and Co */
+static void pack_bwd_weights(const k_conv_shape *s, const k_bf16 *w, int ct, uint32_t *wpk) {
+    int Cq = div_up(s->Co, 2), khw = s->kh * s->kw;
+    size_t k = 0, wco = (size_t)s->Ci * khw;
+    for (int t = 0; t < div_up(s->Ci, ct); t++)
+        for (int ij = 0; ij < khw; ij++)
+            for (int q = 0; q < Cq; q++)
+                for (int c = 0; c < ct; c++, k++) {
+                    int ci = t * ct + c;
+                    const k_bf16 *wc = w + (size_t)2 * q * wco + (size_t)ci * khw + ij;
+                    k_bf16 lo = ci < s->Ci ? wc[0] : 0, hi = ci < s->Ci && 2 * q + 1 < s->Co ? wc[wco] : 0;
+                    wpk[k] = pair_of(lo, hi);
+                }
+}
+
+void k_conv_direct_bf16_bwd_data(const k_conv_shape *s, float *dx, const k_bf16 *dy, const k_bf16 *w, void *scratch) {
+    const dbwd_cfg *cfg = pick_bwd(s);
+    int ct = cfg->ct, Cq = div_up(s->Co, 2), khw = s->kh * s->kw;
+    size_t dstride = (size_t)s->Ho * s->Wo * NB, xstride = (size_t)s->H * s->W * NB;
+    dmem m;
+    carve(s, scratch, &m);
+    int32_t *rows = m.off, *cols = m.off + 2 * s->kh;
+    pack_bwd_weights(s, w, ct, m.wpk);
+    memset(m.zeros, 0, 2 * plane_elems(s));
+    size_t img_x = (size_t)s->Ci * s->H * s->W, img_y = (size_t)s->Co * s->Ho * s->Wo;
+    for (int n0 = 0; n0 < s->N; n0 += NB) {
+        int nb = s->N - n0 < NB ? s->N - n0 : NB;
+        to_blocked_pairs(m.xb, dy + n0 * img_y, img_y, nb, s->Co, s->Ho, s->Wo, 0, 0, m.zeros);
+        for (int h = 0; h < s->H; h++) {
+            int nr = k_conv_taps_for(h, s->kh, s->sh, s->ph, s->Ho, rows);
+            for (int ww = 0; ww < s->W; ww++) {
+                int nc = k_conv_taps_for(ww, s->kw, s->sw, s->pw, s->Wo, cols);
+                for (int t = 0; t < div_up(s->Ci, ct); t++)
+                    cfg->fn(m.xb, dstride, Cq, s->Wo, rows, nr, cols, nc, m.wpk + (size_t)t * khw * Cq * ct, s->kw,
+                            m.yb + (((size_t)t * ct * s->H + h) * s->W + ww) * NB, xstride);
+            }
+        }
+        k_conv_direct_from_blocked16(dx + n0 * img_x, img_x, m.yb, nb, s->Ci, s->H, s->W, s->W, NULL, m.sink);
+    }
+}
+
+#else /* not x86-64 GCC/clang: never called (k_bf16_detect finds no AVX512-BF16) */
+
+size_t k_conv_direct_bf16_scratch(const k_conv_shape *s) {
+    (void)s;
+    return 0;
+}
+void k_conv_direct_bf16_fwd(const k_conv_shape *s, float *y, const k_bf16 *x, const k_bf16 *w, const float *b,
+                            void *scratch) {
+    (void)s, (void)y, (void)x, (void)w, (void)b, (void)scratch;
+}
+void k_conv_direct_bf16_bwd_data(const k_conv_shape *s, float *dx, const k_bf16 *dy, const k_bf16 *w, void *scratch) {
+    (void)s, (void)dx, (void)dy, (void)w, (void)scratch;
+}
+#endif
