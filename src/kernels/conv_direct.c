@@ -376,16 +376,19 @@ void k_conv_direct_fwd(const k_conv_shape *s, float *y, const float *x, const fl
 
 /* ---- backward weight --------------------------------------------------------------- */
 
+double k_conv_direct_bww_cost(const k_conv_shape *s, int ct, int tt) {
+    double per = ct * tt, ld = ct + tt;
+    return (double)div_up(s->Co, ct) * div_up(s->Ci * s->kh * s->kw, tt) * ((per > ld ? per : ld) + 0.25 * ld);
+}
+
 static const nbww_cfg *pick_bww(const nisa *isa, const k_conv_shape *s) {
     int forced = g_forced_tile[K_CONV_BWD_WEIGHT];
     if (forced >= 0 && forced < isa->nbww) return &isa->bww[forced];
     const nbww_cfg *best = &isa->bww[0];
     double best_cost = 0;
-    int K = s->Ci * s->kh * s->kw;
     for (int i = 0; i < isa->nbww; i++) {
         const nbww_cfg *c = &isa->bww[i];
-        double per = c->ct * c->tt, ld = c->ct + c->tt;
-        double cost = (double)div_up(s->Co, c->ct) * div_up(K, c->tt) * ((per > ld ? per : ld) + 0.25 * ld);
+        double cost = k_conv_direct_bww_cost(s, c->ct, c->tt);
         if (i == 0 || cost < best_cost) best = c, best_cost = cost;
     }
     return best;

@@ -39,9 +39,10 @@ int k_conv_direct_force_tile(int pass, int index);
  * as list[2n] = t, list[2n+1] = o; returns n. */
 int k_conv_taps_for(int h, int k, int stride, int pad, int out, int32_t *list);
 /* The tile cost models (relative cycles) the fp32 and bf16 pickers share:
- * fwd, a CT x PT tile (conv_direct.c's pick_fwd says why); bwd_data, CT channels. */
+ * fwd, a CT x PT tile (conv_direct.c's pick_fwd says why); bwd_data, CT channels; */
 double k_conv_direct_fwd_cost(const k_conv_shape *s, int ct, int pt);
 double k_conv_direct_bwd_cost(const k_conv_shape *s, int ct);
+double k_conv_direct_bww_cost(const k_conv_shape *s, int ct, int tt); /* bwd_weight, CT channels x TT taps */
 /* Plain [c][h][w] (+ bias[c]) of nb <= 16 images <- blocked fp32 t[c][H][Wd][16]
  * with AVX-512 transposes (x86-64 builds only, AVX-512 CPUs only); idle lanes
  * go to `sink` (one plane). */

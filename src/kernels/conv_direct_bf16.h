@@ -2,11 +2,11 @@
  * vdpbf16ps (conv_direct_bf16.c; private to src/kernels, the kernel tests and
  * the kernel bench).
  *
- * Forward and backward-data with bf16 operands and fp32 results, any N,
+ * Every pass with bf16 operands and fp32 results, any N,
  * stride and padding; the k_conv2d_*_bf16 contract (outputs overwritten,
  * scratch of k_conv_direct_bf16_scratch(s) bytes, any alignment). Only on a
  * CPU with AVX512-BF16 at SIMD level AVX-512 (k_bf16_path() != K_BF16_REF);
- * conv_bf16.c decides when. Not here: backward-weight (im2col + GEMM).
+ * conv_bf16.c decides when.
  */
 #ifndef XT_KERNELS_CONV_DIRECT_BF16_H
 #define XT_KERNELS_CONV_DIRECT_BF16_H
@@ -19,5 +19,8 @@ size_t k_conv_direct_bf16_scratch(const k_conv_shape *s);
 void k_conv_direct_bf16_fwd(const k_conv_shape *s, float *y, const k_bf16 *x, const k_bf16 *w, const float *b,
                             void *scratch);
 void k_conv_direct_bf16_bwd_data(const k_conv_shape *s, float *dx, const k_bf16 *dy, const k_bf16 *w, void *scratch);
+/* dw (fp32, [Co][Ci][kh][kw]) overwritten; no bias gradient (the engine sums it in fp32) */
+void k_conv_direct_bf16_bwd_weight(const k_conv_shape *s, float *dw, const k_bf16 *x, const k_bf16 *dy,
+                                   void *scratch);
 
 #endif
