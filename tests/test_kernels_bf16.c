@@ -21,6 +21,7 @@
 
 #include "kernels/bf16.h"
 #include "kernels/conv_common.h"
+#include "kernels/conv_direct_bf16.h"
 #include "kernels/gemm_bf16.h"
 #include "kernels/simd.h"
 
@@ -270,4 +271,21 @@ TEST(bf16_conv_direct_is_chosen_where_it_measured_faster) {
     CHECK_EQ(k_conv_bf16_choose(&wide2, K_CONV_FWD), K_BF16_REF);
     k_bf16_force(-1);
     CHECK(strcmp(k_bf16_path_name(K_BF16_DIRECT), "AVX512-BF16 direct") == 0);
+}
+
+/* Every register tile of the direct kernels (the cost model picks only some
+ * for the models' shapes), on shapes that leave every tile partly full. */
+TEST(bf16_conv_direct_every_tile) {
+    if (k_bf16_detect() != K_BF16_AVX512BF16) test_skip("this CPU has no AVX512-BF16");
+    static const k_conv_shape shapes[] = {
+        SHAPE(17, 5, 9, 9, 7, 3, 1, 1),
+        {.N = 3, .Ci = 11, .H = 12, .W = 13, .Co = 9, .kh = 2, .kw = 3, .sh = 2, .sw = 1, .ph = 0, .pw = 1},
+    };
+    for (int ps = FWD; ps <= BWD_WEIGHT; ps++) {
+        int n = 0;
+        for (; k_conv_direct_bf16_force_tile(ps, n); n++)
+            for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) conv_case(shapes[i], (pass)ps);
+        CHECK_MSG(n >= 9, "pass %d: %d tiles", ps, n);
+        k_conv_direct_bf16_force_tile(ps, -1);
+    }
 }

@@ -34,6 +34,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "kernels/conv_common.h"
 #include "kernels/conv_direct.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -189,7 +190,17 @@ static const dbww_cfg dbww_cfgs[] = {DBWW_CFGS(DBWW_ROW)};
 
 /* the fp32 kernels' cost models (conv_direct.c): a pair-tap's CT*PT dot
  * products, loads and broadcasts count as an fp32 tap's FMAs, loads and broadcasts */
+static int g_forced_tile[3] = {-1, -1, -1}; /* per pass: index into its tile list, or -1 */
+
+int k_conv_direct_bf16_force_tile(int pass, int index) {
+    int n = pass == K_CONV_FWD ? NFWD_CFG : pass == K_CONV_BWD_DATA ? NBWD_CFG : pass == K_CONV_BWD_WEIGHT ? NBWW_CFG : 0;
+    if (!n || index >= n) return 0;
+    g_forced_tile[pass] = index < 0 ? -1 : index;
+    return 1;
+}
+
 static const dfwd_cfg *pick_fwd(const k_conv_shape *s) {
+    if (g_forced_tile[K_CONV_FWD] >= 0) return &dfwd_cfgs[g_forced_tile[K_CONV_FWD]];
     const dfwd_cfg *best = &dfwd_cfgs[0];
     double best_cost = 0;
     for (int i = 0; i < NFWD_CFG; i++) {
@@ -201,6 +212,7 @@ static const dfwd_cfg *pick_fwd(const k_conv_shape *s) {
 }
 
 static const dbwd_cfg *pick_bwd(const k_conv_shape *s) {
+    if (g_forced_tile[K_CONV_BWD_DATA] >= 0) return &dbwd_cfgs[g_forced_tile[K_CONV_BWD_DATA]];
     const dbwd_cfg *best = &dbwd_cfgs[0];
     double best_cost = 0;
     for (int i = 0; i < NBWD_CFG; i++) {
@@ -212,6 +224,7 @@ static const dbwd_cfg *pick_bwd(const k_conv_shape *s) {
 }
 
 static const dbww_cfg *pick_bww(const k_conv_shape *s) {
+    if (g_forced_tile[K_CONV_BWD_WEIGHT] >= 0) return &dbww_cfgs[g_forced_tile[K_CONV_BWD_WEIGHT]];
     const dbww_cfg *best = &dbww_cfgs[0];
     double best_cost = 0;
     for (int i = 0; i < NBWW_CFG; i++) {
@@ -549,5 +562,9 @@ void k_conv_direct_bf16_bwd_data(const k_conv_shape *s, float *dx, const k_bf16 
 void k_conv_direct_bf16_bwd_weight(const k_conv_shape *s, float *dw, const k_bf16 *x, const k_bf16 *dy,
                                    void *scratch) {
     (void)s, (void)dw, (void)x, (void)dy, (void)scratch;
+}
+int k_conv_direct_bf16_force_tile(int pass, int index) {
+    (void)pass, (void)index;
+    return 0;
 }
 #endif

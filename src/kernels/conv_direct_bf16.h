@@ -22,5 +22,9 @@ void k_conv_direct_bf16_bwd_data(const k_conv_shape *s, float *dx, const k_bf16 
 /* dw (fp32, [Co][Ci][kh][kw]) overwritten; no bias gradient (the engine sums it in fp32) */
 void k_conv_direct_bf16_bwd_weight(const k_conv_shape *s, float *dw, const k_bf16 *x, const k_bf16 *dy,
                                    void *scratch);
+/* Tests only: make `pass` (enum k_conv_pass) use entry `index` of its tile
+ * list instead of the cost model's pick (index -1: back to the model).
+ * Returns 0 when the list has no such entry. */
+int k_conv_direct_bf16_force_tile(int pass, int index);
 
 #endif
