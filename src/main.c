@@ -129,7 +129,8 @@ static const char help_text[] =
     "  XLATRAIN_SAVE_GRAPHS   directory for graph dumps when save_graphs is not set\n"
     "  XLA_USE_BF16           1: bf16 mixed precision when the config does not set\n"
     "                         precision (as torch_xla); 0 or unset: fp32\n"
-    "  XLATRAIN_BF16_PATH     ref: the bf16 kernels' portable path even with AVX512-BF16\n"
+    "  XLATRAIN_BF16_PATH     ref: the bf16 kernels' portable path even with AVX512-BF16;\n"
+    "                         auto or unset: per shape; anything else: usage error\n"
     "  OPENBLAS_NUM_THREADS   OpenBLAS's thread count; workers use blas_threads\n"
     "\n"
     "configuration keys (type; default, then what it does):\n";

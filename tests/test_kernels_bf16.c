@@ -20,6 +20,8 @@
 #include <string.h>
 
 #include "kernels/bf16.h"
+#include "kernels/conv_common.h"
+#include "kernels/conv_direct_bf16.h"
 #include "kernels/gemm_bf16.h"
 #include "kernels/simd.h"
 
@@ -104,8 +106,8 @@ static double check_bound(const char *what, const float *got, const float *want,
     return worst;
 }
 
-/* the paths this CPU has: the reference one always, AVX512-BF16 when present */
-static int npaths(void) { return k_bf16_detect() + 1; }
+/* the paths this CPU has: the reference one always, AVX512-BF16 (GEMM and direct) when present */
+static int npaths(void) { return k_bf16_npaths(); }
 
 static void gemm_case(int tA, int tB, int M, int N, int K, int acc) {
     unsigned seed = (unsigned)(M * 131 + N * 7 + K + tA * 3 + tB * 5 + acc);
@@ -214,4 +216,76 @@ TEST(bf16_conv_every_pass_and_path_against_its_twin) {
     };
     for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++)
         for (int ps = FWD; ps <= BWD_WEIGHT; ps++) conv_case(shapes[i], (pass)ps);
+}
+
+#define SHAPE(n, ci, h, w, co, k, st, pad) \
+    {.N = n, .Ci = ci, .H = h, .W = w, .Co = co, .kh = k, .kw = k, .sh = st, .sw = st, .ph = pad, .pw = pad}
+
+/* The direct kernels (conv_direct_bf16.c, every pass) on every
+ * convolution of the models/ directory at its real size, and on the edges of their
+ * blocking: N not a multiple of the 16 lanes (1, 17, 33), odd Ci and Co (a
+ * channel pair half empty), stride 2, padding, 1x1, non-square kernels.
+ * conv_case runs every path, the direct one (forced) among them. */
+TEST(bf16_conv_direct_every_model_shape_and_edge) {
+    static const k_conv_shape shapes[] = {
+        SHAPE(17, 1, 28, 28, 10, 5, 1, 0), SHAPE(17, 10, 12, 12, 20, 5, 1, 0),  /* seed CNN (fashion_cnn) */
+        SHAPE(3, 1, 28, 28, 32, 3, 1, 0), SHAPE(2, 32, 26, 26, 64, 3, 1, 0),    /* wide_cnn */
+        SHAPE(5, 1, 28, 28, 6, 5, 1, 2), SHAPE(5, 6, 14, 14, 16, 5, 1, 0),      /* lenet5 */
+        SHAPE(2, 3, 32, 32, 16, 3, 1, 1), SHAPE(2, 16, 16, 16, 32, 3, 1, 1),    /* cifar_cnn */
+        SHAPE(2, 32, 8, 8, 64, 3, 1, 1),
+        SHAPE(2, 16, 32, 32, 16, 3, 1, 1), SHAPE(2, 16, 32, 32, 32, 3, 2, 1),   /* resnet20 */
+        SHAPE(2, 16, 32, 32, 32, 1, 2, 0), SHAPE(2, 32, 16, 16, 32, 3, 1, 1),
+        SHAPE(2, 32, 16, 16, 64, 3, 2, 1), SHAPE(2, 32, 16, 16, 64, 1, 2, 0), SHAPE(2, 64, 8, 8, 64, 3, 1, 1),
+        SHAPE(2, 1, 28, 28, 16, 3, 1, 1), SHAPE(2, 16, 28, 28, 16, 3, 1, 1),    /* resnet8_mnist */
+        SHAPE(2, 16, 28, 28, 32, 3, 2, 1), SHAPE(2, 16, 28, 28, 32, 1, 2, 0),
+        SHAPE(2, 32, 14, 14, 64, 3, 2, 1), SHAPE(2, 32, 14, 14, 64, 1, 2, 0), SHAPE(2, 64, 7, 7, 64, 3, 1, 1),
+        SHAPE(1, 3, 32, 32, 64, 3, 1, 1), SHAPE(1, 64, 32, 32, 64, 3, 1, 1),    /* resnet18_cifar */
+        SHAPE(1, 64, 32, 32, 128, 3, 2, 1), SHAPE(1, 64, 32, 32, 128, 1, 2, 0), SHAPE(1, 128, 16, 16, 128, 3, 1, 1),
+        SHAPE(1, 128, 16, 16, 256, 3, 2, 1), SHAPE(1, 128, 16, 16, 256, 1, 2, 0), SHAPE(1, 256, 8, 8, 256, 3, 1, 1),
+        SHAPE(1, 256, 8, 8, 512, 3, 2, 1), SHAPE(1, 256, 8, 8, 512, 1, 2, 0), SHAPE(1, 512, 4, 4, 512, 3, 1, 1),
+        SHAPE(1, 5, 9, 9, 7, 3, 1, 1), SHAPE(33, 5, 9, 9, 7, 3, 2, 1),          /* odd Ci and Co, N of 1 and 33 */
+        SHAPE(17, 3, 7, 11, 1, 3, 2, 1), SHAPE(16, 7, 6, 6, 3, 1, 1, 0),       /* Co 1; odd 1x1 */
+        SHAPE(19, 1, 5, 5, 1, 5, 1, 2),                                         /* one channel each way */
+        {.N = 18, .Ci = 9, .H = 10, .W = 13, .Co = 11, .kh = 2, .kw = 4, .sh = 1, .sw = 3, .ph = 1, .pw = 2},
+    };
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++)
+        for (int ps = FWD; ps <= BWD_WEIGHT; ps++) conv_case(shapes[i], (pass)ps);
+}
+
+/* On a CPU with AVX512-BF16 the direct kernels are what training gets for the
+ * models' convolutions (the GEMM where conv_bf16.c's table says), a forced
+ * path wins, and the direct path's name is the one the bench prints. */
+TEST(bf16_conv_direct_is_chosen_where_it_measured_faster) {
+    if (k_bf16_detect() != K_BF16_AVX512BF16) test_skip("this CPU has no AVX512-BF16");
+    k_conv_shape wide2 = SHAPE(128, 32, 26, 26, 64, 3, 1, 0), seed1 = SHAPE(128, 1, 28, 28, 10, 5, 1, 0);
+    CHECK_EQ(k_conv_shape_infer(&wide2), 0);
+    CHECK_EQ(k_conv_shape_infer(&seed1), 0);
+    CHECK_EQ(k_conv_bf16_choose(&wide2, K_CONV_FWD), K_BF16_DIRECT);
+    CHECK_EQ(k_conv_bf16_choose(&wide2, K_CONV_BWD_DATA), K_BF16_DIRECT);
+    CHECK_EQ(k_conv_bf16_choose(&wide2, K_CONV_BWD_WEIGHT), K_BF16_DIRECT);
+    CHECK_EQ(k_conv_bf16_choose(&seed1, K_CONV_BWD_DATA), K_BF16_AVX512BF16); /* into one channel: the GEMM */
+    CHECK_EQ(k_conv_bf16_choose(&seed1, K_CONV_BWD_WEIGHT), K_BF16_DIRECT);
+    CHECK_EQ(k_bf16_force(K_BF16_DIRECT), K_BF16_DIRECT);
+    CHECK_EQ(k_conv_bf16_choose(&wide2, K_CONV_BWD_WEIGHT), K_BF16_DIRECT);
+    CHECK_EQ(k_bf16_force(K_BF16_REF), K_BF16_REF);
+    CHECK_EQ(k_conv_bf16_choose(&wide2, K_CONV_FWD), K_BF16_REF);
+    k_bf16_force(-1);
+    CHECK(strcmp(k_bf16_path_name(K_BF16_DIRECT), "AVX512-BF16 direct") == 0);
+}
+
+/* Every register tile of the direct kernels (the cost model picks only some
+ * for the models' shapes), on shapes that leave every tile partly full. */
+TEST(bf16_conv_direct_every_tile) {
+    if (k_bf16_detect() != K_BF16_AVX512BF16) test_skip("this CPU has no AVX512-BF16");
+    static const k_conv_shape shapes[] = {
+        SHAPE(17, 5, 9, 9, 7, 3, 1, 1),
+        {.N = 3, .Ci = 11, .H = 12, .W = 13, .Co = 9, .kh = 2, .kw = 3, .sh = 2, .sw = 1, .ph = 0, .pw = 1},
+    };
+    for (int ps = FWD; ps <= BWD_WEIGHT; ps++) {
+        int n = 0;
+        for (; k_conv_direct_bf16_force_tile(ps, n); n++)
+            for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) conv_case(shapes[i], (pass)ps);
+        CHECK_MSG(n >= 9, "pass %d: %d tiles", ps, n);
+        k_conv_direct_bf16_force_tile(ps, -1);
+    }
 }

@@ -59,6 +59,11 @@ TEST(train_bf16_bad_values_are_usage_errors) {
     CHECK_EQ(xl("", SMALL " --set precision=fp16 --set output_dir=%s/b", d), 2);
     CHECK_STR_CONTAINS(g_out, "precision");
     CHECK_STR_CONTAINS(g_out, "bf16");
+    /* the kernels' path override: ref and auto, nothing silently ignored */
+    CHECK_EQ(xl("XLATRAIN_BF16_PATH=direct", SMALL " --set precision=bf16 --set output_dir=%s/c", d), 2);
+    CHECK_STR_CONTAINS(g_out, "XLATRAIN_BF16_PATH=direct: expected ref (the portable bf16 kernels) or auto");
+    int rc = xl("XLATRAIN_BF16_PATH=ref", SMALL " --set precision=bf16 --set num_epochs=1 --set output_dir=%s/d", d);
+    CHECK_MSG(rc == 0, "exit %d: %s", rc, g_out);
 }
 
 /* the names, dtypes and shapes of two checkpoints' tensors agree */

@@ -17,6 +17,7 @@
 #include "config/config_keys.h"
 #include "config/config_yaml.h"
 #include "config/model_find.h"
+#include "kernels/bf16.h"
 
 /* The [C, H, W] each dataset delivers, by xt_dataset_kind (run.c checks the
  * loaded data against the model again). */
@@ -269,6 +270,10 @@ static int resolve_precision(lctx *x) {
             return xt_fail(x->e, XT_EUSAGE, "XLA_USE_BF16=%s: expected 1 (bf16) or 0 (fp32); unset it or set precision in the config",
                            env);
     }
+    const char *path = NULL; /* the kernels' path override: its values are bf16.h's */
+    if (k_bf16_env_check(&path))
+        return xt_fail(x->e, XT_EUSAGE, "XLATRAIN_BF16_PATH=%s: expected ref (the portable bf16 kernels) or auto; unset it for auto",
+                       path);
     if (x->org[kp].how) {
         snprintf(c->precision_from, sizeof c->precision_from, "%s%s", x->org[kp].how == FROM_FILE ? "config" : "--set",
                  env && *env ? (on == (c->precision == XT_PRECISION_BF16) ? "" : ", XLA_USE_BF16 ignored") : "");

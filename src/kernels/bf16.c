@@ -28,28 +28,38 @@ int k_bf16_detect(void) {
         if (k_simd_detect() == K_SIMD_AVX512 && __builtin_cpu_supports("avx512bf16")) p = K_BF16_AVX512BF16;
 #endif
         /* the environment can ask for the portable path (benches, bisecting) */
-        const char *env = getenv("XLATRAIN_BF16_PATH");
+        const char *env = NULL;
+        k_bf16_env_check(&env);
         if (env && !strcmp(env, "ref")) p = K_BF16_REF;
         g_detected = p;
     }
     return g_detected;
 }
 
-int k_bf16_path(void) {
-    int p = g_forced >= 0 ? g_forced : k_bf16_detect();
-    return p == K_BF16_AVX512BF16 && k_simd_level() != K_SIMD_AVX512 ? K_BF16_REF : p;
+int k_bf16_env_check(const char **value) {
+    const char *env = getenv("XLATRAIN_BF16_PATH");
+    if (value) *value = env;
+    return !env || !*env || !strcmp(env, "auto") || !strcmp(env, "ref") ? 0 : -1;
 }
 
+int k_bf16_path(void) {
+    int p = g_forced >= 0 ? g_forced : k_bf16_detect();
+    return p != K_BF16_REF && k_simd_level() != K_SIMD_AVX512 ? K_BF16_REF : p;
+}
+
+/* the hardware paths (AVX512BF16, DIRECT) need AVX512-BF16; REF runs anywhere */
 int k_bf16_force(int path) {
     int best = k_bf16_detect();
-    g_forced = path < 0 ? -1 : (path > best ? best : path);
+    g_forced = path < 0 ? -1 : (best == K_BF16_REF || path > K_BF16_DIRECT ? best : path);
     return k_bf16_path();
 }
 
 int k_bf16_forced(void) { return g_forced; }
 
+int k_bf16_npaths(void) { return k_bf16_detect() == K_BF16_REF ? 1 : 3; }
+
 const char *k_bf16_path_name(int path) {
-    return path == K_BF16_AVX512BF16 ? "AVX512-BF16" : "reference";
+    return path == K_BF16_DIRECT ? "AVX512-BF16 direct" : path == K_BF16_AVX512BF16 ? "AVX512-BF16" : "reference";
 }
 
 /* Branch-free k_bf16_from_f32 over an array (the same arithmetic). */

@@ -9,8 +9,9 @@
  * the engine decides which operands are rounded (engine/pass_precision.c).
  *
  * Two paths, chosen at run time (k_bf16_path):
- *   K_BF16_AVX512BF16  vdpbf16ps kernels (gemm_bf16.c, conv_bf16.c), when the
- *                      CPU has AVX512-BF16 and the SIMD level is AVX-512;
+ *   K_BF16_AVX512BF16  vdpbf16ps kernels (gemm_bf16.c, conv_bf16.c and
+ *                      conv_direct_bf16.c), when the CPU has AVX512-BF16 and
+ *                      the SIMD level is AVX-512;
  *   K_BF16_REF         the portable path: bf16 operands widened to fp32
  *                      (exactly) and the fp32 kernels run on them, so the
  *                      numbers are those of bf16-rounded operands on any x86-64.
@@ -29,7 +30,12 @@
 
 typedef uint16_t k_bf16;   /* the top 16 bits of an IEEE float32 */
 
-enum k_bf16_path { K_BF16_REF = 0, K_BF16_AVX512BF16 = 1 };
+/* K_BF16_DIRECT is the AVX512-BF16 hardware too: for the convolutions'
+ * forward and backward-data it names the direct batch-blocked kernels
+ * (conv_direct_bf16.c) instead of im2col + GEMM; everything else runs as
+ * under K_BF16_AVX512BF16. The CPU's best (k_bf16_detect) is never DIRECT:
+ * per shape, k_conv_bf16_choose picks between the three. */
+enum k_bf16_path { K_BF16_REF = 0, K_BF16_AVX512BF16 = 1, K_BF16_DIRECT = 2 };
 
 /* The path the bf16 kernels take now; the best one the CPU has unless forced
  * (the fast path also needs k_simd_level() == K_SIMD_AVX512, so forcing the
@@ -42,6 +48,13 @@ int k_bf16_detect(void);
  * every shape). XLATRAIN_BF16_PATH=ref in the environment also forces it. */
 int k_bf16_force(int path);
 int k_bf16_forced(void);   /* the forced path, or -1 */
+/* How many paths this CPU can be forced to: 1 (REF) or 3 (REF, AVX512BF16,
+ * DIRECT); tests and benches loop over 0 .. k_bf16_npaths() - 1. */
+int k_bf16_npaths(void);
+/* XLATRAIN_BF16_PATH: unset, "" or "auto" (the choice per shape), "ref"
+ * (the portable path, even with AVX512-BF16). Returns 0 for those, -1 for
+ * anything else (the caller reports it; an unknown value then counts as auto). */
+int k_bf16_env_check(const char **value);
 const char *k_bf16_path_name(int path);
 
 /* float -> bf16, round to nearest even; a NaN stays a (quiet) NaN, infinities

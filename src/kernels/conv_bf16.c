@@ -1,8 +1,11 @@
 /* conv_bf16.c — convolution with bf16 operands and fp32 results, every pass,
  * on the path bf16.h picks.
  *
- * Is: k_conv2d_{fwd,bwd_data,bwd_weight}_bf16 and their scratch size.
- *   AVX512-BF16 path: im2col in bf16 and the packed vdpbf16ps GEMM of
+ * Is: k_conv2d_{fwd,bwd_data,bwd_weight}_bf16, their scratch size and the
+ * choice among three paths per shape and pass (k_conv_bf16_choose):
+ *   AVX512-BF16 direct: the batch-blocked kernels of conv_direct_bf16.c (16
+ *   images in the lanes, channel or pixel pairs in each 32-bit lane).
+ *   AVX512-BF16: im2col in bf16 and the packed vdpbf16ps GEMM of
  *   gemm_bf16.c, one image per GEMM, the weight operand packed once per call:
  *     fwd         y_n (Co x P)  = W (Co x K) . col_n (K x P)          (+ bias)
  *     bwd_data    dcol (K x P)  = W^T (K x Co) . dy_n (Co x P), then col2im
@@ -10,29 +13,46 @@
  *   with K = Ci*kh*kw and P = Ho*Wo.
  *   Reference path: the operands widened to fp32 (exact) and the fp32
  *   k_conv2d_* run on them.
- * Is not: the rounding to bf16 (the engine's cast nodes, bf16.c), the fp32
- * methods (conv.c) or a direct bf16 convolution (not written yet).
+ * Is not: the rounding to bf16 (the engine's cast nodes, bf16.c) or the fp32
+ * methods (conv.c).
  *
- * MEASURED with tests/bench/kernel_bench.c (GFLOP/s, one core, AMD EPYC Zen 5,
- * batch 128, the machine shared, so +-10%; the bf16 GEMM alone: 357-386
- * GFLOP/s at 256..1024^3 of a vdpbf16ps limit of 450, where OpenBLAS's
- * sgemm gets 105): reference path (widen + the fp32 direct kernels) vs
- * AVX512-BF16 (im2col + vdpbf16ps GEMM), fwd / bwd_data / bwd_weight:
- *   seed conv1  1->10 k5 -> 24x24     150 / 41 / 120   vs  63 / 56 / 37
- *   seed conv2  10->20 k5 -> 8x8      197 / 145 / 177  vs  70 / 72 / 65
- *   wide conv1  1->32 k3 -> 26x26      91 / 39 / 59    vs  87 / 76 / 41
- *   wide conv2  32->64 k3 -> 24x24    185 / 154 / 177  vs 191-245 / 215-241 / 232-238
- *   r20 3x3 16->32 s2 -> 16x16        145 / 121 / 87   vs  92 / 70 / 92
- *   r20 3x3 64->64 -> 8x8             203 / 206 / 186  vs 144 / 161 / 140
- *   r20 1x1 32->64 s2 -> 8x8           71 / 53 / 67    vs 114 / 102 / 78
- * The GEMM path pays for im2col and packing per image, which the direct fp32
- * kernels do not: it wins where those are weak (bwd_data into < 8 input
- * channels, 1x1 convolutions) and where the GEMM is large: >= 32 output
- * channels over >= 512 output pixels (and for bwd_weight, whose GEMM rows are
- * the K = Ci*kh*kw filter taps, >= 32 of them).
+ * MEASURED with tests/bench/kernel_bench.c ("bf16 " rows; `lscpu`: AMD EPYC,
+ * Zen 5; one core, batch 128, the machine shared with other jobs (load ~1.9
+ * on 2 cores), so +-10%; 2026-11-23T18:28Z). GFLOP/s of fp32 k_conv2d_* on fp32
+ * operands / bf16 im2col + GEMM / bf16 direct, for fwd, bwd_data, bwd_weight
+ * (the vdpbf16ps limit is ~440 per core, the fp32 FMA limit ~220):
+ *                                       fwd          bwd_data     bwd_weight
+ *   seed conv1                      146/ 59/141   32/ 40/ 24  108/ 27/214
+ *   seed conv2                      151/ 62/355  137/ 74/254  171/ 63/305
+ *   wide conv1                       88/ 80/ 89   41/ 72/ 27   84/ 40/111
+ *   wide conv2                      177/179/322  151/203/278  152/190/221
+ *   r20 stem 3x3 3->16 32x32        107/ 79/130   44/ 83/ 82  120/ 54/195
+ *   r20 3x3 16->16 32x32            171/ 92/299  137/ 87/222  169/ 89/278
+ *   r20 3x3 16->32 s2 32x32         142/ 83/279  131/ 76/205  120/ 87/171
+ *   r20 1x1 16->32 s2 32x32          50/ 59/ 65   36/ 54/ 42   37/ 42/ 49
+ *   r20 3x3 32->32 16x16            182/110/351  161/129/304  180/132/313
+ *   r20 3x3 64->64 8x8              199/142/380  204/155/379  183/136/302
+ *   r20 3x3 32->64 s2 16x16         172/119/321  158/126/266  157/120/215
+ *   r20 1x1 32->64 s2 16x16          79/111/118   54/ 98/ 65   83/ 76/ 88
+ *   lenet5 conv1 1->6 k5 p2 28x28   144/ 38/134   28/ 35/ 33  116/ 22/184
+ *   lenet5 conv2 6->16 k5 14x14     192/ 56/351   39/ 50/191  184/ 52/250
+ *   cifar conv2 16->32 p1 16x16     177/107/307  151/102/234  144/113/295
+ *   r8 stem 1->16 p1 28x28           96/ 65/ 87   42/ 43/ 29   81/ 28/131
+ *   r18 3x3 64->64 32x32            189/186/372  160/210/307  192/251/265
+ *   r18 3x3 256->256 8x8            133/272/409  199/295/390  137/240/189
+ *   r18 1x1 64->128 s2 32x32         74/ 52/129   58/123/ 72   71/ 63/ 88
+ * The direct kernels do twice the fp32 kernels' work per instruction and pay no
+ * im2col: they win nearly everywhere, by 1.5-2.4x on the 3x3 and 5x5
+ * convolutions with >= 6 channels. The GEMM keeps bwd_data into fewer than 4
+ * input channels (the direct dx tile is >= 2 channels wide and needs 8
+ * accumulators to hide latency: 1 useful of 8) and through 1x1 convolutions,
+ * and bwd_weight at >= 128 output channels over <= 64 pixels (r18 256->256
+ * 8x8). The reference path is never chosen on this CPU (it is the fallback
+ * without AVX512-BF16 and the twin the tests compare with).
  */
 #include "kernels/bf16.h"
 #include "kernels/conv_common.h"
+#include "kernels/conv_direct_bf16.h"
 #include "kernels/conv_im2col.h"
 #include "kernels/gemm_bf16.h"
 
@@ -89,12 +109,20 @@ static const k_bf16 *cols_of(const k_conv_shape *s, const k_bf16 *xn, k_bf16 *co
     return col;
 }
 
+/* From the table above: the direct kernels for every forward pass (ahead or
+ * level everywhere); for backward-data except into fewer than 4 input
+ * channels (a dx tile of one channel wastes most of its 8 accumulators) and
+ * through 1x1 convolutions (no taps to share: the GEMM is better there); for
+ * backward-weight except over few pixels into many channels (>= 128 output
+ * channels, <= 64 output pixels: resnet18's 8x8 stage), where the GEMM's
+ * K x Co blocks are large and the direct kernel's rows of pixel pairs short. */
 int k_conv_bf16_choose(const k_conv_shape *s, int pass) {
-    if (k_bf16_path() != K_BF16_AVX512BF16 || k_bf16_forced() >= 0) return k_bf16_path();
-    int big = s->Co >= 32 && s->Ho * s->Wo >= 512, taps = s->Ci * s->kh * s->kw;
-    int fast = (s->kh == 1 && s->kw == 1) || (pass == K_CONV_FWD && big) || (pass == K_CONV_BWD_DATA && (big || s->Ci < 8)) ||
-               (pass == K_CONV_BWD_WEIGHT && big && taps >= 32);
-    return fast ? K_BF16_AVX512BF16 : K_BF16_REF;
+    int p = k_bf16_path();
+    if (p == K_BF16_REF || k_bf16_forced() >= 0) return p;
+    int pointwise = s->kh == 1 && s->kw == 1;
+    if (pass == K_CONV_FWD) return K_BF16_DIRECT;
+    if (pass == K_CONV_BWD_DATA) return pointwise || s->Ci < 4 ? K_BF16_AVX512BF16 : K_BF16_DIRECT;
+    return s->Co >= 128 && s->Ho * s->Wo <= 64 ? K_BF16_AVX512BF16 : K_BF16_DIRECT;
 }
 
 /* ---- scratch ---------------------------------------------------------------- */
@@ -120,8 +148,9 @@ static size_t ref_bytes(const k_conv_shape *s) {
 }
 
 size_t k_conv2d_bf16_scratch(const k_conv_shape *s) {
-    size_t a = fast_bytes(s), b = ref_bytes(s);
-    return a > b ? a : b;
+    size_t a = fast_bytes(s), b = ref_bytes(s), c = k_conv_direct_bf16_scratch(s);
+    a = a > b ? a : b;
+    return a > c ? a : c;
 }
 
 /* The reference path's layout: widened operand a, widened operand b, fp32 scratch. */
@@ -142,7 +171,12 @@ static ref_area widen2(const k_bf16 *a, size_t na, const k_bf16 *b, size_t nb, v
 void k_conv2d_fwd_bf16(const k_conv_shape *s, float *y, const k_bf16 *x, const k_bf16 *w, const float *b,
                        void *scratch) {
     dims d = dims_of(s);
-    if (k_conv_bf16_choose(s, K_CONV_FWD) != K_BF16_AVX512BF16) {
+    int how = k_conv_bf16_choose(s, K_CONV_FWD);
+    if (how == K_BF16_DIRECT) {
+        k_conv_direct_bf16_fwd(s, y, x, w, b, scratch);
+        return;
+    }
+    if (how != K_BF16_AVX512BF16) {
         ref_area r = widen2(x, (size_t)s->N * d.xs, w, (size_t)s->Co * d.K, scratch, s);
         k_conv2d_fwd(s, y, r.a, r.b, b, r.rest);
         return;
@@ -161,7 +195,12 @@ void k_conv2d_fwd_bf16(const k_conv_shape *s, float *y, const k_bf16 *x, const k
 
 void k_conv2d_bwd_data_bf16(const k_conv_shape *s, float *dx, const k_bf16 *dy, const k_bf16 *w, void *scratch) {
     dims d = dims_of(s);
-    if (k_conv_bf16_choose(s, K_CONV_BWD_DATA) != K_BF16_AVX512BF16) {
+    int how = k_conv_bf16_choose(s, K_CONV_BWD_DATA);
+    if (how == K_BF16_DIRECT) {
+        k_conv_direct_bf16_bwd_data(s, dx, dy, w, scratch);
+        return;
+    }
+    if (how != K_BF16_AVX512BF16) {
         ref_area r = widen2(dy, (size_t)s->N * d.ys, w, (size_t)s->Co * d.K, scratch, s);
         k_conv2d_bwd_data(s, dx, r.a, r.b, r.rest);
         return;
@@ -183,7 +222,12 @@ void k_conv2d_bwd_data_bf16(const k_conv_shape *s, float *dx, const k_bf16 *dy, 
 
 void k_conv2d_bwd_weight_bf16(const k_conv_shape *s, float *dw, const k_bf16 *x, const k_bf16 *dy, void *scratch) {
     dims d = dims_of(s);
-    if (k_conv_bf16_choose(s, K_CONV_BWD_WEIGHT) != K_BF16_AVX512BF16) {
+    int how = k_conv_bf16_choose(s, K_CONV_BWD_WEIGHT);
+    if (how == K_BF16_DIRECT) {
+        k_conv_direct_bf16_bwd_weight(s, dw, x, dy, scratch);
+        return;
+    }
+    if (how != K_BF16_AVX512BF16) {
         ref_area r = widen2(x, (size_t)s->N * d.xs, dy, (size_t)s->N * d.ys, scratch, s);
         k_conv2d_bwd_weight(s, dw, NULL, r.a, r.b, r.rest);
         return;

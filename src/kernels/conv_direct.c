@@ -164,34 +164,7 @@ __attribute__((target("avx2,fma"))) static inline void transpose_avx2(__m256 *r)
 #define VSET1(s) _mm512_set1_ps(s)
 #define VFMA(a, b, c) _mm512_fmadd_ps(a, b, c)
 #define VHSUM(v) _mm512_reduce_add_ps(v)
-/* 16x16: rows interleaved in pairs (ps), pairs of pairs (pd): every 128-bit lane
- * then holds a transposed 4x4 block; two rounds of 128-bit lane shuffles put
- * the blocks in place. */
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma"))) static inline void transpose_avx512(__m512 *r) {
-    __m512 t[16];
-    for (int i = 0; i < 8; i++) {
-        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-    }
-    for (int i = 0; i < 4; i++) {
-        __m512d a = _mm512_castps_pd(t[4 * i]), b = _mm512_castps_pd(t[4 * i + 1]);
-        __m512d c = _mm512_castps_pd(t[4 * i + 2]), d = _mm512_castps_pd(t[4 * i + 3]);
-        r[4 * i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
-        r[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
-        r[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
-        r[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
-    }
-    for (int i = 0; i < 4; i++) {
-        t[i] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0x88);
-        t[i + 4] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0xdd);
-        t[i + 8] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0x88);
-        t[i + 12] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0xdd);
-    }
-    for (int i = 0; i < 8; i++) {
-        r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
-        r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xdd);
-    }
-}
+#include "kernels/transpose16.h"
 #define NTRANSPOSE(r) transpose_avx512(r)
 #define NFWD_CFGS(X) X(1, 8) X(2, 8) X(3, 8) X(3, 6) X(4, 6) X(4, 4) X(5, 4) X(6, 4) X(4, 3) X(6, 3) X(8, 3) X(8, 2)
 #define NBWW_CFGS(X) X(1, 8) X(2, 8) X(3, 6) X(3, 3) X(4, 6) X(4, 5) X(4, 3) X(5, 5) X(5, 4) X(6, 4) X(6, 3) X(8, 3)
@@ -325,6 +298,13 @@ static void from_blocked(const nisa *isa, float *x, size_t img, const float *t, 
     }
 }
 
+#ifdef XT_DIRECT_X86
+void k_conv_direct_from_blocked16(float *x, size_t img, const float *t, int nb, int C, int H, int W, int Wd,
+                                  const float *bias, float *sink) {
+    from_blocked(&nisa_avx512, x, img, t, nb, C, H, W, Wd, bias, sink);
+}
+#endif
+
 /* ---- forward ------------------------------------------------------------------- */
 
 /* Per tap and tile: CT*PT FMAs (one 512-bit FMA per cycle on Zen 4) against PT
@@ -333,6 +313,11 @@ static void from_blocked(const nisa *isa, float *x, size_t img, const float *t, 
  * the tile with fewer loads wins (conv1 of the seed CNN: 5x4 and 2x8 do the same
  * FMAs; with aligned scratch they ran equal, with loads straddling cache lines
  * 5x4 ran 15-35% faster). */
+double k_conv_direct_fwd_cost(const k_conv_shape *s, int ct, int pt) {
+    double per = ct * pt, ld = pt + 0.5 * ct;
+    return (double)div_up(s->Co, ct) * div_up(s->Wo, pt) * ((per > ld ? per : ld) + 0.25 * ld);
+}
+
 static const nfwd_cfg *pick_fwd(const nisa *isa, const k_conv_shape *s) {
     int forced = g_forced_tile[K_CONV_FWD];
     if (forced >= 0 && forced < isa->nfwd) return &isa->fwd[forced];
@@ -340,8 +325,7 @@ static const nfwd_cfg *pick_fwd(const nisa *isa, const k_conv_shape *s) {
     double best_cost = 0;
     for (int i = 0; i < isa->nfwd; i++) {
         const nfwd_cfg *c = &isa->fwd[i];
-        double per = c->ct * c->pt, ld = c->pt + 0.5 * c->ct;
-        double cost = (double)div_up(s->Co, c->ct) * div_up(s->Wo, c->pt) * ((per > ld ? per : ld) + 0.25 * ld);
+        double cost = k_conv_direct_fwd_cost(s, c->ct, c->pt);
         if (i == 0 || cost < best_cost) best = c, best_cost = cost;
     }
     return best;
@@ -483,16 +467,19 @@ void k_conv_direct_fwd_pool(const k_conv_shape *s, float *y, int32_t *argmax, co
 
 /* ---- backward weight --------------------------------------------------------------- */
 
+double k_conv_direct_bww_cost(const k_conv_shape *s, int ct, int tt) {
+    double per = ct * tt, ld = ct + tt;
+    return (double)div_up(s->Co, ct) * div_up(s->Ci * s->kh * s->kw, tt) * ((per > ld ? per : ld) + 0.25 * ld);
+}
+
 static const nbww_cfg *pick_bww(const nisa *isa, const k_conv_shape *s) {
     int forced = g_forced_tile[K_CONV_BWD_WEIGHT];
     if (forced >= 0 && forced < isa->nbww) return &isa->bww[forced];
     const nbww_cfg *best = &isa->bww[0];
     double best_cost = 0;
-    int K = s->Ci * s->kh * s->kw;
     for (int i = 0; i < isa->nbww; i++) {
         const nbww_cfg *c = &isa->bww[i];
-        double per = c->ct * c->tt, ld = c->ct + c->tt;
-        double cost = (double)div_up(s->Co, c->ct) * div_up(K, c->tt) * ((per > ld ? per : ld) + 0.25 * ld);
+        double cost = k_conv_direct_bww_cost(s, c->ct, c->tt);
         if (i == 0 || cost < best_cost) best = c, best_cost = cost;
     }
     return best;
@@ -574,6 +561,11 @@ void k_conv_direct_bwd_weight(const k_conv_shape *s, float *dw, float *db, const
 
 /* ---- backward data ------------------------------------------------------------------ */
 
+/* fewer than 8 accumulators cannot hide the FMA latency */
+double k_conv_direct_bwd_cost(const k_conv_shape *s, int ct) {
+    return (double)div_up(s->Ci, ct) * (ct > 8 ? ct : 8);
+}
+
 static const nbwd_cfg *pick_bwd(const nisa *isa, const k_conv_shape *s) {
     int forced = g_forced_tile[K_CONV_BWD_DATA];
     if (forced >= 0 && forced < isa->nbwd) return &isa->bwd[forced];
@@ -581,8 +573,7 @@ static const nbwd_cfg *pick_bwd(const nisa *isa, const k_conv_shape *s) {
     double best_cost = 0;
     for (int i = 0; i < isa->nbwd; i++) {
         const nbwd_cfg *c = &isa->bwd[i];
-        /* fewer than 8 accumulators cannot hide the FMA latency */
-        double cost = (double)div_up(s->Ci, c->ct) * (c->ct > 8 ? c->ct : 8);
+        double cost = k_conv_direct_bwd_cost(s, c->ct);
         if (i == 0 || cost < best_cost || (cost == best_cost && c->ct > best->ct)) best = c, best_cost = cost;
     }
     return best;
@@ -613,8 +604,7 @@ static size_t bwd_carve(const k_conv_shape *s, float *p, bwd_mem *m) {
     return total;
 }
 
-/* The (tap, output index) pairs that reach input index h: o*stride + t - pad = h. */
-static int taps_for(int h, int k, int stride, int pad, int out, int32_t *list) {
+int k_conv_taps_for(int h, int k, int stride, int pad, int out, int32_t *list) {
     int n = 0;
     for (int t = 0; t < k; t++) {
         int u = h + pad - t;
@@ -713,9 +703,9 @@ void k_conv_direct_bwd_data(const k_conv_shape *s, float *dx, const float *dy, c
         int nb = s->N - n0 < NB ? s->N - n0 : NB;
         to_blocked(isa, m.dyb, dy + n0 * img_y, img_y, nb, s->Co, s->Ho, s->Wo, 0, 0, m.zeros);
         for (int h = 0; h < s->H; h++) {
-            int nr = taps_for(h, s->kh, s->sh, s->ph, s->Ho, m.rows);
+            int nr = k_conv_taps_for(h, s->kh, s->sh, s->ph, s->Ho, m.rows);
             for (int ww = 0; ww < s->W; ww++) {
-                int nc = taps_for(ww, s->kw, s->sw, s->pw, s->Wo, m.cols);
+                int nc = k_conv_taps_for(ww, s->kw, s->sw, s->pw, s->Wo, m.cols);
                 for (int t = 0; t < ci_tiles; t++)
                     cfg->fn(m.dyb, dstride, s->Co, s->Wo, m.rows, nr, m.cols, nc, m.wpk + (size_t)t * khw * s->Co * ct,
                             s->kw, m.dxb + (((size_t)t * ct * s->H + h) * s->W + ww) * NB, xstride);

@@ -10,6 +10,7 @@
 #define XT_KERNELS_CONV_DIRECT_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "kernels/conv_common.h"
 #include "kernels/kernels.h"
@@ -40,5 +41,20 @@ void k_conv_direct_bwd_weight_part(const k_conv_shape *s, float *dw, float *db, 
  * SIMD flavour's tile list instead of the cost model's pick (index -1: back to
  * the model). Returns 0 when the list has no such entry. */
 int k_conv_direct_force_tile(int pass, int index);
+
+/* Shared with the direct bf16 kernels (conv_direct_bf16.c):
+ * the (tap, output index) pairs that reach input index h (o*stride + t - pad = h),
+ * as list[2n] = t, list[2n+1] = o; returns n. */
+int k_conv_taps_for(int h, int k, int stride, int pad, int out, int32_t *list);
+/* The tile cost models (relative cycles) the fp32 and bf16 pickers share:
+ * fwd, a CT x PT tile (conv_direct.c's pick_fwd says why); bwd_data, CT channels; */
+double k_conv_direct_fwd_cost(const k_conv_shape *s, int ct, int pt);
+double k_conv_direct_bwd_cost(const k_conv_shape *s, int ct);
+double k_conv_direct_bww_cost(const k_conv_shape *s, int ct, int tt); /* bwd_weight, CT channels x TT taps */
+/* Plain [c][h][w] (+ bias[c]) of nb <= 16 images <- blocked fp32 t[c][H][Wd][16]
+ * with AVX-512 transposes (x86-64 builds only, AVX-512 CPUs only); idle lanes
+ * go to `sink` (one plane). */
+void k_conv_direct_from_blocked16(float *x, size_t img, const float *t, int nb, int C, int H, int W, int Wd,
+                                  const float *bias, float *sink);
 
 #endif

@@ -22,7 +22,7 @@ size_t k_bf16_pack_a_bytes(int M, int K);
 size_t k_bf16_pack_b_bytes(int K, int N);
 void k_bf16_pack_a(int M, int K, const k_bf16 *A, ptrdiff_t rs, ptrdiff_t cs, void *Ap);
 void k_bf16_pack_b(int K, int N, const k_bf16 *B, ptrdiff_t rs, ptrdiff_t cs, void *Bp);
-/* Only when k_bf16_path() == K_BF16_AVX512BF16. */
+/* Only when k_bf16_path() != K_BF16_REF. */
 void k_bf16_gemm_packed(int M, int N, int K, const void *Ap, const void *Bp, int accumulate, float *C, int ldc);
 /* The same with A read in place: row-major bf16, K and lda even (the k pairs
  * are then whole 32-bit words of a row), 4-byte aligned. No packing of A. */

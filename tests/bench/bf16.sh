@@ -5,7 +5,7 @@
 #   sh tests/bench/bf16.sh            (REPS=3 STEPS_SEED=300 STEPS_WIDE=30 by default)
 # Prints: the fp32 FMA limit and the bf16 limit (vdpbf16ps) of one core, the
 # path every bf16 convolution pass and the GEMM take on this CPU (AVX512-BF16
-# or reference, from kernel_bench), and both models' training at 1 and 2
+# direct, AVX512-BF16 im2col + GEMM, or reference, from kernel_bench), and both models' training at 1 and 2
 # workers in fp32 and bf16, medians of REPS, with the bf16/fp32 ratio and the
 # share of the bf16 limit. xlatrain's own train_bench runs both precisions in
 # the same repetition loop, so they see the same machine.

@@ -242,7 +242,21 @@ static void run_conv_bf16(void *p) {
     if (c->pass == K_CONV_BWD_WEIGHT) k_conv2d_bwd_weight_bf16(c->s, c->dw, c->x, c->dy, c->scratch);
 }
 
-/* each bf16 path this CPU has, each pass, beside what the fp32 k_conv2d_* gets */
+/* the fp32 k_conv2d_* (the method conv.c picks) on fp32 operands, one pass */
+static double time_fp32_conv(const k_conv_shape *s, int pass) {
+    size_t xs = (size_t)s->N * s->Ci * s->H * s->W, ys = (size_t)s->N * s->Co * s->Ho * s->Wo;
+    size_t ws = (size_t)s->Co * s->Ci * s->kh * s->kw;
+    conv_ctx c = {.s = s, .method = M_COUNT - 1, .pass = pass, .x = falloc(xs), .w = falloc(ws), .b = NULL,
+                  .y = falloc(ys), .dx = falloc(xs), .dw = falloc(ws), .db = NULL, .dy = falloc(ys),
+                  .scratch = falloc(k_conv2d_scratch(s))};
+    fill(c.x, xs, 1), fill(c.w, ws, 2), fill(c.dy, ys, 4);
+    double t = time_it(run_conv, &c, 0.05);
+    free(c.x), free(c.w), free(c.y), free(c.dx), free(c.dw), free(c.dy), free(c.scratch);
+    return t;
+}
+
+/* each bf16 path this CPU has (reference, im2col + GEMM, direct), each pass,
+ * beside what the fp32 k_conv2d_* gets on fp32 operands */
 static void bench_conv_bf16(const char *label, k_conv_shape s) {
     if (k_conv_shape_infer(&s)) return;
     size_t xs = (size_t)s.N * s.Ci * s.H * s.W, ys = (size_t)s.N * s.Co * s.Ho * s.Wo;
@@ -257,7 +271,9 @@ static void bench_conv_bf16(const char *label, k_conv_shape s) {
     printf("\n%s, bf16 operands: %.1f MFLOP per pass, scratch %.0f KB\n", label, flops * 1e-6, scr / 1024.0);
     for (int pass = 0; pass < 3; pass++) {
         printf("  %s:\n   ", pass_names[pass]);
-        for (int path = 0; path <= k_bf16_detect(); path++) {
+        double t32 = time_fp32_conv(&s, pass);
+        printf(" fp32 %.0f us %.1f |", t32 * 1e6, flops / t32 * 1e-9);
+        for (int path = 0; path < k_bf16_npaths(); path++) {
             k_bf16_force(path);
             c.pass = pass;
             double t = time_it(run_conv_bf16, &c, 0.05);
@@ -285,7 +301,7 @@ static void bench_gemm_bf16(void) {
         bf16_ctx c = {.gemm_n = n, .a = balloc((size_t)n * n, 1), .b = balloc((size_t)n * n, 2), .c = falloc((size_t)n * n)};
         c.scratch = aligned_alloc(64, (k_gemm_bf16_scratch(n, n, n) + 63) & ~(size_t)63);
         printf("%-34s", name);
-        for (int path = 0; path <= k_bf16_detect(); path++) {
+        for (int path = 0; path <= k_bf16_detect(); path++) { /* DIRECT is a conv method: same GEMM */
             k_bf16_force(path);
             double t = time_it(run_gemm_bf16, &c, 0.2);
             printf(" %s %.1f us %.1f GFLOP/s |", k_bf16_path_name(path), t * 1e6, 2.0 * n * n * n / t * 1e-9);
@@ -480,6 +496,24 @@ int main(int argc, char **argv) {
         char name[96];
         snprintf(name, sizeof name, "bf16 %s", convs[i].label);
         if (wanted(name)) bench_conv_bf16(name, convs[i].s);
+    }
+    /* the other models' convolutions, bf16 only (the fp32 methods' table is conv.c's) */
+    struct {
+        const char *label;
+        k_conv_shape s;
+    } more[] = {
+        {"lenet5 conv1 1->6 k5 p2 28x28", {.N = 128, .Ci = 1, .H = 28, .W = 28, .Co = 6, .kh = 5, .kw = 5, .sh = 1, .sw = 1, .ph = 2, .pw = 2}},
+        {"lenet5 conv2 6->16 k5 14x14", {.N = 128, .Ci = 6, .H = 14, .W = 14, .Co = 16, .kh = 5, .kw = 5, .sh = 1, .sw = 1}},
+        {"cifar conv2 16->32 p1 16x16", {.N = 128, .Ci = 16, .H = 16, .W = 16, .Co = 32, .kh = 3, .kw = 3, .sh = 1, .sw = 1, .ph = 1, .pw = 1}},
+        {"r8 stem 1->16 p1 28x28", {.N = 128, .Ci = 1, .H = 28, .W = 28, .Co = 16, .kh = 3, .kw = 3, .sh = 1, .sw = 1, .ph = 1, .pw = 1}},
+        {"r18 3x3 64->64 32x32", {.N = 128, .Ci = 64, .H = 32, .W = 32, .Co = 64, .kh = 3, .kw = 3, .sh = 1, .sw = 1, .ph = 1, .pw = 1}},
+        {"r18 3x3 256->256 8x8", {.N = 128, .Ci = 256, .H = 8, .W = 8, .Co = 256, .kh = 3, .kw = 3, .sh = 1, .sw = 1, .ph = 1, .pw = 1}},
+        {"r18 1x1 64->128 s2 32x32", {.N = 128, .Ci = 64, .H = 32, .W = 32, .Co = 128, .kh = 1, .kw = 1, .sh = 2, .sw = 2}},
+    };
+    for (size_t i = 0; i < sizeof more / sizeof more[0]; i++) {
+        char name[96];
+        snprintf(name, sizeof name, "bf16 %s", more[i].label);
+        if (wanted(name)) bench_conv_bf16(name, more[i].s);
     }
     printf("\n");
     bench_pool("maxpool seed1 128x10x24x24 k2", (k_pool_shape){128, 10, 24, 24, 2, 2, 2, 2, 0, 0, 0, 0});

@@ -1,0 +1,570 @@
+/* conv_direct_bf16.c — direct bf16 convolution, batch-blocked, on vdpbf16ps:
+ * every pass (AVX512-BF16 CPUs only; the caller checks).
+ *
+ * Is: the bf16 twin of conv_direct.c. 16 images sit in the 16 lanes of a zmm
+ * as there, and each 32-bit lane holds a PAIR of bf16 values, the two halves
+ * vdpbf16ps multiplies and adds in one step (low half = the even element):
+ *   fwd         pairs of input channels: xb[ci/2][Hp][Wp][16][2] (Ci padded to
+ *               even with zeros), weights (w[co][2p][i][j], w[co][2p+1][i][j]);
+ *               y tile = CT out channels x PT pixels of one output row, summed
+ *               over the Ci/2 * kh * kw pair-taps
+ *   bwd_data    pairs of output channels: dyb[co/2][Ho][Wo][16][2], weights
+ *               (w[2q][ci][i][j], w[2q+1][ci][i][j]); one dx pixel x CT in
+ *               channels, summed over exactly the (tap, dy pixel) pairs that
+ *               reach it and the Co/2 channel pairs
+ *   bwd_weight  pairs of neighbouring output pixels (2v, 2v+1) of a row:
+ *               dyb[co][Ho][Wo/2][16][2], and for each filter tap the two input
+ *               pixels it meets there, x paired with its neighbour sw to the
+ *               right: xb[ci][Hp][Wp][16] = (xp[h][w], xp[h][w+sw]); dw tile =
+ *               CT out channels x TT taps, summed over pixel pairs and lanes
+ * Results are fp32: fwd and bwd_data blocked t[c][h][w][16], unpacked to NCHW
+ * by conv_direct.c's AVX-512 transposes; bwd_weight per-lane sums, added up
+ * in double at the end. Packing: 16 pixels of 16 images at a time, two bf16
+ * planes widened to 32 bits and merged, or a plane read as 32-bit words
+ * (dy pairs), then the 16x16 32-bit transpose of transpose16.h.
+ * Why: the im2col + GEMM path (conv_bf16.c) pays im2col and packing per image
+ * and its GEMMs are small for the models' 1-64 channels; the fp32 direct
+ * kernels do one FMA where this does a pair of products (the table is in
+ * conv_bf16.c). Sums are fp32, in another order than the reference path's.
+ * Is not: the choice of path (conv_bf16.c), rounding to bf16 (the engine's
+ * cast nodes), micro-batch parts (the bf16 convolutions take the whole batch).
+ */
+#include "kernels/conv_direct_bf16.h"
+
+#include <stdint.h>
+#include <string.h>
+
+#include "kernels/conv_common.h"
+#include "kernels/conv_direct.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+
+#include "kernels/transpose16.h"
+
+#define TGT __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx2,fma")))
+#ifndef XT_UNROLL
+#if defined(__clang__)
+#define XT_UNROLL _Pragma("clang loop unroll(full)")
+#else
+#define XT_UNROLL _Pragma("GCC unroll 24")
+#endif
+#endif
+
+#define NB 16     /* images per block: the lanes of a zmm */
+#define PT_MAX 8  /* the widest fwd pixel tile */
+#define CT_MAX 24 /* the most channels in any tile */
+
+static int div_up(int a, int b) { return (a + b - 1) / b; }
+
+/* ---- micro-kernels --------------------------------------------------------------- */
+
+/* y[c][t] (fp32, 16 lanes) = sum over K2 pair-taps of wpk[k][c] . xb[off[k] + t*xstep] */
+static inline __attribute__((always_inline)) TGT void dfwd_body(const int CT, const int PT, const uint32_t *xb,
+                                                                const int32_t *off, int K2, const uint32_t *wpk,
+                                                                size_t xstep, float *y, size_t ystride) {
+    __m512 acc[8][8];
+XT_UNROLL
+    for (int c = 0; c < CT; c++)
+XT_UNROLL
+        for (int t = 0; t < PT; t++) acc[c][t] = _mm512_setzero_ps();
+    for (int k = 0; k < K2; k++, wpk += CT) {
+        const uint32_t *xs = xb + off[k];
+        __m512i xv[8];
+XT_UNROLL
+        for (int t = 0; t < PT; t++) xv[t] = _mm512_loadu_si512(xs + t * xstep);
+XT_UNROLL
+        for (int c = 0; c < CT; c++) {
+            __m512bh wv = (__m512bh)_mm512_set1_epi32((int)wpk[c]);
+XT_UNROLL
+            for (int t = 0; t < PT; t++) acc[c][t] = _mm512_dpbf16_ps(acc[c][t], (__m512bh)xv[t], wv);
+        }
+    }
+XT_UNROLL
+    for (int c = 0; c < CT; c++)
+XT_UNROLL
+        for (int t = 0; t < PT; t++) _mm512_storeu_ps(y + c * ystride + t * NB, acc[c][t]);
+}
+
+/* One dx pixel for CT input channels over the taps (i, oh) in rows x (j, ow) in
+ * cols that reach it and all Cq channel pairs; wpk is [i][j][q][CT]. */
+static inline __attribute__((always_inline)) TGT void dbwd_body(const int CT, const uint32_t *dyb, size_t dstride,
+                                                                int Cq, int Wo, const int32_t *rows, int nr,
+                                                                const int32_t *cols, int nc, const uint32_t *wpk,
+                                                                int kw, float *dx, size_t xstride) {
+    __m512 acc[24];
+XT_UNROLL
+    for (int c = 0; c < CT; c++) acc[c] = _mm512_setzero_ps();
+    for (int r = 0; r < nr; r++)
+        for (int q = 0; q < nc; q++) {
+            int i = rows[2 * r], oh = rows[2 * r + 1], j = cols[2 * q], ow = cols[2 * q + 1];
+            const uint32_t *d = dyb + (size_t)(oh * Wo + ow) * NB;
+            const uint32_t *wk = wpk + (size_t)(i * kw + j) * Cq * CT;
+            for (int p = 0; p < Cq; p++, d += dstride, wk += CT) {
+                __m512bh dv = (__m512bh)_mm512_loadu_si512(d);
+XT_UNROLL
+                for (int c = 0; c < CT; c++)
+                    acc[c] = _mm512_dpbf16_ps(acc[c], dv, (__m512bh)_mm512_set1_epi32((int)wk[c]));
+            }
+        }
+XT_UNROLL
+    for (int c = 0; c < CT; c++) _mm512_storeu_ps(dx + c * xstride, acc[c]);
+}
+
+/* acc_out[c][u] (16 lanes) += sum over the output pixel pairs of one block of
+ * dyb[c][pair] . xb[off[u] + pair]: CT channels x TT taps, Ho x Wo2 pixel pairs */
+static inline __attribute__((always_inline)) TGT void dbww_body(const int CT, const int TT, const uint32_t *dyb,
+                                                                size_t dstride, const uint32_t *xb,
+                                                                const int32_t *off, int Ho, int Wo2, size_t xrow,
+                                                                size_t xcol, float *acc_out) {
+    __m512 acc[8][8];
+XT_UNROLL
+    for (int c = 0; c < CT; c++)
+XT_UNROLL
+        for (int u = 0; u < TT; u++) acc[c][u] = _mm512_setzero_ps();
+    for (int oh = 0; oh < Ho; oh++) {
+        const uint32_t *xr = xb + oh * xrow, *dr = dyb + (size_t)oh * Wo2 * NB;
+        for (int v = 0; v < Wo2; v++, xr += xcol, dr += NB) {
+            __m512bh xv[8];
+XT_UNROLL
+            for (int u = 0; u < TT; u++) xv[u] = (__m512bh)_mm512_loadu_si512(xr + off[u]);
+XT_UNROLL
+            for (int c = 0; c < CT; c++) {
+                __m512bh dv = (__m512bh)_mm512_loadu_si512(dr + c * dstride);
+XT_UNROLL
+                for (int u = 0; u < TT; u++) acc[c][u] = _mm512_dpbf16_ps(acc[c][u], dv, xv[u]);
+            }
+        }
+    }
+XT_UNROLL
+    for (int c = 0; c < CT; c++)
+XT_UNROLL
+        for (int u = 0; u < TT; u++) {
+            float *o = acc_out + (size_t)(c * TT + u) * NB;
+            _mm512_storeu_ps(o, _mm512_add_ps(_mm512_loadu_ps(o), acc[c][u]));
+        }
+}
+
+typedef void (*dfwd_fn)(const uint32_t *xb, const int32_t *off, int K2, const uint32_t *wpk, size_t xstep, float *y,
+                        size_t ystride);
+typedef void (*dbwd_fn)(const uint32_t *dyb, size_t dstride, int Cq, int Wo, const int32_t *rows, int nr,
+                        const int32_t *cols, int nc, const uint32_t *wpk, int kw, float *dx, size_t xstride);
+typedef struct { int ct, pt; dfwd_fn fn; } dfwd_cfg;
+typedef struct { int ct; dbwd_fn fn; } dbwd_cfg;
+typedef void (*dbww_fn)(const uint32_t *dyb, size_t dstride, const uint32_t *xb, const int32_t *off, int Ho, int Wo2,
+                        size_t xrow, size_t xcol, float *acc_out);
+typedef struct { int ct, tt; dbww_fn fn; } dbww_cfg;
+
+/* the fp32 AVX-512 lists: CT*PT accumulators + PT inputs + 1 broadcast <= 32 registers */
+#define DFWD_CFGS(X) X(1, 8) X(2, 8) X(3, 8) X(3, 6) X(4, 6) X(4, 4) X(5, 4) X(6, 4) X(4, 3) X(6, 3) X(8, 3) X(8, 2)
+#define DBWD_CFGS(X) X(2) X(4) X(6) X(8) X(10) X(12) X(16) X(20) X(24)
+#define DBWW_CFGS(X) X(1, 8) X(2, 8) X(3, 6) X(3, 3) X(4, 6) X(4, 5) X(4, 3) X(5, 5) X(5, 4) X(6, 4) X(6, 3) X(8, 3)
+#define DFWD_INST(ct, pt)                                                                                      \
+    static TGT void dfwd_##ct##_##pt(const uint32_t *xb, const int32_t *off, int K2, const uint32_t *wpk,      \
+                                     size_t xstep, float *y, size_t ystride) {                                 \
+        dfwd_body(ct, pt, xb, off, K2, wpk, xstep, y, ystride);                                                \
+    }
+#define DBWD_INST(ct)                                                                                          \
+    static TGT void dbwd_##ct(const uint32_t *dyb, size_t dstride, int Cq, int Wo, const int32_t *rows, int nr, \
+                              const int32_t *cols, int nc, const uint32_t *wpk, int kw, float *dx,              \
+                              size_t xstride) {                                                                 \
+        dbwd_body(ct, dyb, dstride, Cq, Wo, rows, nr, cols, nc, wpk, kw, dx, xstride);                          \
+    }
+#define DBWW_INST(ct, tt)                                                                                      \
+    static TGT void dbww_##ct##_##tt(const uint32_t *dyb, size_t dstride, const uint32_t *xb, const int32_t *off, \
+                                     int Ho, int Wo2, size_t xrow, size_t xcol, float *acc_out) {               \
+        dbww_body(ct, tt, dyb, dstride, xb, off, Ho, Wo2, xrow, xcol, acc_out);                                \
+    }
+DFWD_CFGS(DFWD_INST)
+DBWD_CFGS(DBWD_INST)
+DBWW_CFGS(DBWW_INST)
+#define DFWD_ROW(ct, pt) {ct, pt, dfwd_##ct##_##pt},
+#define DBWD_ROW(ct) {ct, dbwd_##ct},
+static const dfwd_cfg dfwd_cfgs[] = {DFWD_CFGS(DFWD_ROW)};
+static const dbwd_cfg dbwd_cfgs[] = {DBWD_CFGS(DBWD_ROW)};
+#define DBWW_ROW(ct, tt) {ct, tt, dbww_##ct##_##tt},
+static const dbww_cfg dbww_cfgs[] = {DBWW_CFGS(DBWW_ROW)};
+#define NBWW_CFG ((int)(sizeof dbww_cfgs / sizeof dbww_cfgs[0]))
+#define NFWD_CFG ((int)(sizeof dfwd_cfgs / sizeof dfwd_cfgs[0]))
+#define NBWD_CFG ((int)(sizeof dbwd_cfgs / sizeof dbwd_cfgs[0]))
+
+/* the fp32 kernels' cost models (conv_direct.c): a pair-tap's CT*PT dot
+ * products, loads and broadcasts count as an fp32 tap's FMAs, loads and broadcasts */
+static int g_forced_tile[3] = {-1, -1, -1}; /* per pass: index into its tile list, or -1 */
+
+int k_conv_direct_bf16_force_tile(int pass, int index) {
+    int n = pass == K_CONV_FWD ? NFWD_CFG : pass == K_CONV_BWD_DATA ? NBWD_CFG : pass == K_CONV_BWD_WEIGHT ? NBWW_CFG : 0;
+    if (!n || index >= n) return 0;
+    g_forced_tile[pass] = index < 0 ? -1 : index;
+    return 1;
+}
+
+static const dfwd_cfg *pick_fwd(const k_conv_shape *s) {
+    if (g_forced_tile[K_CONV_FWD] >= 0) return &dfwd_cfgs[g_forced_tile[K_CONV_FWD]];
+    const dfwd_cfg *best = &dfwd_cfgs[0];
+    double best_cost = 0;
+    for (int i = 0; i < NFWD_CFG; i++) {
+        const dfwd_cfg *c = &dfwd_cfgs[i];
+        double cost = k_conv_direct_fwd_cost(s, c->ct, c->pt);
+        if (i == 0 || cost < best_cost) best = c, best_cost = cost;
+    }
+    return best;
+}
+
+static const dbwd_cfg *pick_bwd(const k_conv_shape *s) {
+    if (g_forced_tile[K_CONV_BWD_DATA] >= 0) return &dbwd_cfgs[g_forced_tile[K_CONV_BWD_DATA]];
+    const dbwd_cfg *best = &dbwd_cfgs[0];
+    double best_cost = 0;
+    for (int i = 0; i < NBWD_CFG; i++) {
+        const dbwd_cfg *c = &dbwd_cfgs[i];
+        double cost = k_conv_direct_bwd_cost(s, c->ct);
+        if (i == 0 || cost < best_cost || (cost == best_cost && c->ct > best->ct)) best = c, best_cost = cost;
+    }
+    return best;
+}
+
+static const dbww_cfg *pick_bww(const k_conv_shape *s) {
+    if (g_forced_tile[K_CONV_BWD_WEIGHT] >= 0) return &dbww_cfgs[g_forced_tile[K_CONV_BWD_WEIGHT]];
+    const dbww_cfg *best = &dbww_cfgs[0];
+    double best_cost = 0;
+    for (int i = 0; i < NBWW_CFG; i++) {
+        const dbww_cfg *c = &dbww_cfgs[i];
+        double cost = k_conv_direct_bww_cost(s, c->ct, c->tt);
+        if (i == 0 || cost < best_cost) best = c, best_cost = cost;
+    }
+    return best;
+}
+
+/* ---- packing ------------------------------------------------------------------------ */
+
+/* Blocked pair plane dst[(h+ph)*Wd + w+pw][16] (32-bit: lo = a, hi = b) <- 16
+ * images' H x W bf16 planes a[l], b[l] (b's last `bshort` elements read as 0:
+ * b may be a shifted by bshort); 16 pixels at a time (the last group with
+ * masked loads), widened, merged, transposed. */
+static TGT void pack_pair_plane(uint32_t *dst, const k_bf16 *const *a, const k_bf16 *const *b, int bshort, int H,
+                                int W, int Wd, int ph, int pw) {
+    int P = H * W, h = 0, w = 0;
+    for (int p = 0; p < P; p += NB) {
+        int n = P - p < NB ? P - p : NB, nbv = P - bshort - p < n ? P - bshort - p : n;
+        __mmask16 m = (__mmask16)((1u << n) - 1), mb = (__mmask16)(nbv > 0 ? (1u << nbv) - 1 : 0);
+        __m512 r[NB];
+XT_UNROLL
+        for (int l = 0; l < NB; l++) {
+            __m512i lo = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, a[l] + p));
+            __m512i hi = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(mb, b[l] + p));
+            r[l] = _mm512_castsi512_ps(_mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
+        }
+        transpose_avx512(r);
+        for (int q = 0; q < n; q++) {
+            _mm512_storeu_ps((float *)dst + ((size_t)(h + ph) * Wd + w + pw) * NB, r[q]);
+            if (++w == W) w = 0, h++;
+        }
+    }
+}
+
+/* Blocked pairs t[C/2 rounded up][Hd][Wd][16] <- nb images of plain bf16 [c][h][w]
+ * (image stride img); idle lanes and the missing odd channel read `zeros`. */
+static void to_blocked_pairs(uint32_t *t, const k_bf16 *x, size_t img, int nb, int C, int H, int W, int ph, int pw,
+                             const k_bf16 *zeros) {
+    int Hd = H + 2 * ph, Wd = W + 2 * pw;
+    size_t plane = (size_t)H * W;
+    const k_bf16 *a[NB], *b[NB];
+    for (int p = 0; p < div_up(C, 2); p++) {
+        for (int l = 0; l < NB; l++) {
+            a[l] = l < nb ? x + l * img + (size_t)2 * p * plane : zeros;
+            b[l] = l < nb && 2 * p + 1 < C ? x + l * img + (size_t)(2 * p + 1) * plane : zeros;
+        }
+        pack_pair_plane(t + (size_t)p * Hd * Wd * NB, a, b, 0, H, W, Wd, ph, pw);
+    }
+}
+
+static uint32_t pair_of(k_bf16 lo, k_bf16 hi) { return (uint32_t)lo | (uint32_t)hi << 16; }
+
+/* bwd_weight pairs neighbouring output pixels, so both operands are paired
+ * along a row: dy as (dy[2v], dy[2v+1]) and x as (xp[w], xp[w+sw]) (xp: x
+ * padded), the two input pixels one filter tap meets at output pixels 2v and
+ * 2v+1. With Wo even a dy plane read as 32-bit words is already that pairing;
+ * with Wo odd each row is copied out to an even length first (a row of zeros
+ * ends it). x pairs come from pack_pair_plane with b = a + sw, then the
+ * columns where that crosses a row edge are set one by one. */
+static TGT void pack_u32_plane(uint32_t *dst, const uint32_t *const *src, int P) {
+    for (int p = 0; p < P; p += NB) {
+        int n = P - p < NB ? P - p : NB;
+        __mmask16 m = (__mmask16)((1u << n) - 1);
+        __m512 r[NB];
+XT_UNROLL
+        for (int l = 0; l < NB; l++) r[l] = _mm512_castsi512_ps(_mm512_maskz_loadu_epi32(m, src[l] + p));
+        transpose_avx512(r);
+        for (int q = 0; q < n; q++) _mm512_storeu_ps((float *)dst + (size_t)(p + q) * NB, r[q]);
+    }
+}
+
+/* xp[h][w] of one image's plane x (0 in the padding) */
+static k_bf16 padded_at(const k_bf16 *x, int H, int W, int ph, int pw, int h, int w) {
+    h -= ph, w -= pw;
+    return h >= 0 && h < H && w >= 0 && w < W ? x[(size_t)h * W + w] : 0;
+}
+
+/* the columns whose pair crosses a row edge: w < pw (partner inside) and w >= pw + W - sw */
+static void fix_shifted_edges(uint32_t *t, const k_bf16 *const *a, int H, int W, int Wp, int ph, int pw, int sw) {
+    for (int h = ph; h < ph + H; h++)
+        for (int w = pw > sw ? pw - sw : 0; w < Wp; w++) {
+            if (w == pw && pw + W - sw > pw) w = pw + W - sw;
+            for (int l = 0; l < NB; l++) /* idle lanes too (a[l] is then a zero plane): no stale pairs */
+                t[((size_t)h * Wp + w) * NB + l] =
+                    pair_of(padded_at(a[l], H, W, ph, pw, h, w), padded_at(a[l], H, W, ph, pw, h, w + sw));
+        }
+}
+
+/* ---- scratch ---------------------------------------------------------------------- */
+
+typedef struct {
+    uint32_t *xb, *wpk;
+    float *yb, *sink;
+    k_bf16 *zeros;
+    int32_t *off;
+} dmem;
+
+static size_t plane_elems(const k_conv_shape *s) {
+    size_t a = (size_t)s->H * s->W, b = (size_t)s->Ho * s->Wo;
+    return a > b ? a : b;
+}
+/* pair-pixels of one blocked, padded input block, with slack for the garbage
+ * pixels a partial fwd tile reads past the end of a row */
+static size_t xb_elems(const k_conv_shape *s) {
+    return ((size_t)div_up(s->Ci, 2) * (s->H + 2 * s->ph) * (s->W + 2 * s->pw) + (size_t)PT_MAX * s->sw + 1) * NB;
+}
+
+/* one 64-byte-aligned piece of `bytes`; with base NULL only counts */
+static void *piece(char *base, size_t *at, size_t bytes) {
+    void *r = base ? base + *at : NULL;
+    *at += (bytes + 63) & ~(size_t)63;
+    return r;
+}
+
+/* fwd: xb | yb | wpk | zeros | sink | off.  bwd: dyb (in xb) | dxb (in yb) | wpk | zeros | sink | rows+cols (in off) */
+static size_t carve(const k_conv_shape *s, void *scratch, dmem *m) {
+    char *base = scratch ? (char *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63) : NULL;
+    size_t at = 0, K2 = (size_t)div_up(s->Ci, 2) * s->kh * s->kw, khw = (size_t)s->kh * s->kw;
+    size_t dyb = (size_t)div_up(s->Co, 2) * s->Ho * s->Wo * NB, xb = xb_elems(s);
+    size_t yb = (size_t)(s->Co + CT_MAX) * s->Ho * (s->Wo + PT_MAX) * NB;
+    size_t dxb = (size_t)(s->Ci + CT_MAX) * s->H * s->W * NB;
+    size_t wf = (size_t)(s->Co + CT_MAX) * K2, wb = khw * div_up(s->Co, 2) * (s->Ci + CT_MAX);
+    size_t idx = K2 > 2 * (size_t)(s->kh + s->kw) ? K2 : 2 * (size_t)(s->kh + s->kw);
+    m->xb = piece(base, &at, 4 * (xb > dyb ? xb : dyb));
+    m->yb = piece(base, &at, 4 * (yb > dxb ? yb : dxb));
+    m->wpk = piece(base, &at, 4 * (wf > wb ? wf : wb));
+    m->zeros = piece(base, &at, 2 * plane_elems(s));
+    m->sink = piece(base, &at, 4 * plane_elems(s));
+    m->off = piece(base, &at, 4 * idx);
+    return at + 64;
+}
+
+typedef struct {
+    uint32_t *xb, *dyb;
+    float *accv;
+    k_bf16 *zeros, *even; /* a zero plane; 16 dy planes copied to an even row length (Wo odd) */
+    int32_t *off;
+} wmem;
+
+/* xb[Ci][Hp][Wp][16] | dyb[Co + CT_MAX][Ho][Wo2][16] | accumulators | zeros | even dy | tap offsets */
+static size_t carve_bww(const k_conv_shape *s, void *scratch, wmem *m) {
+    char *base = scratch ? (char *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63) : NULL;
+    size_t at = 0, K = (size_t)s->Ci * s->kh * s->kw;
+    m->xb = piece(base, &at, 4 * (size_t)s->Ci * (s->H + 2 * s->ph) * (s->W + 2 * s->pw) * NB);
+    m->dyb = piece(base, &at, 4 * (size_t)(s->Co + CT_MAX) * s->Ho * div_up(s->Wo, 2) * NB);
+    m->accv = piece(base, &at, 4 * (size_t)(s->Co + CT_MAX) * (K + 8) * NB);
+    m->zeros = piece(base, &at, 2 * (plane_elems(s) + 2 * (size_t)s->Ho));
+    m->even = piece(base, &at, s->Wo % 2 ? 2 * (size_t)s->Ho * (s->Wo + 1) * NB : 0);
+    m->off = piece(base, &at, 4 * (K + 8));
+    return at + 64;
+}
+
+size_t k_conv_direct_bf16_scratch(const k_conv_shape *s) {
+    dmem m;
+    wmem w;
+    size_t a = carve(s, NULL, &m), b = carve_bww(s, NULL, &w);
+    return a > b ? a : b;
+}
+
+/* ---- forward ----------------------------------------------------------------------- */
+
+/* wpk[tile][p][i][j][c] = (w[co][2p][i][j], w[co][2p+1][i][j]) with co = tile*ct + c; zero past Co and Ci */
+static void pack_fwd_weights(const k_conv_shape *s, const k_bf16 *w, int ct, uint32_t *wpk) {
+    int Cp = div_up(s->Ci, 2), khw = s->kh * s->kw, K = s->Ci * khw;
+    size_t k = 0;
+    for (int t = 0; t < div_up(s->Co, ct); t++)
+        for (int p = 0; p < Cp; p++)
+            for (int ij = 0; ij < khw; ij++)
+                for (int c = 0; c < ct; c++, k++) {
+                    int co = t * ct + c;
+                    const k_bf16 *wc = w + (size_t)co * K + (size_t)2 * p * khw + ij;
+                    k_bf16 lo = co < s->Co ? wc[0] : 0, hi = co < s->Co && 2 * p + 1 < s->Ci ? wc[khw] : 0;
+                    wpk[k] = pair_of(lo, hi);
+                }
+}
+
+void k_conv_direct_bf16_fwd(const k_conv_shape *s, float *y, const k_bf16 *x, const k_bf16 *w, const float *b,
+                            void *scratch) {
+    const dfwd_cfg *cfg = pick_fwd(s);
+    int ct = cfg->ct, pt = cfg->pt, Cp = div_up(s->Ci, 2), K2 = Cp * s->kh * s->kw;
+    int Hp = s->H + 2 * s->ph, Wp = s->W + 2 * s->pw, wo_pad = div_up(s->Wo, pt) * pt;
+    size_t ystride = (size_t)s->Ho * wo_pad * NB;
+    dmem m;
+    carve(s, scratch, &m);
+    pack_fwd_weights(s, w, ct, m.wpk);
+    for (int p = 0, k = 0; p < Cp; p++)
+        for (int i = 0; i < s->kh; i++)
+            for (int j = 0; j < s->kw; j++) m.off[k++] = (int32_t)((((size_t)p * Hp + i) * Wp + j) * NB);
+    /* packing writes the interior only: the padding border and the slack stay zero */
+    memset(m.xb, 0, 4 * xb_elems(s));
+    memset(m.zeros, 0, 2 * plane_elems(s));
+    size_t img_x = (size_t)s->Ci * s->H * s->W, img_y = (size_t)s->Co * s->Ho * s->Wo;
+    for (int n0 = 0; n0 < s->N; n0 += NB) {
+        int nb = s->N - n0 < NB ? s->N - n0 : NB;
+        to_blocked_pairs(m.xb, x + n0 * img_x, img_x, nb, s->Ci, s->H, s->W, s->ph, s->pw, m.zeros);
+        for (int t = 0; t < div_up(s->Co, ct); t++)
+            for (int oh = 0; oh < s->Ho; oh++)
+                for (int ow = 0; ow < wo_pad; ow += pt)
+                    cfg->fn(m.xb + ((size_t)oh * s->sh * Wp + (size_t)ow * s->sw) * NB, m.off, K2,
+                            m.wpk + (size_t)t * K2 * ct, (size_t)s->sw * NB,
+                            m.yb + (((size_t)t * ct * s->Ho + oh) * wo_pad + ow) * NB, ystride);
+        k_conv_direct_from_blocked16(y + n0 * img_y, img_y, m.yb, nb, s->Co, s->Ho, s->Wo, wo_pad, b, m.sink);
+    }
+}
+
+/* ---- backward data ----------------------------------------------------------------- */
+
+/* wpk[tile][i][j][q][c] = (w[2q][ci][i][j], w[2q+1][ci][i][j]) with ci = tile*ct + c; zero past Ci and Co */
+static void pack_bwd_weights(const k_conv_shape *s, const k_bf16 *w, int ct, uint32_t *wpk) {
+    int Cq = div_up(s->Co, 2), khw = s->kh * s->kw;
+    size_t k = 0, wco = (size_t)s->Ci * khw;
+    for (int t = 0; t < div_up(s->Ci, ct); t++)
+        for (int ij = 0; ij < khw; ij++)
+            for (int q = 0; q < Cq; q++)
+                for (int c = 0; c < ct; c++, k++) {
+                    int ci = t * ct + c;
+                    const k_bf16 *wc = w + (size_t)2 * q * wco + (size_t)ci * khw + ij;
+                    k_bf16 lo = ci < s->Ci ? wc[0] : 0, hi = ci < s->Ci && 2 * q + 1 < s->Co ? wc[wco] : 0;
+                    wpk[k] = pair_of(lo, hi);
+                }
+}
+
+void k_conv_direct_bf16_bwd_data(const k_conv_shape *s, float *dx, const k_bf16 *dy, const k_bf16 *w, void *scratch) {
+    const dbwd_cfg *cfg = pick_bwd(s);
+    int ct = cfg->ct, Cq = div_up(s->Co, 2), khw = s->kh * s->kw;
+    size_t dstride = (size_t)s->Ho * s->Wo * NB, xstride = (size_t)s->H * s->W * NB;
+    dmem m;
+    carve(s, scratch, &m);
+    int32_t *rows = m.off, *cols = m.off + 2 * s->kh;
+    pack_bwd_weights(s, w, ct, m.wpk);
+    memset(m.zeros, 0, 2 * plane_elems(s));
+    size_t img_x = (size_t)s->Ci * s->H * s->W, img_y = (size_t)s->Co * s->Ho * s->Wo;
+    for (int n0 = 0; n0 < s->N; n0 += NB) {
+        int nb = s->N - n0 < NB ? s->N - n0 : NB;
+        to_blocked_pairs(m.xb, dy + n0 * img_y, img_y, nb, s->Co, s->Ho, s->Wo, 0, 0, m.zeros);
+        for (int h = 0; h < s->H; h++) {
+            int nr = k_conv_taps_for(h, s->kh, s->sh, s->ph, s->Ho, rows);
+            for (int ww = 0; ww < s->W; ww++) {
+                int nc = k_conv_taps_for(ww, s->kw, s->sw, s->pw, s->Wo, cols);
+                for (int t = 0; t < div_up(s->Ci, ct); t++)
+                    cfg->fn(m.xb, dstride, Cq, s->Wo, rows, nr, cols, nc, m.wpk + (size_t)t * khw * Cq * ct, s->kw,
+                            m.yb + (((size_t)t * ct * s->H + h) * s->W + ww) * NB, xstride);
+            }
+        }
+        k_conv_direct_from_blocked16(dx + n0 * img_x, img_x, m.yb, nb, s->Ci, s->H, s->W, s->W, NULL, m.sink);
+    }
+}
+
+/* ---- backward weight -------------------------------------------------------------- */
+
+/* One block of nb images into the paired layouts: x (padded) and dy. */
+static void bww_pack_block(const k_conv_shape *s, const wmem *m, const k_bf16 *x, const k_bf16 *dy, int nb) {
+    size_t img_x = (size_t)s->Ci * s->H * s->W, img_y = (size_t)s->Co * s->Ho * s->Wo, py = (size_t)s->Ho * s->Wo;
+    int Hp = s->H + 2 * s->ph, Wp = s->W + 2 * s->pw, Wo2 = div_up(s->Wo, 2), sw = s->sw;
+    const k_bf16 *a[NB], *b[NB];
+    const uint32_t *d[NB];
+    for (int ci = 0; ci < s->Ci; ci++) {
+        for (int l = 0; l < NB; l++) {
+            a[l] = l < nb ? x + l * img_x + (size_t)ci * s->H * s->W : m->zeros;
+            b[l] = a[l] + sw;
+        }
+        uint32_t *t = m->xb + (size_t)ci * Hp * Wp * NB;
+        pack_pair_plane(t, a, b, sw, s->H, s->W, Wp, s->ph, s->pw);
+        fix_shifted_edges(t, a, s->H, s->W, Wp, s->ph, s->pw, sw);
+    }
+    for (int co = 0; co < s->Co; co++) {
+        for (int l = 0; l < NB; l++) {
+            const k_bf16 *src = l < nb ? dy + l * img_y + co * py : m->zeros;
+            if (s->Wo % 2) { /* rows to an even length: the odd pixel's partner is 0 */
+                k_bf16 *e = m->even + (size_t)l * s->Ho * (s->Wo + 1);
+                for (int oh = 0; oh < s->Ho; oh++) {
+                    memcpy(e + (size_t)oh * (s->Wo + 1), src + (size_t)oh * s->Wo, (size_t)s->Wo * sizeof *e);
+                    e[(size_t)oh * (s->Wo + 1) + s->Wo] = 0;
+                }
+                src = e;
+            }
+            d[l] = (const uint32_t *)(const void *)src;
+        }
+        pack_u32_plane(m->dyb + (size_t)co * s->Ho * Wo2 * NB, d, s->Ho * Wo2);
+    }
+}
+
+void k_conv_direct_bf16_bwd_weight(const k_conv_shape *s, float *dw, const k_bf16 *x, const k_bf16 *dy,
+                                   void *scratch) {
+    const dbww_cfg *cfg = pick_bww(s);
+    int ct = cfg->ct, tt = cfg->tt, K = s->Ci * s->kh * s->kw, Wo2 = div_up(s->Wo, 2);
+    int Hp = s->H + 2 * s->ph, Wp = s->W + 2 * s->pw, co_pad = div_up(s->Co, ct) * ct, k_pad = div_up(K, tt) * tt;
+    size_t dstride = (size_t)s->Ho * Wo2 * NB;
+    wmem m;
+    carve_bww(s, scratch, &m);
+    int k = 0;
+    for (int ci = 0; ci < s->Ci; ci++)
+        for (int i = 0; i < s->kh; i++)
+            for (int j = 0; j < s->kw; j++) m.off[k++] = (int32_t)((((size_t)ci * Hp + i) * Wp + j) * NB);
+    for (; k < k_pad; k++) m.off[k] = 0; /* padding taps: read valid memory, results dropped */
+    memset(m.xb, 0, 4 * (size_t)s->Ci * Hp * Wp * NB);
+    memset(m.dyb + (size_t)s->Co * dstride, 0, 4 * (size_t)(co_pad - s->Co) * dstride);
+    memset(m.accv, 0, 4 * (size_t)co_pad * k_pad * NB);
+    memset(m.zeros, 0, 2 * (plane_elems(s) + 2 * (size_t)s->Ho));
+    size_t img_x = (size_t)s->Ci * s->H * s->W, img_y = (size_t)s->Co * s->Ho * s->Wo;
+    for (int n0 = 0; n0 < s->N; n0 += NB) {
+        bww_pack_block(s, &m, x + n0 * img_x, dy + n0 * img_y, s->N - n0 < NB ? s->N - n0 : NB);
+        for (int co0 = 0; co0 < co_pad; co0 += ct)
+            for (int k0 = 0; k0 < k_pad; k0 += tt)
+                cfg->fn(m.dyb + co0 * dstride, dstride, m.xb, m.off + k0, s->Ho, Wo2, (size_t)s->sh * Wp * NB,
+                        (size_t)2 * s->sw * NB, m.accv + ((size_t)co0 * k_pad + (size_t)k0 * ct) * NB);
+    }
+    /* tile (co0, k0) holds ct x tt vectors, channel-major; lanes summed in double */
+    for (int co = 0; co < s->Co; co++)
+        for (int kk = 0; kk < K; kk++) {
+            int co0 = co / ct * ct, k0 = kk / tt * tt;
+            const float *v = m.accv + ((size_t)co0 * k_pad + (size_t)k0 * ct + (size_t)((co - co0) * tt + kk - k0)) * NB;
+            double t = 0.0;
+            for (int l = 0; l < NB; l++) t += v[l];
+            dw[(size_t)co * K + kk] = (float)t;
+        }
+}
+
+#else /* not x86-64 GCC/clang: never called (k_bf16_detect finds no AVX512-BF16) */
+
+size_t k_conv_direct_bf16_scratch(const k_conv_shape *s) {
+    (void)s;
+    return 0;
+}
+void k_conv_direct_bf16_fwd(const k_conv_shape *s, float *y, const k_bf16 *x, const k_bf16 *w, const float *b,
+                            void *scratch) {
+    (void)s, (void)y, (void)x, (void)w, (void)b, (void)scratch;
+}
+void k_conv_direct_bf16_bwd_data(const k_conv_shape *s, float *dx, const k_bf16 *dy, const k_bf16 *w, void *scratch) {
+    (void)s, (void)dx, (void)dy, (void)w, (void)scratch;
+}
+void k_conv_direct_bf16_bwd_weight(const k_conv_shape *s, float *dw, const k_bf16 *x, const k_bf16 *dy,
+                                   void *scratch) {
+    (void)s, (void)dw, (void)x, (void)dy, (void)scratch;
+}
+int k_conv_direct_bf16_force_tile(int pass, int index) {
+    (void)pass, (void)index;
+    return 0;
+}
+#endif

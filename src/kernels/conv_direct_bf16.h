@@ -1,0 +1,30 @@
+/* conv_direct_bf16.h — the direct bf16 convolution, batch-blocked on
+ * vdpbf16ps (conv_direct_bf16.c; private to src/kernels, the kernel tests and
+ * the kernel bench).
+ *
+ * Every pass with bf16 operands and fp32 results, any N,
+ * stride and padding; the k_conv2d_*_bf16 contract (outputs overwritten,
+ * scratch of k_conv_direct_bf16_scratch(s) bytes, any alignment). Only on a
+ * CPU with AVX512-BF16 at SIMD level AVX-512 (k_bf16_path() != K_BF16_REF);
+ * conv_bf16.c decides when.
+ */
+#ifndef XT_KERNELS_CONV_DIRECT_BF16_H
+#define XT_KERNELS_CONV_DIRECT_BF16_H
+
+#include <stddef.h>
+
+#include "kernels/bf16.h"
+
+size_t k_conv_direct_bf16_scratch(const k_conv_shape *s);
+void k_conv_direct_bf16_fwd(const k_conv_shape *s, float *y, const k_bf16 *x, const k_bf16 *w, const float *b,
+                            void *scratch);
+void k_conv_direct_bf16_bwd_data(const k_conv_shape *s, float *dx, const k_bf16 *dy, const k_bf16 *w, void *scratch);
+/* dw (fp32, [Co][Ci][kh][kw]) overwritten; no bias gradient (the engine sums it in fp32) */
+void k_conv_direct_bf16_bwd_weight(const k_conv_shape *s, float *dw, const k_bf16 *x, const k_bf16 *dy,
+                                   void *scratch);
+/* Tests only: make `pass` (enum k_conv_pass) use entry `index` of its tile
+ * list instead of the cost model's pick (index -1: back to the model).
+ * Returns 0 when the list has no such entry. */
+int k_conv_direct_bf16_force_tile(int pass, int index);
+
+#endif
