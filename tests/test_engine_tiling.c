@@ -195,6 +195,12 @@ TEST(conv_epilogues_train_bit_identically) {
     CHECK_EQ(sb.relu_epilogues, 0);
     CHECK_MSG(sa.intermediate_bytes < sb.intermediate_bytes, "%zu vs %zu", sa.intermediate_bytes, sb.intermediate_bytes);
     CHECK_EQ(sa.pool_epilogues, 0);
+    /* under bf16 the convolutions' ReLU runs in the bf16 kernels' epilogue too */
+    xt_engine_opts fused16 = fused, plain16 = plain;
+    fused16.precision = plain16.precision = XT_PREC_BF16;
+    same_training("models/wide_cnn.yaml", 40, &fused16, &plain16, &sa, &sb, "the bf16 conv+ReLU epilogue and a separate ReLU");
+    CHECK_EQ(sa.relu_epilogues, 2);
+    CHECK_EQ(sb.relu_epilogues, 0);
     same_training("models/fashion_cnn.yaml", 72, &fused, &plain, &sa, &sb, "the conv+pool epilogue and a separate pool");
     CHECK_EQ(sa.relu_epilogues, 2); /* the ReLU after each pool */
     CHECK_EQ(sa.pool_epilogues, 2);

@@ -199,6 +199,17 @@ static void conv_case(k_conv_shape s, pass ps) {
         snprintf(what, sizeof what, "conv %s pass %d: N%d Ci%d %dx%d Co%d k%dx%d s%d p%d", k_bf16_path_name(path), ps, s.N,
                  s.Ci, s.H, s.W, s.Co, s.kh, s.kw, s.sh, s.ph);
         check_bound(what, out, want, mag, nout, nterms);
+        if (ps == FWD) { /* the ReLU epilogue: exactly relu of the plain forward, on every path */
+            float *r = nan_f32(nout);
+            k_conv2d_fwd_bf16_act(&s, r, a, b, bias, 1, scratch);
+            size_t bad = nout;
+            for (size_t i = 0; i < nout && bad == nout; i++) {
+                float v = out[i] > 0.0f ? out[i] : 0.0f;
+                if (memcmp(&v, &r[i], sizeof v)) bad = i;
+            }
+            CHECK_MSG(bad == nout, "%s: relu epilogue differs at %zu", what, bad);
+            free(r);
+        }
         free(out);
     }
     k_bf16_force(-1);

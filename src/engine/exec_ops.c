@@ -99,7 +99,7 @@ static k_conv_shape conv_shape(const int32_t *xs, const int32_t *ws, const int32
 KERNEL(CONV2D) {
     k_conv_shape s = conv_shape(IN(0)->shape, IN(1)->shape, n->iattr);
     s.N = ROWS(s.N);
-    if (IN(0)->dtype == XT_BF16) k_conv2d_fwd_bf16(&s, out, in[0], in[1], n->nin > 2 ? in[2] : NULL, scratch);
+    if (IN(0)->dtype == XT_BF16) k_conv2d_fwd_bf16_act(&s, out, in[0], in[1], n->nin > 2 ? in[2] : NULL, n->iattr[4], scratch);
     else k_conv2d_fwd_act(&s, out, in[0], in[1], n->nin > 2 ? in[2] : NULL, n->iattr[4], scratch);
 }
 /* CONV2D then a 2x2/2 max pool, pooled in the conv's epilogue (pass_conv_epilogue.c);

@@ -25,9 +25,9 @@
  * computed as a value of its own. Saves the conv output's write and read
  * (seed conv1: 2.9 MB per step at batch 128) and the pooling pass.
  *
- * Is not: fusion of other activations or pools, of ReLUs after pooling or
- * batch norm, or of bf16 convolutions (their kernels keep the plain
- * contract). Runs before elementwise fusion, which then no longer sees them.
+ * Is not: fusion of other activations or pools, of ReLUs after batch norm,
+ * or of a pool after a bf16 convolution (its kernels take the ReLU only).
+ * Runs before elementwise fusion, which then no longer sees them.
  */
 #include <stdlib.h>
 
@@ -42,10 +42,12 @@ static int escapes(const xt_plan *p, int c) {
     return 0;
 }
 
-/* A live fp32 convolution with fp32 operands (bf16 ones go to other kernels). */
-static int is_fp32_conv(const xt_plan *p, const uint8_t *live, int c) {
+/* A live convolution (fp32 output), with fp32 operands unless bf16 ones are
+ * allowed: the bf16 kernels take a ReLU epilogue, not the pool one. */
+static int is_conv(const xt_plan *p, const uint8_t *live, int c, int bf16_ok) {
     const xt_node *n = &p->nodes[c];
-    return live[c] && n->op == XT_OP_CONV2D && n->dtype == XT_F32 && p->nodes[p->operands[n->in_off]].dtype == XT_F32;
+    return live[c] && n->op == XT_OP_CONV2D && n->dtype == XT_F32 &&
+           (bf16_ok || p->nodes[p->operands[n->in_off]].dtype == XT_F32);
 }
 
 /* Is node c only read as described above, and the value not fetched or
@@ -105,7 +107,7 @@ int xt_pass_conv_relu(xt_plan *p, const uint8_t *live) {
     for (int c = 0; c < p->nnodes; c++) {
         xt_node *n = &p->nodes[c];
         int r, v;
-        if (is_fp32_conv(p, live, c) && only_relu_reads(p, live, c, &r)) take_relu(p, n, r);
+        if (is_conv(p, live, c, 1) && only_relu_reads(p, live, c, &r)) take_relu(p, n, r);
         else if (live[c] && n->op == XT_OP_CONV2D_POOL2 && !n->iattr[4] && !escapes(p, c) &&
                  (v = pool_values_view(p, live, c)) >= 0 && only_relu_reads(p, live, v, &r))
             take_relu(p, n, r);
@@ -130,7 +132,7 @@ static int sole_reader(const xt_plan *p, const uint8_t *live, int c) {
 
 int xt_pass_conv_pool(xt_plan *p, uint8_t *live) {
     for (int c = 0; c < p->nnodes; c++) {
-        if (!is_fp32_conv(p, live, c) || escapes(p, c)) continue;
+        if (!is_conv(p, live, c, 0) || escapes(p, c)) continue;
         int m = sole_reader(p, live, c);
         if (m < 0) continue;
         xt_node *pool = &p->nodes[m];

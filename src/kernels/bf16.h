@@ -97,6 +97,9 @@ size_t k_conv2d_bf16_scratch(const k_conv_shape *s);
  * path's fp32 kernels, else the reference path (conv_bf16.c has the table);
  * a forced path (k_bf16_force) wins. */
 int k_conv_bf16_choose(const k_conv_shape *s, int pass);
+/* relu 1: y = relu(conv + b), as the fp32 k_conv2d_fwd_act */
+void k_conv2d_fwd_bf16_act(const k_conv_shape *s, float *y, const k_bf16 *x, const k_bf16 *w, const float *b,
+                           int relu, void *scratch);
 void k_conv2d_fwd_bf16(const k_conv_shape *s, float *y, const k_bf16 *x, const k_bf16 *w, const float *b,
                        void *scratch);
 void k_conv2d_bwd_data_bf16(const k_conv_shape *s, float *dx, const k_bf16 *dy, const k_bf16 *w, void *scratch);

@@ -170,15 +170,20 @@ static ref_area widen2(const k_bf16 *a, size_t na, const k_bf16 *b, size_t nb, v
 
 void k_conv2d_fwd_bf16(const k_conv_shape *s, float *y, const k_bf16 *x, const k_bf16 *w, const float *b,
                        void *scratch) {
+    k_conv2d_fwd_bf16_act(s, y, x, w, b, 0, scratch);
+}
+
+void k_conv2d_fwd_bf16_act(const k_conv_shape *s, float *y, const k_bf16 *x, const k_bf16 *w, const float *b,
+                           int relu, void *scratch) {
     dims d = dims_of(s);
     int how = k_conv_bf16_choose(s, K_CONV_FWD);
     if (how == K_BF16_DIRECT) {
-        k_conv_direct_bf16_fwd(s, y, x, w, b, scratch);
+        k_conv_direct_bf16_fwd(s, y, x, w, b, relu, scratch);
         return;
     }
     if (how != K_BF16_AVX512BF16) {
         ref_area r = widen2(x, (size_t)s->N * d.xs, w, (size_t)s->Co * d.K, scratch, s);
-        k_conv2d_fwd(s, y, r.a, r.b, b, r.rest);
+        k_conv2d_fwd_act(s, y, r.a, r.b, b, relu, r.rest);
         return;
     }
     k_bf16 *col = scratch;
@@ -190,6 +195,7 @@ void k_conv2d_fwd_bf16(const k_conv_shape *s, float *y, const k_bf16 *x, const k
         k_bf16_gemm_packed(s->Co, d.P, d.K, Ap, Bp, 0, yn, d.P);
         for (int co = 0; b && co < s->Co; co++)
             for (int p = 0; p < d.P; p++) yn[(size_t)co * d.P + p] += b[co];
+        if (relu) k_relu_inplace(yn, d.ys);
     }
 }
 

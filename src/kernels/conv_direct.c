@@ -300,8 +300,8 @@ static void from_blocked(const nisa *isa, float *x, size_t img, const float *t, 
 
 #ifdef XT_DIRECT_X86
 void k_conv_direct_from_blocked16(float *x, size_t img, const float *t, int nb, int C, int H, int W, int Wd,
-                                  const float *bias, float *sink) {
-    from_blocked(&nisa_avx512, x, img, t, nb, C, H, W, Wd, bias, sink);
+                                  const float *bias, int relu, float *sink) {
+    from_blocked(&nisa_avx512, x, img, t, nb, C, H, W, Wd, bias, relu, sink);
 }
 #endif
 

@@ -51,10 +51,10 @@ int k_conv_taps_for(int h, int k, int stride, int pad, int out, int32_t *list);
 double k_conv_direct_fwd_cost(const k_conv_shape *s, int ct, int pt);
 double k_conv_direct_bwd_cost(const k_conv_shape *s, int ct);
 double k_conv_direct_bww_cost(const k_conv_shape *s, int ct, int tt); /* bwd_weight, CT channels x TT taps */
-/* Plain [c][h][w] (+ bias[c]) of nb <= 16 images <- blocked fp32 t[c][H][Wd][16]
- * with AVX-512 transposes (x86-64 builds only, AVX-512 CPUs only); idle lanes
- * go to `sink` (one plane). */
+/* Plain [c][h][w] (+ bias[c]; then max(., 0) when relu) of nb <= 16 images <-
+ * blocked fp32 t[c][H][Wd][16] with AVX-512 transposes (x86-64 builds only,
+ * AVX-512 CPUs only); idle lanes go to `sink` (one plane). */
 void k_conv_direct_from_blocked16(float *x, size_t img, const float *t, int nb, int C, int H, int W, int Wd,
-                                  const float *bias, float *sink);
+                                  const float *bias, int relu, float *sink);
 
 #endif

@@ -405,7 +405,7 @@ static void pack_fwd_weights(const k_conv_shape *s, const k_bf16 *w, int ct, uin
 }
 
 void k_conv_direct_bf16_fwd(const k_conv_shape *s, float *y, const k_bf16 *x, const k_bf16 *w, const float *b,
-                            void *scratch) {
+                            int relu, void *scratch) {
     const dfwd_cfg *cfg = pick_fwd(s);
     int ct = cfg->ct, pt = cfg->pt, Cp = div_up(s->Ci, 2), K2 = Cp * s->kh * s->kw;
     int Hp = s->H + 2 * s->ph, Wp = s->W + 2 * s->pw, wo_pad = div_up(s->Wo, pt) * pt;
@@ -429,7 +429,7 @@ void k_conv_direct_bf16_fwd(const k_conv_shape *s, float *y, const k_bf16 *x, co
                     cfg->fn(m.xb + ((size_t)oh * s->sh * Wp + (size_t)ow * s->sw) * NB, m.off, K2,
                             m.wpk + (size_t)t * K2 * ct, (size_t)s->sw * NB,
                             m.yb + (((size_t)t * ct * s->Ho + oh) * wo_pad + ow) * NB, ystride);
-        k_conv_direct_from_blocked16(y + n0 * img_y, img_y, m.yb, nb, s->Co, s->Ho, s->Wo, wo_pad, b, m.sink);
+        k_conv_direct_from_blocked16(y + n0 * img_y, img_y, m.yb, nb, s->Co, s->Ho, s->Wo, wo_pad, b, relu, m.sink);
     }
 }
 
@@ -472,7 +472,7 @@ void k_conv_direct_bf16_bwd_data(const k_conv_shape *s, float *dx, const k_bf16 
                             m.yb + (((size_t)t * ct * s->H + h) * s->W + ww) * NB, xstride);
             }
         }
-        k_conv_direct_from_blocked16(dx + n0 * img_x, img_x, m.yb, nb, s->Ci, s->H, s->W, s->W, NULL, m.sink);
+        k_conv_direct_from_blocked16(dx + n0 * img_x, img_x, m.yb, nb, s->Ci, s->H, s->W, s->W, NULL, 0, m.sink);
     }
 }
 
@@ -553,8 +553,8 @@ size_t k_conv_direct_bf16_scratch(const k_conv_shape *s) {
     return 0;
 }
 void k_conv_direct_bf16_fwd(const k_conv_shape *s, float *y, const k_bf16 *x, const k_bf16 *w, const float *b,
-                            void *scratch) {
-    (void)s, (void)y, (void)x, (void)w, (void)b, (void)scratch;
+                            int relu, void *scratch) {
+    (void)s, (void)y, (void)x, (void)w, (void)b, (void)relu, (void)scratch;
 }
 void k_conv_direct_bf16_bwd_data(const k_conv_shape *s, float *dx, const k_bf16 *dy, const k_bf16 *w, void *scratch) {
     (void)s, (void)dx, (void)dy, (void)w, (void)scratch;

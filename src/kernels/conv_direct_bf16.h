@@ -16,8 +16,9 @@
 #include "kernels/bf16.h"
 
 size_t k_conv_direct_bf16_scratch(const k_conv_shape *s);
+/* relu 1: max(., 0) applied as y leaves the blocked layout */
 void k_conv_direct_bf16_fwd(const k_conv_shape *s, float *y, const k_bf16 *x, const k_bf16 *w, const float *b,
-                            void *scratch);
+                            int relu, void *scratch);
 void k_conv_direct_bf16_bwd_data(const k_conv_shape *s, float *dx, const k_bf16 *dy, const k_bf16 *w, void *scratch);
 /* dw (fp32, [Co][Ci][kh][kw]) overwritten; no bias gradient (the engine sums it in fp32) */
 void k_conv_direct_bf16_bwd_weight(const k_conv_shape *s, float *dw, const k_bf16 *x, const k_bf16 *dy,
