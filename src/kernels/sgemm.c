@@ -66,28 +66,8 @@ size_t k_sgemm_scratch_bytes(int M, int N, int K) {
 #include <immintrin.h>
 #define TGT __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")))
 
-/* 16 x 16 floats transposed in place, four butterfly stages: at distance d,
- * rows i and i+d (bit d of i clear) swap their off-diagonal d-column blocks.
- * permutex2var index c picks a[c], 16 + c picks b[c]. Inlined and unrolled,
- * so the 16 rows stay in registers (a called version measured 4x slower). */
-#define BFLY_LO(c, d) ((c) & (d) ? 16 + (c) - (d) : (c))
-#define BFLY_HI(c, d) ((c) & (d) ? 16 + (c) : (c) + (d))
-#define BFLY_IDX(F, d)                                                                                                \
-    _mm512_set_epi32(F(15, d), F(14, d), F(13, d), F(12, d), F(11, d), F(10, d), F(9, d), F(8, d), F(7, d), F(6, d), \
-                     F(5, d), F(4, d), F(3, d), F(2, d), F(1, d), F(0, d))
-static inline __attribute__((always_inline)) TGT void transpose16(__m512 r[16]) {
-#pragma GCC unroll 4
-    for (int d = 8; d >= 1; d >>= 1) {
-        const __m512i il = BFLY_IDX(BFLY_LO, d), ih = BFLY_IDX(BFLY_HI, d);
-#pragma GCC unroll 16
-        for (int i = 0; i < 16; i++) {
-            if (i & d) continue;
-            __m512 a = r[i], b = r[i + d];
-            r[i] = _mm512_permutex2var_ps(a, il, b);
-            r[i + d] = _mm512_permutex2var_ps(a, ih, b);
-        }
-    }
-}
+#include "kernels/transpose16.h"
+#define transpose16 transpose_avx512 /* the one 16x16 transpose (conv_direct.c's and conv_direct_bf16.c's too) */
 
 /* dst[k*ld + c] = X(k, c) for k < kn, c < cn (cn <= 16), where X(k, c) =
  * src[c*cs + k] (the operand stored transposed): 16 x 16 blocks through
