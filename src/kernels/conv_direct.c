@@ -617,6 +617,20 @@ int k_conv_taps_for(int h, int k, int stride, int pad, int out, int32_t *list) {
     return n;
 }
 
+/* Both backward-data paths' weights: wpk[tile][i][j][co][c] = w[co][tile*ct + c][i][j],
+ * zero past Ci (the row path reads k = (i*kw + j)*Co + co as one index). */
+static void pack_bwd_weights(const k_conv_shape *s, int ct, const float *w, float *wpk) {
+    int khw = s->kh * s->kw, ci_tiles = div_up(s->Ci, ct);
+    for (int t = 0; t < ci_tiles; t++)
+        for (int ij = 0; ij < khw; ij++)
+            for (int co = 0; co < s->Co; co++)
+                for (int c = 0; c < ct; c++) {
+                    int ci = t * ct + c;
+                    wpk[(((size_t)t * khw + ij) * s->Co + co) * ct + c] =
+                        ci < s->Ci ? w[((size_t)co * s->Ci + ci) * khw + ij] : 0.0f;
+                }
+}
+
 /* The row path wastes the multiplies of the padded columns: W*kw per row
  * against the (j, ow) pairs that exist. MEASURED (kernel_bench, Zen 5): the
  * fwd tiles run ~200 GFLOP/s where the one-pixel kernel runs ~145-155, so the
@@ -644,17 +658,9 @@ static void bwd_data_rows(const nisa *isa, const k_conv_shape *s, float *dx, con
     const nfwd_cfg *cfg = pick_fwd(isa, &as_fwd);
     int NB = isa->vl, ct = cfg->ct, pt = cfg->pt, P = bwd_rows_pad(s), Wp = s->Wo + 2 * P, kwc = s->kw * s->Co;
     int K = s->kh * kwc, ci_tiles = div_up(s->Ci, ct), w_pad = div_up(s->W, pt) * pt;
-    size_t ystride = (size_t)s->H * w_pad * NB, khw = (size_t)s->kh * s->kw;
-    /* wpk[tile][(i*kw + j)*Co + co][c] = w[co][tile*ct + c][i][j]; off: dy (co, row h+ph-i,
-     * padded column w+kw-1-j) relative to dx (h, w) */
-    for (int t = 0; t < ci_tiles; t++)
-        for (int ij = 0; ij < (int)khw; ij++)
-            for (int co = 0; co < s->Co; co++)
-                for (int c = 0; c < ct; c++) {
-                    int ci = t * ct + c;
-                    m->wpk[(((size_t)t * khw + ij) * s->Co + co) * ct + c] =
-                        ci < s->Ci ? w[((size_t)co * s->Ci + ci) * khw + ij] : 0.0f;
-                }
+    size_t ystride = (size_t)s->H * w_pad * NB;
+    /* off: dy (co, row h+ph-i, padded column w+kw-1-j) relative to dx (h, w) */
+    pack_bwd_weights(s, ct, w, m->wpk);
     for (int i = 0; i < s->kh; i++)
         for (int j = 0; j < s->kw; j++)
             for (int co = 0; co < s->Co; co++)
@@ -689,15 +695,7 @@ void k_conv_direct_bwd_data(const k_conv_shape *s, float *dx, const float *dy, c
     const nbwd_cfg *cfg = pick_bwd(isa, s);
     int NB = isa->vl, ct = cfg->ct, ci_tiles = div_up(s->Ci, ct), khw = s->kh * s->kw;
     size_t dstride = (size_t)s->Ho * s->Wo * NB, xstride = (size_t)s->H * s->W * NB;
-    /* wpk[tile][i][j][co][c] = w[co][tile*ct + c][i][j], zero past Ci */
-    for (int t = 0; t < ci_tiles; t++)
-        for (int ij = 0; ij < khw; ij++)
-            for (int co = 0; co < s->Co; co++)
-                for (int c = 0; c < ct; c++) {
-                    int ci = t * ct + c;
-                    m.wpk[(((size_t)t * khw + ij) * s->Co + co) * ct + c] =
-                        ci < s->Ci ? w[((size_t)co * s->Ci + ci) * khw + ij] : 0.0f;
-                }
+    pack_bwd_weights(s, ct, w, m.wpk);
     size_t img_x = (size_t)s->Ci * s->H * s->W, img_y = (size_t)s->Co * s->Ho * s->Wo;
     for (int n0 = 0; n0 < s->N; n0 += NB) {
         int nb = s->N - n0 < NB ? s->N - n0 : NB;
