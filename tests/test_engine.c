@@ -434,3 +434,55 @@ TEST(engine_elementwise_groups_agree_bitwise_at_every_simd_width) {
     CHECK(isfinite(out[0][1]));
     xt_store_free(&st);
 }
+
+/* conv -> ReLU -> 2x2/2 max pool (wide_cnn's conv2): the pool and the ReLU
+ * run in the convolution's epilogue with the ReLU's backward moved behind
+ * the pool's (pass_conv_epilogue.c), but only when nothing else reads the
+ * ReLU's output; either way the gradients are the unfused plan's, bit for
+ * bit. An odd output width leaves a column no window covers. */
+static void relu_pool_grads(xt_store *s, int fuse, int also_read_relu, int x, int w, float *gx, float *gw,
+                            xt_exec_stats *st) {
+    xt_engine_opts o = {.fuse = fuse};
+    xt_engine *en = xt_engine_new(s, &o);
+    xt_graph *g = xt_engine_graph(en);
+    xt_t lx = xt_leaf(g, x), lw = xt_leaf(g, w);
+    xt_t r = xt_relu(g, xt_conv2d(g, lx, lw, XT_NONE, 1, 1, 1, 1)); /* (3, 4, 6, 7) */
+    xt_t m = xt_max_pool2d(g, r, 2, 2, 2, 2, 0, 0);                 /* (3, 4, 3, 3) */
+    xt_t loss = xt_sum_all(g, xt_mul(g, m, m));
+    if (also_read_relu == 1) loss = xt_add(g, loss, xt_sum_all(g, r)); /* in the loss: another gradient into the ReLU */
+    xt_t wrt[2] = {lx, lw}, grads[2];
+    CHECK(xt_backward(g, loss, wrt, 2, grads) == 0);
+    xt_fetch(g, grads[0], gx, 3 * 2 * 6 * 7 * 4);
+    xt_fetch(g, grads[1], gw, 4 * 2 * 3 * 3 * 4);
+    if (also_read_relu == 2) xt_fetch(g, xt_sum_all(g, r), &gw[72], 4); /* read forward only: no gradient */
+    xt_err e = {0};
+    CHECK_MSG(xt_mark_step(en, &e) == 0, "%s", e.msg);
+    xt_engine_last_stats(en, st);
+    xt_engine_free(en);
+}
+
+TEST(engine_conv_relu_pool_epilogue_only_where_the_relu_has_no_other_reader) {
+    xt_store st;
+    xt_store_init(&st);
+    int x = add_slot(&st, "x", 4, (int32_t[]){3, 2, 6, 7}, NULL);
+    int w = add_slot(&st, "w", 4, (int32_t[]){4, 2, 3, 3}, NULL);
+    xt_err e = {0};
+    CHECK(xt_store_finalize(&st, &e) == 0);
+    for (int i = 0; i < 3 * 2 * 6 * 7; i++) xt_store_f32(&st, x)[i] = sinf(0.7f * (float)i);
+    for (int i = 0; i < 4 * 2 * 3 * 3; i++) xt_store_f32(&st, w)[i] = cosf(1.3f * (float)i) - 0.1f;
+    for (int also = 0; also < 3; also++) { /* the ReLU's output read by the pool only, also in the loss, also fetched */
+        float gx[2][252], gw[2][73] = {{0}};
+        xt_exec_stats sf, sp;
+        relu_pool_grads(&st, 1, also, x, w, gx[0], gw[0], &sf);
+        relu_pool_grads(&st, 0, also, x, w, gx[1], gw[1], &sp);
+        CHECK_MSG(!memcmp(gx[0], gx[1], sizeof gx[0]) && !memcmp(gw[0], gw[1], sizeof gw[0]),
+                  "ReLU read elsewhere %d: the fused gradients differ from the unfused ones", also);
+        CHECK_EQ(sf.pool_epilogues, also ? 0 : 1);
+        CHECK_EQ(sf.relu_epilogues, 1); /* the pool's, or the conv's own when the ReLU is read twice */
+        CHECK_EQ(sp.pool_epilogues + sp.relu_epilogues, 0);
+        int nonzero = 0;
+        for (int i = 0; i < 72; i++) nonzero += gw[0][i] != 0.0f;
+        CHECK(nonzero > 0);
+    }
+    xt_store_free(&st);
+}

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "engine/plan.h"
+#include "kernels/bf16.h"
 #include "run/run.h"
 #include "run/step.h"
 #include "test.h"
@@ -125,13 +126,20 @@ TEST(tiling_trains_residual_blocks_bit_identically) {
     tiled_equals_untiled("models/resnet8_mnist.yaml", 24, 64 * 1024, &st);
 }
 
-/* Under bf16 the convolutions run whole-batch bf16 kernels (not tiled);
- * the pooling, BN-apply and elementwise stretches around them still are,
- * and still give the untiled plan's bits. */
+/* Under bf16 the stretches take in the casts and the bf16 convolutions
+ * (their weight gradients summed tile by tile on every bf16 path) and still
+ * give the untiled plan's bits. */
 TEST(tiling_trains_bf16_bit_identically) {
-    xt_exec_stats st;
-    tiled_equals_untiled_at("models/wide_cnn.yaml", 40, 64 * 1024, XT_PREC_BF16, &st);
-    CHECK_EQ(st.precision, XT_PREC_BF16);
+    for (int path = -1; path < k_bf16_npaths(); path++) { /* -1: the CPU's own choice per shape */
+        k_bf16_force(path);
+        xt_exec_stats st;
+        tiled_equals_untiled_at("models/wide_cnn.yaml", 40, 64 * 1024, XT_PREC_BF16, &st);
+        CHECK_EQ(st.precision, XT_PREC_BF16);
+        /* the casts, both convolutions, the pool and dropout; backward: their twins, both weight gradients */
+        CHECK_MSG(st.tiled_kernels >= 16, "path %s: %d kernels tiled", path < 0 ? "auto" : k_bf16_path_name(path),
+                  st.tiled_kernels);
+    }
+    k_bf16_force(-1);
 }
 
 /* A value made and read only inside one tiled stretch (conv1's output,
@@ -182,24 +190,29 @@ TEST(no_tiling_environment_variable_turns_tiling_off) {
     free(m);
 }
 
-/* pass_conv_epilogue.c: wide_cnn's two conv -> ReLU pairs run the ReLU in
- * the convolution's epilogue, and the seed CNN's two conv -> 2x2 max pool
- * -> ReLU chains the pooling and the ReLU; each trains bit for bit as the plan without any fusion
- * (separate RELU and MAXPOOL2D kernels, the conv outputs written), tiled and
- * untiled, and needs less memory. */
+/* pass_conv_epilogue.c: wide_cnn's conv1 -> ReLU runs the ReLU in the
+ * convolution's epilogue and its conv2 -> ReLU -> 2x2 max pool the ReLU and
+ * the pooling (the ReLU's backward swapped behind the pool's), and the seed
+ * CNN's two conv -> 2x2 max pool -> ReLU chains the pooling and the ReLU;
+ * each trains bit for bit as the plan without any fusion (separate RELU and
+ * MAXPOOL2D kernels, the conv outputs written), tiled and untiled, in fp32
+ * and bf16, and needs less memory. */
 TEST(conv_epilogues_train_bit_identically) {
     xt_engine_opts fused = {.fuse = 1, .tile_cache_bytes = 256 * 1024}, plain = {.fuse = 0, .no_tiling = 1};
     xt_exec_stats sa, sb;
-    same_training("models/wide_cnn.yaml", 40, &fused, &plain, &sa, &sb, "the conv+ReLU epilogue and a separate ReLU");
+    same_training("models/wide_cnn.yaml", 40, &fused, &plain, &sa, &sb, "the conv epilogues and a separate ReLU and pool");
     CHECK_EQ(sa.relu_epilogues, 2);
     CHECK_EQ(sb.relu_epilogues, 0);
-    CHECK_MSG(sa.intermediate_bytes < sb.intermediate_bytes, "%zu vs %zu", sa.intermediate_bytes, sb.intermediate_bytes);
-    CHECK_EQ(sa.pool_epilogues, 0);
-    /* under bf16 the convolutions' ReLU runs in the bf16 kernels' epilogue too */
+    /* conv2's output (40 x 64 x 24 x 24 floats, 5.9 MB) is never written */
+    CHECK_MSG(sa.intermediate_bytes + 5 * 1024 * 1024 < sb.intermediate_bytes, "%zu vs %zu", sa.intermediate_bytes,
+              sb.intermediate_bytes);
+    CHECK_EQ(sa.pool_epilogues, 1);
+    /* under bf16 the same epilogues run in the bf16 kernels */
     xt_engine_opts fused16 = fused, plain16 = plain;
     fused16.precision = plain16.precision = XT_PREC_BF16;
-    same_training("models/wide_cnn.yaml", 40, &fused16, &plain16, &sa, &sb, "the bf16 conv+ReLU epilogue and a separate ReLU");
+    same_training("models/wide_cnn.yaml", 40, &fused16, &plain16, &sa, &sb, "the bf16 conv epilogues and a separate ReLU and pool");
     CHECK_EQ(sa.relu_epilogues, 2);
+    CHECK_EQ(sa.pool_epilogues, 1);
     CHECK_EQ(sb.relu_epilogues, 0);
     same_training("models/fashion_cnn.yaml", 72, &fused, &plain, &sa, &sb, "the conv+pool epilogue and a separate pool");
     CHECK_EQ(sa.relu_epilogues, 2); /* the ReLU after each pool */
@@ -209,4 +222,10 @@ TEST(conv_epilogues_train_bit_identically) {
     xt_engine_opts untiled = {.fuse = 1, .no_tiling = 1};
     same_training("models/fashion_cnn.yaml", 72, &untiled, &plain, &sa, &sb, "the untiled fused plan and the plain one");
     CHECK_EQ(sa.pool_epilogues, 2);
+    /* under bf16 the pool and the ReLU after it run in the bf16 kernels' epilogue, tiled */
+    same_training("models/fashion_cnn.yaml", 72, &fused16, &plain16, &sa, &sb, "the bf16 conv+pool epilogue and a separate pool");
+    CHECK_EQ(sa.pool_epilogues, 2);
+    CHECK_EQ(sa.relu_epilogues, 2);
+    CHECK_EQ(sb.pool_epilogues, 0);
+    CHECK(sa.tile_runs > 0);
 }

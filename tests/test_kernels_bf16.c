@@ -175,6 +175,29 @@ static void conv_twin(pass ps, const k_conv_shape *s, float *out, const k_bf16 *
     free(fa), free(fb);
 }
 
+/* The pool epilogue (k_conv2d_fwd_pool2_bf16, relu 0 and 1): values and
+ * indices bit for bit k_maxpool2d_fwd of the forward output it would have
+ * written (y plain, yr with the ReLU), on the path in force. */
+static void pool_epilogue_case(const char *what, const k_conv_shape *s, const k_bf16 *x, const k_bf16 *w,
+                               const float *bias, const float *y, const float *yr) {
+    if (s->Ho < 2 || s->Wo < 2) return;
+    k_pool_shape ps = {.N = s->N, .C = s->Co, .H = s->Ho, .W = s->Wo, .kh = 2, .kw = 2, .sh = 2, .sw = 2};
+    CHECK_EQ(k_pool_shape_infer(&ps), 0);
+    size_t np = (size_t)ps.N * ps.C * ps.Ho * ps.Wo;
+    void *scratch = scratch_of(k_conv2d_pool2_bf16_scratch(s));
+    for (int relu = 0; relu < 2; relu++) {
+        float *want = nan_f32(np), *got = nan_f32(np);
+        int32_t *wa = malloc(np * sizeof *wa), *ga = malloc(np * sizeof *ga);
+        memset(ga, 0xff, np * sizeof *ga);
+        k_maxpool2d_fwd(&ps, want, wa, relu ? yr : y);
+        k_conv2d_fwd_pool2_bf16(s, got, ga, x, w, bias, relu, scratch);
+        CHECK_MSG(!memcmp(want, got, np * sizeof *got), "%s: pool epilogue (relu %d) values differ", what, relu);
+        CHECK_MSG(!memcmp(wa, ga, np * sizeof *ga), "%s: pool epilogue (relu %d) indices differ", what, relu);
+        free(want), free(got), free(wa), free(ga);
+    }
+    free(scratch);
+}
+
 static void conv_case(k_conv_shape s, pass ps) {
     CHECK_EQ(k_conv_shape_infer(&s), 0);
     unsigned seed = (unsigned)(s.Ci * 31 + s.Co * 17 + s.H + ps);
@@ -208,6 +231,7 @@ static void conv_case(k_conv_shape s, pass ps) {
                 if (memcmp(&v, &r[i], sizeof v)) bad = i;
             }
             CHECK_MSG(bad == nout, "%s: relu epilogue differs at %zu", what, bad);
+            pool_epilogue_case(what, &s, a, b, bias, out, r);
             free(r);
         }
         free(out);
@@ -298,5 +322,44 @@ TEST(bf16_conv_direct_every_tile) {
             for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) conv_case(shapes[i], (pass)ps);
         CHECK_MSG(n >= 9, "pass %d: %d tiles", ps, n);
         k_conv_direct_bf16_force_tile(ps, -1);
+    }
+}
+
+/* The weight gradient over micro-batch parts (16, 16, then a partial 5)
+ * equals one call over the whole batch bit for bit, on every path (direct:
+ * per-lane sums carried in acc; GEMM: dW^T carried, image after image;
+ * reference: the fp32 kernels' own part form): the engine's tiles rely on
+ * it to give the untiled plan's numbers under bf16 too. */
+TEST(bf16_conv_bwd_weight_in_parts_is_bit_identical_to_whole) {
+    static const k_conv_shape shapes[] = {
+        SHAPE(37, 1, 28, 28, 10, 5, 1, 0), SHAPE(37, 32, 13, 13, 64, 3, 1, 0), /* seed conv1, wide conv2 smaller */
+        {.N = 37, .Ci = 3, .H = 9, .W = 7, .Co = 5, .kh = 3, .kw = 3, .sh = 2, .sw = 2, .ph = 1, .pw = 1}, /* odd P */
+        SHAPE(37, 6, 5, 5, 9, 1, 1, 0),                                          /* pointwise */
+        SHAPE(37, 256, 4, 4, 128, 3, 1, 1),             /* many channels, few pixels: the GEMM's pick */
+    };
+    unsigned seed = 23;
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+        k_conv_shape s = shapes[i];
+        CHECK_EQ(k_conv_shape_infer(&s), 0);
+        size_t xi = (size_t)s.Ci * s.H * s.W, yi = (size_t)s.Co * s.Ho * s.Wo, ws = (size_t)s.Co * s.Ci * s.kh * s.kw;
+        k_bf16 *x = rand_bf16(xi * s.N, &seed), *dy = rand_bf16(yi * s.N, &seed);
+        void *scratch = scratch_of(k_conv2d_bf16_scratch(&s));
+        float *acc = nan_f32(k_conv2d_bwd_weight_bf16_acc_floats(&s));
+        for (int path = -1; path < npaths(); path++) { /* -1: the path the CPU's choice takes */
+            k_bf16_force(path);
+            float *whole = nan_f32(ws), *parts = nan_f32(ws);
+            k_conv2d_bwd_weight_bf16(&s, whole, x, dy, scratch);
+            for (int n0 = 0; n0 < s.N; n0 += 16) {
+                k_conv_shape part = s;
+                part.N = s.N - n0 < 16 ? s.N - n0 : 16;
+                k_conv2d_bwd_weight_bf16_part(&part, parts, x + n0 * xi, dy + n0 * yi, scratch, acc, n0 == 0,
+                                              n0 + part.N == s.N);
+            }
+            CHECK_MSG(!memcmp(whole, parts, ws * sizeof(float)), "shape %zu, path %s: parts differ from the whole", i,
+                      k_bf16_path_name(k_conv_bf16_choose(&s, K_CONV_BWD_WEIGHT)));
+            free(whole), free(parts);
+        }
+        k_bf16_force(-1);
+        free(x), free(dy), free(scratch), free(acc);
     }
 }

@@ -139,6 +139,7 @@ xt_plan *xt_compile(const xt_graph *g, const xt_compile_opts *o, xt_err *e) {
     if (copy_run_graph(p, run, map) || !(live = malloc((size_t)run->n + 1))) goto oom;
 
     xt_pass_live(p, live);
+    if (o->fuse) xt_pass_conv_relu_pool(p, live);
     if (o->fuse) xt_pass_conv_pool(p, live);
     if (o->fuse) xt_pass_conv_relu(p, live);
     if (xt_pass_fuse(p, live, o->fuse)) goto oom;

@@ -86,7 +86,11 @@ KERNEL(MATMUL) {
         k_sgemm(tA, tB, M, N, K, in[0], A->shape[1], in[1], B->shape[1], out, N, scratch);
 }
 
-KERNEL(CAST_BF16) { k_bf16_cast((size_t)xt_numel(n), out, in[0]); }
+/* tiled (a run's rows of a per-sample value): those rows only */
+KERNEL(CAST_BF16) {
+    int64_t rows = n->rank ? n->shape[0] : 1;
+    k_bf16_cast((size_t)(xt_numel(n) / rows * ROWS(rows)), out, in[0]);
+}
 
 /* conv geometry from (x shape, w shape, attrs) */
 static k_conv_shape conv_shape(const int32_t *xs, const int32_t *ws, const int32_t *attr) {
@@ -109,7 +113,12 @@ KERNEL(CONV2D_POOL2) {
     float *y = out; /* out is void *: index it as floats */
     int64_t values = xt_numel(n) / 2;
     s.N = ROWS(s.N);
-    k_conv2d_fwd_pool2(&s, y, (int32_t *)(y + values), in[0], in[1], n->nin > 2 ? in[2] : NULL, n->iattr[4], scratch);
+    if (IN(0)->dtype == XT_BF16)
+        k_conv2d_fwd_pool2_bf16(&s, y, (int32_t *)(y + values), in[0], in[1], n->nin > 2 ? in[2] : NULL, n->iattr[4],
+                                scratch);
+    else
+        k_conv2d_fwd_pool2(&s, y, (int32_t *)(y + values), in[0], in[1], n->nin > 2 ? in[2] : NULL, n->iattr[4],
+                           scratch);
 }
 KERNEL(CONV2D_BWD_DATA) {
     k_conv_shape s = conv_shape(n->shape, IN(1)->shape, n->iattr); /* (dy, w) -> dx shaped like x */
@@ -120,13 +129,10 @@ KERNEL(CONV2D_BWD_DATA) {
 /* Tiled, the sum over the batch runs on across tiles in kc->state. */
 KERNEL(CONV2D_BWD_WEIGHT) {
     k_conv_shape s = conv_shape(IN(0)->shape, n->shape, n->iattr); /* (x, dy) -> dw shaped like w */
-    if (IN(0)->dtype == XT_BF16) { /* never tiled (pass_tile.c) */
-        k_conv2d_bwd_weight_bf16(&s, out, in[0], in[1], scratch);
-        return;
-    }
     s.N = ROWS(s.N); /* untiled: one part, the whole batch (state NULL: the sums live in scratch) */
-    k_conv2d_bwd_weight_part(&s, out, in[0], in[1], scratch, kc->state, kc->row0 == 0,
-                             !kc->rows || kc->row0 + kc->rows == kc->batch);
+    int first = kc->row0 == 0, last = !kc->rows || kc->row0 + kc->rows == kc->batch;
+    if (IN(0)->dtype == XT_BF16) k_conv2d_bwd_weight_bf16_part(&s, out, in[0], in[1], scratch, kc->state, first, last);
+    else k_conv2d_bwd_weight_part(&s, out, in[0], in[1], scratch, kc->state, first, last);
 }
 
 static k_pool_shape pool_shape(const int32_t *xs, const int32_t *a) {
@@ -255,7 +261,7 @@ static size_t scratch_CONV2D(const xt_plan *p, const xt_node *n) {
 }
 static size_t scratch_CONV2D_POOL2(const xt_plan *p, const xt_node *n) {
     k_conv_shape s = conv_shape(IN(0)->shape, IN(1)->shape, n->iattr);
-    return k_conv2d_pool2_scratch(&s) * sizeof(float);
+    return IN(0)->dtype == XT_BF16 ? k_conv2d_pool2_bf16_scratch(&s) : k_conv2d_pool2_scratch(&s) * sizeof(float);
 }
 static size_t scratch_CONV2D_BWD_DATA(const xt_plan *p, const xt_node *n) {
     k_conv_shape s = conv_shape(n->shape, IN(1)->shape, n->iattr);
@@ -296,5 +302,6 @@ size_t xt_kernel_scratch_bytes(const xt_plan *p, const xt_node *n) {
 size_t xt_kernel_tile_state_bytes(const xt_plan *p, const xt_node *n) {
     if (n->op != XT_OP_CONV2D_BWD_WEIGHT) return 0;
     k_conv_shape s = conv_shape(IN(0)->shape, n->shape, n->iattr);
-    return k_conv2d_bwd_weight_acc_floats(&s) * sizeof(float);
+    return (IN(0)->dtype == XT_BF16 ? k_conv2d_bwd_weight_bf16_acc_floats(&s) : k_conv2d_bwd_weight_acc_floats(&s)) *
+           sizeof(float);
 }

@@ -25,11 +25,29 @@
  * computed as a value of its own. Saves the conv output's write and read
  * (seed conv1: 2.9 MB per step at batch 128) and the pooling pass.
  *
- * Is not: fusion of other activations or pools, of ReLUs after batch norm,
- * or of a pool after a bf16 convolution (its kernels take the ReLU only).
+ * ReLU then max pooling (xt_pass_conv_relu_pool; wide_cnn's conv2 -> ReLU ->
+ * pool, the VGG order): for y = CONV2D(x, w, b), r = RELU(y) read only by
+ * m = MAXPOOL2D(r) (2x2, stride 2), and y read otherwise only as the mask
+ * of RELU_BWD(MAXPOOL2D_BWD(g, idx(m)), y) nodes: m becomes
+ * CONV2D_POOL2(x, w, b) with the ReLU in its epilogue (it pools relu(y): the
+ * same values and indices as m), and each backward pair is swapped into
+ * MAXPOOL2D_BWD(RELU_BWD(g, values(m)), idx(m)). That is exact: the windows
+ * do not overlap, so the pool's backward puts g[w] at idx[w] and 0 elsewhere,
+ * and y[idx[w]] > 0 exactly when values(m)[w] = relu(y)[idx[w]] > 0; masking
+ * before or after the scatter gives the same bits (the other cells are 0
+ * either way). So y is never needed: neither its write and read (wide_cnn
+ * conv2: 19 MB per step at batch 128) nor the pooling pass, and the ReLU's
+ * backward runs on the pooled size, a quarter of the elements.
+ *
+ * Both with bf16 operands too (the precision pass's casts): the bf16
+ * kernels have the same epilogues (kernels/conv_bf16.c).
+ *
+ * Is not: fusion of other activations or pools, or of ReLUs after batch norm
+ * (cifar_cnn's conv -> BN -> ReLU -> pool).
  * Runs before elementwise fusion, which then no longer sees them.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "engine/plan.h"
 
@@ -42,12 +60,10 @@ static int escapes(const xt_plan *p, int c) {
     return 0;
 }
 
-/* A live convolution (fp32 output), with fp32 operands unless bf16 ones are
- * allowed: the bf16 kernels take a ReLU epilogue, not the pool one. */
-static int is_conv(const xt_plan *p, const uint8_t *live, int c, int bf16_ok) {
+/* A live convolution (fp32 output, fp32 or bf16 operands). */
+static int is_conv(const xt_plan *p, const uint8_t *live, int c) {
     const xt_node *n = &p->nodes[c];
-    return live[c] && n->op == XT_OP_CONV2D && n->dtype == XT_F32 &&
-           (bf16_ok || p->nodes[p->operands[n->in_off]].dtype == XT_F32);
+    return live[c] && n->op == XT_OP_CONV2D && n->dtype == XT_F32;
 }
 
 /* Is node c only read as described above, and the value not fetched or
@@ -107,7 +123,7 @@ int xt_pass_conv_relu(xt_plan *p, const uint8_t *live) {
     for (int c = 0; c < p->nnodes; c++) {
         xt_node *n = &p->nodes[c];
         int r, v;
-        if (is_conv(p, live, c, 1) && only_relu_reads(p, live, c, &r)) take_relu(p, n, r);
+        if (is_conv(p, live, c) && only_relu_reads(p, live, c, &r)) take_relu(p, n, r);
         else if (live[c] && n->op == XT_OP_CONV2D_POOL2 && !n->iattr[4] && !escapes(p, c) &&
                  (v = pool_values_view(p, live, c)) >= 0 && only_relu_reads(p, live, v, &r))
             take_relu(p, n, r);
@@ -130,20 +146,102 @@ static int sole_reader(const xt_plan *p, const uint8_t *live, int c) {
     return who;
 }
 
+static int is_pool2(const xt_node *pool) {
+    const int32_t *a = pool->iattr; /* kh kw sh sw ph pw */
+    return pool->op == XT_OP_MAXPOOL2D && a[0] == 2 && a[1] == 2 && a[2] == 2 && a[3] == 2 && !a[4] && !a[5];
+}
+
+/* Pool m becomes CONV2D_POOL2 of conv c's operands (relu: with the ReLU in
+ * its epilogue); c is no longer computed. */
+static void pool_in_conv(xt_plan *p, uint8_t *live, int m, int c, int relu) {
+    xt_node *pool = &p->nodes[m];
+    const xt_node *conv = &p->nodes[c];
+    pool->op = XT_OP_CONV2D_POOL2;
+    pool->nin = conv->nin;
+    pool->in_off = conv->in_off; /* the conv's operand list, shared */
+    for (int k = 0; k < 6; k++) pool->iattr[k] = conv->iattr[k];
+    pool->iattr[4] = relu;
+    live[c] = 0;
+}
+
 int xt_pass_conv_pool(xt_plan *p, uint8_t *live) {
     for (int c = 0; c < p->nnodes; c++) {
-        if (!is_conv(p, live, c, 0) || escapes(p, c)) continue;
+        if (!is_conv(p, live, c) || escapes(p, c)) continue;
         int m = sole_reader(p, live, c);
-        if (m < 0) continue;
-        xt_node *pool = &p->nodes[m];
-        const int32_t *a = pool->iattr; /* kh kw sh sw ph pw */
-        if (pool->op != XT_OP_MAXPOOL2D || a[0] != 2 || a[1] != 2 || a[2] != 2 || a[3] != 2 || a[4] || a[5]) continue;
-        const xt_node *conv = &p->nodes[c];
-        pool->op = XT_OP_CONV2D_POOL2;
-        pool->nin = conv->nin;
-        pool->in_off = conv->in_off; /* the conv's operand list, shared */
-        for (int k = 0; k < 6; k++) pool->iattr[k] = conv->iattr[k];
-        live[c] = 0;
+        if (m >= 0 && is_pool2(&p->nodes[m])) pool_in_conv(p, live, m, c, 0);
+    }
+    return 0;
+}
+
+
+static int32_t operand(const xt_plan *p, int node, int k) { return p->operands[p->nodes[node].in_off + k]; }
+
+/* Is v a view of pool m's indices (the int32 half of its packed output)? */
+static int is_indices_view(const xt_plan *p, int v, int m) {
+    const xt_node *n = &p->nodes[v];
+    return n->op == XT_OP_VIEW && n->dtype == XT_I32 && operand(p, v, 0) == m &&
+           n->iattr[0] == xt_numel(&p->nodes[m]) / 2;
+}
+
+/* For conv y, its ReLU r and r's pool m: m's values view (the mask the
+ * swapped backward reads), when every RELU_BWD masked by y has the gradient
+ * MAXPOOL2D_BWD(g, indices of m) with g shaped like that view, read only by
+ * it, and every reader of m's indices is such a MAXPOOL2D_BWD. Else -1. */
+static int swappable_values_view(const xt_plan *p, const uint8_t *live, int y, int m) {
+    int v = -1;
+    for (int i = m + 1; i < p->nnodes && v < 0; i++)
+        if (live[i] && p->nodes[i].op == XT_OP_VIEW && p->nodes[i].dtype == XT_F32 && operand(p, i, 0) == m &&
+            p->nodes[i].iattr[0] == 0)
+            v = i;
+    if (v < 0) return -1;
+    const xt_node *vn = &p->nodes[v];
+    for (int i = m + 1; i < p->nnodes; i++) {
+        const xt_node *n = &p->nodes[i];
+        if (!live[i]) continue;
+        if (n->op == XT_OP_RELU_BWD && operand(p, i, 1) == y) { /* y's mask readers (only_relu_reads checked the rest) */
+            int M = operand(p, i, 0);
+            if (p->nodes[M].op != XT_OP_MAXPOOL2D_BWD || !is_indices_view(p, operand(p, M, 1), m) ||
+                sole_reader(p, live, M) != i || escapes(p, M))
+                return -1;
+            const xt_node *g = &p->nodes[operand(p, M, 0)];
+            if (g->rank != vn->rank || memcmp(g->shape, vn->shape, sizeof(int32_t) * (size_t)g->rank)) return -1;
+        }
+        for (int k = 0; k < n->nin; k++) { /* readers of m's indices: only those pool backwards */
+            int iv = operand(p, i, k);
+            if (!is_indices_view(p, iv, m)) continue;
+            if (n->op != XT_OP_MAXPOOL2D_BWD || k != 1) return -1;
+            int R = sole_reader(p, live, i);
+            if (R < 0 || p->nodes[R].op != XT_OP_RELU_BWD || operand(p, R, 0) != i || operand(p, R, 1) != y) return -1;
+        }
+    }
+    return v;
+}
+
+/* RELU_BWD(MAXPOOL2D_BWD(g, idx), y) at nodes (M, R) -> MAXPOOL2D_BWD(RELU_BWD(g, v), idx): M takes
+ * the pooled shape, R keeps its own (the readers of R see the same value). */
+static void swap_backward(xt_plan *p, int M, int R, int v) {
+    xt_node *mn = &p->nodes[M], *rn = &p->nodes[R];
+    int32_t idx = operand(p, M, 1);
+    const xt_node *g = &p->nodes[operand(p, M, 0)];
+    for (int k = 0; k < 6; k++) rn->iattr[k] = mn->iattr[k], mn->iattr[k] = 0;
+    mn->op = XT_OP_RELU_BWD;
+    mn->rank = g->rank;
+    memcpy(mn->shape, g->shape, sizeof mn->shape);
+    p->operands[mn->in_off + 1] = v;
+    rn->op = XT_OP_MAXPOOL2D_BWD;
+    p->operands[rn->in_off + 1] = idx;
+}
+
+int xt_pass_conv_relu_pool(xt_plan *p, uint8_t *live) {
+    for (int c = 0; c < p->nnodes; c++) {
+        int r, m, v;
+        if (!is_conv(p, live, c) || !only_relu_reads(p, live, c, &r) || escapes(p, r)) continue;
+        if ((m = sole_reader(p, live, r)) < 0 || !is_pool2(&p->nodes[m]) || escapes(p, m)) continue;
+        if ((v = swappable_values_view(p, live, c, m)) < 0) continue;
+        for (int R = m + 1; R < p->nnodes; R++)
+            if (live[R] && p->nodes[R].op == XT_OP_RELU_BWD && operand(p, R, 1) == c) swap_backward(p, operand(p, R, 0), R, v);
+        pool_in_conv(p, live, m, c, 1); /* relu(y) pooled: what m pooled */
+        live[r] = 0;
     }
     return 0;
 }

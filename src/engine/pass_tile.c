@@ -65,6 +65,7 @@ static uint32_t batched_operands(int op) {
     case XT_OP_ARGMAX:          return 1u;
     case XT_OP_DROPOUT:         return 1u;      /* x; the step counter whole */
     case XT_OP_DROPOUT_BWD:     return 1u;
+    case XT_OP_CAST_BF16:       return 1u;      /* pointwise (pass_precision.c's roundings) */
     default:                    return 0u;
     }
 }
@@ -144,10 +145,6 @@ static int32_t group_batch(const xt_plan *p, const xt_ew_group *g, const int32_t
 static int32_t node_batch(const xt_plan *p, const xt_node *n, const int32_t *slots, int64_t *rows) {
     uint32_t mask = batched_operands(n->op);
     if (!mask) return 0;
-    /* bf16 operands (the precision pass) go to the bf16 kernels, which run
-     * the whole batch: not tiled (yet) */
-    for (int i = 0; i < n->nin; i++)
-        if (p->nodes[slots[i]].dtype == XT_BF16) return 0;
     int32_t B = 0;
     for (int i = 0; i < n->nin && !B; i++)
         if (mask >> i & 1) B = p->nodes[slots[i]].rank ? p->nodes[slots[i]].shape[0] : 0;

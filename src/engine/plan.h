@@ -131,6 +131,7 @@ int xt_pass_precision(const xt_graph *g, int precision, xt_graph *out, int32_t *
 int xt_pass_live(const xt_plan *p, uint8_t *live);                  /* pass_dce.c */
 int xt_pass_conv_relu(xt_plan *p, const uint8_t *live);             /* pass_conv_epilogue.c */
 int xt_pass_conv_pool(xt_plan *p, uint8_t *live);                   /* pass_conv_epilogue.c */
+int xt_pass_conv_relu_pool(xt_plan *p, uint8_t *live);              /* pass_conv_epilogue.c */
 int xt_pass_fuse(xt_plan *p, const uint8_t *live, int fuse);         /* pass_fuse.c */
 int xt_pass_tile(xt_plan *p, size_t cache_bytes);                       /* pass_tile.c; cache_bytes 0 = no tiling */
 int xt_pass_memplan(xt_plan *p, const uint8_t *live, int plan, int have_collective); /* pass_memplan.c */

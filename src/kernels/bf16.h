@@ -102,7 +102,22 @@ void k_conv2d_fwd_bf16_act(const k_conv_shape *s, float *y, const k_bf16 *x, con
                            int relu, void *scratch);
 void k_conv2d_fwd_bf16(const k_conv_shape *s, float *y, const k_bf16 *x, const k_bf16 *w, const float *b,
                        void *scratch);
+/* The convolution then a 2x2, stride-2 max pool, as the fp32
+ * k_conv2d_fwd_pool2 (values and indices bit for bit those of pooling the
+ * k_conv2d_fwd_bf16_act output), in k_conv2d_pool2_bf16_scratch(s) bytes. */
+size_t k_conv2d_pool2_bf16_scratch(const k_conv_shape *s);
+void k_conv2d_fwd_pool2_bf16(const k_conv_shape *s, float *vals, int32_t *argmax, const k_bf16 *x, const k_bf16 *w,
+                             const float *b, int relu, void *scratch);
 void k_conv2d_bwd_data_bf16(const k_conv_shape *s, float *dx, const k_bf16 *dy, const k_bf16 *w, void *scratch);
 void k_conv2d_bwd_weight_bf16(const k_conv_shape *s, float *dw, const k_bf16 *x, const k_bf16 *dy, void *scratch);
+/* The same over consecutive parts of the batch, in order (the engine's
+ * micro-batch tiles), as the fp32 k_conv2d_bwd_weight_part: first starts the
+ * sum, last writes dw, `acc` (k_conv2d_bwd_weight_bf16_acc_floats floats)
+ * carries it between calls (NULL: one call, the sum kept in scratch).
+ * Bit-identical to k_conv2d_bwd_weight_bf16 over the whole batch when every
+ * part but the last is a multiple of 16 images, on every path. */
+size_t k_conv2d_bwd_weight_bf16_acc_floats(const k_conv_shape *s);
+void k_conv2d_bwd_weight_bf16_part(const k_conv_shape *s, float *dw, const k_bf16 *x, const k_bf16 *dy, void *scratch,
+                                   float *acc, int first, int last);
 
 #endif

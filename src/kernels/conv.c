@@ -85,22 +85,33 @@ size_t k_conv2d_pool2_scratch(const k_conv_shape *s) {
     return k_conv2d_scratch(s) + (size_t)s->Co * s->Ho * s->Wo + 16;
 }
 
+void k_conv_pool2_image_by_image(const k_conv_shape *s, float *vals, int32_t *argmax, const void *x, size_t x_elem,
+                                 const void *w, const float *b, int relu, void *scratch, float *y,
+                                 k_conv_fwd_act_fn fwd) {
+    k_conv_shape one = *s;
+    one.N = 1;
+    k_pool_shape ps = {.N = 1, .C = s->Co, .H = s->Ho, .W = s->Wo, .kh = 2, .kw = 2, .sh = 2, .sw = 2};
+    k_pool_shape_infer(&ps);
+    size_t img_x = (size_t)s->Ci * s->H * s->W * x_elem, img_p = (size_t)s->Co * ps.Ho * ps.Wo;
+    for (int n = 0; n < s->N; n++) {
+        fwd(&one, y, (const char *)x + n * img_x, w, b, relu, scratch);
+        k_maxpool2d_fwd(&ps, vals + n * img_p, argmax + n * img_p, y);
+    }
+}
+
+static void fwd_act(const k_conv_shape *s, float *y, const void *x, const void *w, const float *b, int relu,
+                    void *scratch) {
+    k_conv2d_fwd_act(s, y, x, w, b, relu, scratch);
+}
+
 void k_conv2d_fwd_pool2(const k_conv_shape *s, float *vals, int32_t *argmax, const float *x, const float *w,
                         const float *b, int relu, float *scratch) {
     if (k_conv_choose(s, K_CONV_FWD) == K_CONV_DIRECT) {
         k_conv_direct_fwd_pool(s, vals, argmax, x, w, b, relu, scratch);
         return;
     }
-    k_conv_shape one = *s;
-    one.N = 1;
-    k_pool_shape ps = {.N = 1, .C = s->Co, .H = s->Ho, .W = s->Wo, .kh = 2, .kw = 2, .sh = 2, .sw = 2};
-    k_pool_shape_infer(&ps);
-    float *y = scratch + k_conv2d_scratch(s);
-    size_t img_x = (size_t)s->Ci * s->H * s->W, img_p = (size_t)s->Co * ps.Ho * ps.Wo;
-    for (int n = 0; n < s->N; n++) {
-        k_conv2d_fwd_act(&one, y, x + n * img_x, w, b, relu, scratch);
-        k_maxpool2d_fwd(&ps, vals + n * img_p, argmax + n * img_p, y);
-    }
+    k_conv_pool2_image_by_image(s, vals, argmax, x, sizeof *x, w, b, relu, scratch, scratch + k_conv2d_scratch(s),
+                                fwd_act);
 }
 
 void k_conv2d_fwd(const k_conv_shape *s, float *y, const float *x, const float *w, const float *b, float *scratch) {

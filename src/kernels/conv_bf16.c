@@ -199,6 +199,26 @@ void k_conv2d_fwd_bf16_act(const k_conv_shape *s, float *y, const k_bf16 *x, con
     }
 }
 
+/* The conv output one image at a time (the fallback's), after the kernels' scratch. */
+size_t k_conv2d_pool2_bf16_scratch(const k_conv_shape *s) {
+    return k_conv2d_bf16_scratch(s) + ((size_t)s->Co * s->Ho * s->Wo + 16) * sizeof(float);
+}
+
+static void fwd_act(const k_conv_shape *s, float *y, const void *x, const void *w, const float *b, int relu,
+                    void *scratch) {
+    k_conv2d_fwd_bf16_act(s, y, x, w, b, relu, scratch);
+}
+
+void k_conv2d_fwd_pool2_bf16(const k_conv_shape *s, float *vals, int32_t *argmax, const k_bf16 *x, const k_bf16 *w,
+                             const float *b, int relu, void *scratch) {
+    if (k_conv_bf16_choose(s, K_CONV_FWD) == K_BF16_DIRECT) {
+        k_conv_direct_bf16_fwd_pool(s, vals, argmax, x, w, b, relu, scratch);
+        return;
+    }
+    k_conv_pool2_image_by_image(s, vals, argmax, x, sizeof *x, w, b, relu, scratch,
+                                (float *)((char *)scratch + k_conv2d_bf16_scratch(s)), fwd_act);
+}
+
 void k_conv2d_bwd_data_bf16(const k_conv_shape *s, float *dx, const k_bf16 *dy, const k_bf16 *w, void *scratch) {
     dims d = dims_of(s);
     int how = k_conv_bf16_choose(s, K_CONV_BWD_DATA);
@@ -227,33 +247,51 @@ void k_conv2d_bwd_data_bf16(const k_conv_shape *s, float *dx, const k_bf16 *dy, 
 }
 
 void k_conv2d_bwd_weight_bf16(const k_conv_shape *s, float *dw, const k_bf16 *x, const k_bf16 *dy, void *scratch) {
+    k_conv2d_bwd_weight_bf16_part(s, dw, x, dy, scratch, NULL, 1, 1);
+}
+
+/* What carries a weight gradient from part to part, on any of the three
+ * paths (the plan sizes it before knowing which one runs): the direct
+ * kernel's per-lane sums, the GEMM path's dW^T, or the fp32 kernels' own. */
+size_t k_conv2d_bwd_weight_bf16_acc_floats(const k_conv_shape *s) {
+    size_t direct = k_conv_direct_bf16_bwd_weight_acc_floats(s), ref = k_conv2d_bwd_weight_acc_floats(s);
+    size_t gemm = (size_t)s->Ci * s->kh * s->kw * s->Co;
+    size_t m = direct > ref ? direct : ref;
+    return m > gemm ? m : gemm;
+}
+
+void k_conv2d_bwd_weight_bf16_part(const k_conv_shape *s, float *dw, const k_bf16 *x, const k_bf16 *dy, void *scratch,
+                                   float *acc, int first, int last) {
     dims d = dims_of(s);
     int how = k_conv_bf16_choose(s, K_CONV_BWD_WEIGHT);
     if (how == K_BF16_DIRECT) {
-        k_conv_direct_bf16_bwd_weight(s, dw, x, dy, scratch);
+        k_conv_direct_bf16_bwd_weight_part(s, dw, x, dy, scratch, acc, first, last);
         return;
     }
     if (how != K_BF16_AVX512BF16) {
         ref_area r = widen2(x, (size_t)s->N * d.xs, dy, (size_t)s->N * d.ys, scratch, s);
-        k_conv2d_bwd_weight(s, dw, NULL, r.a, r.b, r.rest);
+        k_conv2d_bwd_weight_part(s, dw, r.a, r.b, r.rest, acc, first, last);
         return;
     }
     /* transposed, dW^T (K x Co) += col_n (K x P) . dy_n^T (P x Co): the large
      * operand, col_n, pairs neighbouring pixels of a row, so the kernel reads it
-     * in place (packed only when P is odd); only the small dy_n is gathered */
+     * in place (packed only when P is odd); only the small dy_n is gathered.
+     * Image by image in batch order, so parts add up to the whole batch's bits. */
     k_bf16 *col = scratch;
     char *Ap = (char *)scratch + k_bf16_lines((size_t)d.K * d.P * sizeof(k_bf16)), *Bp = Ap + k_bf16_pack_a_bytes(d.K, d.P);
-    float *dwt = (float *)(Bp + k_bf16_pack_b_bytes(d.P, s->Co));
+    float *dwt = acc ? acc : (float *)(Bp + k_bf16_pack_b_bytes(d.P, s->Co));
     for (int n = 0; n < s->N; n++) {
         const k_bf16 *cn = cols_of(s, x + n * d.xs, col);
+        int add = n > 0 || !first;
         k_bf16_pack_b(d.P, s->Co, dy + n * d.ys, 1, d.P, Bp); /* dy^T: (p, co) = dy[co*P + p] */
         if (d.P % 2 == 0 && ((uintptr_t)cn & 3) == 0) { /* col_n's rows are whole k pairs: read in place */
-            k_bf16_gemm_rows(d.K, s->Co, d.P, cn, d.P, Bp, n > 0, dwt, s->Co);
+            k_bf16_gemm_rows(d.K, s->Co, d.P, cn, d.P, Bp, add, dwt, s->Co);
             continue;
         }
         k_bf16_pack_a(d.K, d.P, cn, d.P, 1, Ap);
-        k_bf16_gemm_packed(d.K, s->Co, d.P, Ap, Bp, n > 0, dwt, s->Co);
+        k_bf16_gemm_packed(d.K, s->Co, d.P, Ap, Bp, add, dwt, s->Co);
     }
+    if (!last) return;
     for (int co = 0; co < s->Co; co++)
         for (int k = 0; k < d.K; k++) dw[(size_t)co * d.K + k] = dwt[(size_t)k * s->Co + co];
 }

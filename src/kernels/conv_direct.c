@@ -416,6 +416,27 @@ static void pool_blocked(const k_conv_shape *s, int NB, const float *yb, int wo_
             }
 }
 
+/* One block's pooled values and indices out of the blocked layout (the conv
+ * output itself never leaves it). */
+static void pool_out(const nisa *isa, const k_conv_shape *s, const float *yb, int wo_pad, int nb, const float *b,
+                     int relu, float *y, int32_t *argmax, float *pooled, int32_t *pa, float *sink) {
+    int pho = pool2_out(s->Ho), pwo = pool2_out(s->Wo);
+    size_t img_p = (size_t)s->Co * pho * pwo;
+    pool_blocked(s, isa->vl, yb, wo_pad, b, relu, pooled, pa);
+    from_blocked(isa, y, img_p, pooled, nb, s->Co, pho, pwo, pwo, NULL, 0, sink);
+    from_blocked(isa, (float *)argmax, img_p, (const float *)pa, nb, s->Co, pho, pwo, pwo, NULL, 0, sink);
+}
+
+#ifdef XT_DIRECT_X86
+size_t k_conv_direct_pool16_floats(const k_conv_shape *s) {
+    return (size_t)s->Co * pool2_out(s->Ho) * pool2_out(s->Wo) * 16;
+}
+void k_conv_direct_pool_from_blocked16(const k_conv_shape *s, const float *yb, int wo_pad, int nb, const float *b,
+                                       int relu, float *y, int32_t *argmax, float *pooled, int32_t *pa, float *sink) {
+    pool_out(&nisa_avx512, s, yb, wo_pad, nb, b, relu, y, argmax, pooled, pa, sink);
+}
+#endif
+
 void k_conv_direct_fwd_act(const k_conv_shape *s, float *y, const float *x, const float *w, const float *b, int relu,
                            float *scratch) {
     k_conv_direct_fwd_pool(s, y, NULL, x, w, b, relu, scratch);
@@ -453,12 +474,9 @@ void k_conv_direct_fwd_pool(const k_conv_shape *s, float *y, int32_t *argmax, co
                             m.wpk + (size_t)t * K * ct, (size_t)s->sw * NB,
                             m.yb + (((size_t)t * ct * s->Ho + oh) * wo_pad + ow) * NB, ystride);
         if (argmax) { /* pooled: values and indices leave the blocked layout, the conv output never does */
-            int pho = pool2_out(s->Ho), pwo = pool2_out(s->Wo);
-            size_t img_p = (size_t)s->Co * pho * pwo;
-            pool_blocked(s, NB, m.yb, wo_pad, b, relu, m.pooled, m.argmax);
-            from_blocked(isa, y + n0 * img_p, img_p, m.pooled, nb, s->Co, pho, pwo, pwo, NULL, 0, m.sink);
-            from_blocked(isa, (float *)(argmax + n0 * img_p), img_p, (const float *)m.argmax, nb, s->Co, pho, pwo,
-                         pwo, NULL, 0, m.sink);
+            size_t img_p = (size_t)s->Co * pool2_out(s->Ho) * pool2_out(s->Wo);
+            pool_out(isa, s, m.yb, wo_pad, nb, b, relu, y + n0 * img_p, argmax + n0 * img_p, m.pooled, m.argmax,
+                     m.sink);
             continue;
         }
         from_blocked(isa, y + n0 * img_y, img_y, m.yb, nb, s->Co, s->Ho, s->Wo, wo_pad, b, relu, m.sink);

@@ -56,5 +56,13 @@ double k_conv_direct_bww_cost(const k_conv_shape *s, int ct, int tt); /* bwd_wei
  * AVX-512 CPUs only); idle lanes go to `sink` (one plane). */
 void k_conv_direct_from_blocked16(float *x, size_t img, const float *t, int nb, int C, int H, int W, int Wd,
                                   const float *bias, int relu, float *sink);
+/* The 2x2, stride-2 max pool (+ bias, then relu) of one block's blocked conv
+ * output yb[Co][Ho][wo_pad][16] -> nb images' values y and argmax, plain
+ * [c][h][w], bit for bit as k_maxpool2d_fwd on the written output (AVX-512
+ * only). pooled and pa: blocked scratch of k_conv_direct_pool16_floats(s)
+ * elements each; sink: one pooled plane. */
+size_t k_conv_direct_pool16_floats(const k_conv_shape *s);
+void k_conv_direct_pool_from_blocked16(const k_conv_shape *s, const float *yb, int wo_pad, int nb, const float *b,
+                                       int relu, float *y, int32_t *argmax, float *pooled, int32_t *pa, float *sink);
 
 #endif

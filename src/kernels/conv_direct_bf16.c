@@ -320,9 +320,9 @@ static void fix_shifted_edges(uint32_t *t, const k_bf16 *const *a, int H, int W,
 
 typedef struct {
     uint32_t *xb, *wpk;
-    float *yb, *sink;
+    float *yb, *sink, *pooled;
     k_bf16 *zeros;
-    int32_t *off;
+    int32_t *off, *pa;
 } dmem;
 
 static size_t plane_elems(const k_conv_shape *s) {
@@ -342,7 +342,7 @@ static void *piece(char *base, size_t *at, size_t bytes) {
     return r;
 }
 
-/* fwd: xb | yb | wpk | zeros | sink | off.  bwd: dyb (in xb) | dxb (in yb) | wpk | zeros | sink | rows+cols (in off) */
+/* fwd: xb | yb | wpk | zeros | sink | off | pooled | pa (the pool epilogue's).  bwd: dyb (in xb) | dxb (in yb) | wpk | zeros | sink | rows+cols (in off) */
 static size_t carve(const k_conv_shape *s, void *scratch, dmem *m) {
     char *base = scratch ? (char *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63) : NULL;
     size_t at = 0, K2 = (size_t)div_up(s->Ci, 2) * s->kh * s->kw, khw = (size_t)s->kh * s->kw;
@@ -357,6 +357,8 @@ static size_t carve(const k_conv_shape *s, void *scratch, dmem *m) {
     m->zeros = piece(base, &at, 2 * plane_elems(s));
     m->sink = piece(base, &at, 4 * plane_elems(s));
     m->off = piece(base, &at, 4 * idx);
+    m->pooled = piece(base, &at, 4 * k_conv_direct_pool16_floats(s));
+    m->pa = piece(base, &at, 4 * k_conv_direct_pool16_floats(s));
     return at + 64;
 }
 
@@ -406,6 +408,11 @@ static void pack_fwd_weights(const k_conv_shape *s, const k_bf16 *w, int ct, uin
 
 void k_conv_direct_bf16_fwd(const k_conv_shape *s, float *y, const k_bf16 *x, const k_bf16 *w, const float *b,
                             int relu, void *scratch) {
+    k_conv_direct_bf16_fwd_pool(s, y, NULL, x, w, b, relu, scratch);
+}
+
+void k_conv_direct_bf16_fwd_pool(const k_conv_shape *s, float *y, int32_t *argmax, const k_bf16 *x, const k_bf16 *w,
+                                 const float *b, int relu, void *scratch) {
     const dfwd_cfg *cfg = pick_fwd(s);
     int ct = cfg->ct, pt = cfg->pt, Cp = div_up(s->Ci, 2), K2 = Cp * s->kh * s->kw;
     int Hp = s->H + 2 * s->ph, Wp = s->W + 2 * s->pw, wo_pad = div_up(s->Wo, pt) * pt;
@@ -429,6 +436,12 @@ void k_conv_direct_bf16_fwd(const k_conv_shape *s, float *y, const k_bf16 *x, co
                     cfg->fn(m.xb + ((size_t)oh * s->sh * Wp + (size_t)ow * s->sw) * NB, m.off, K2,
                             m.wpk + (size_t)t * K2 * ct, (size_t)s->sw * NB,
                             m.yb + (((size_t)t * ct * s->Ho + oh) * wo_pad + ow) * NB, ystride);
+        if (argmax) { /* pooled in the blocked layout (conv_direct.c): the conv output never leaves it */
+            size_t img_p = (size_t)s->Co * (s->Ho / 2) * (s->Wo / 2);
+            k_conv_direct_pool_from_blocked16(s, m.yb, wo_pad, nb, b, relu, y + n0 * img_p, argmax + n0 * img_p,
+                                              m.pooled, m.pa, m.sink);
+            continue;
+        }
         k_conv_direct_from_blocked16(y + n0 * img_y, img_y, m.yb, nb, s->Co, s->Ho, s->Wo, wo_pad, b, relu, m.sink);
     }
 }
@@ -510,14 +523,24 @@ static void bww_pack_block(const k_conv_shape *s, const wmem *m, const k_bf16 *x
     }
 }
 
+size_t k_conv_direct_bf16_bwd_weight_acc_floats(const k_conv_shape *s) {
+    return (size_t)(s->Co + CT_MAX) * ((size_t)s->Ci * s->kh * s->kw + 8) * NB;
+}
+
 void k_conv_direct_bf16_bwd_weight(const k_conv_shape *s, float *dw, const k_bf16 *x, const k_bf16 *dy,
                                    void *scratch) {
+    k_conv_direct_bf16_bwd_weight_part(s, dw, x, dy, scratch, NULL, 1, 1);
+}
+
+void k_conv_direct_bf16_bwd_weight_part(const k_conv_shape *s, float *dw, const k_bf16 *x, const k_bf16 *dy,
+                                        void *scratch, float *acc, int first, int last) {
     const dbww_cfg *cfg = pick_bww(s);
     int ct = cfg->ct, tt = cfg->tt, K = s->Ci * s->kh * s->kw, Wo2 = div_up(s->Wo, 2);
     int Hp = s->H + 2 * s->ph, Wp = s->W + 2 * s->pw, co_pad = div_up(s->Co, ct) * ct, k_pad = div_up(K, tt) * tt;
     size_t dstride = (size_t)s->Ho * Wo2 * NB;
     wmem m;
     carve_bww(s, scratch, &m);
+    if (acc) m.accv = acc; /* the sums carried from part to part */
     int k = 0;
     for (int ci = 0; ci < s->Ci; ci++)
         for (int i = 0; i < s->kh; i++)
@@ -525,7 +548,7 @@ void k_conv_direct_bf16_bwd_weight(const k_conv_shape *s, float *dw, const k_bf1
     for (; k < k_pad; k++) m.off[k] = 0; /* padding taps: read valid memory, results dropped */
     memset(m.xb, 0, 4 * (size_t)s->Ci * Hp * Wp * NB);
     memset(m.dyb + (size_t)s->Co * dstride, 0, 4 * (size_t)(co_pad - s->Co) * dstride);
-    memset(m.accv, 0, 4 * (size_t)co_pad * k_pad * NB);
+    if (first) memset(m.accv, 0, 4 * (size_t)co_pad * k_pad * NB);
     memset(m.zeros, 0, 2 * (plane_elems(s) + 2 * (size_t)s->Ho));
     size_t img_x = (size_t)s->Ci * s->H * s->W, img_y = (size_t)s->Co * s->Ho * s->Wo;
     for (int n0 = 0; n0 < s->N; n0 += NB) {
@@ -535,6 +558,7 @@ void k_conv_direct_bf16_bwd_weight(const k_conv_shape *s, float *dw, const k_bf1
                 cfg->fn(m.dyb + co0 * dstride, dstride, m.xb, m.off + k0, s->Ho, Wo2, (size_t)s->sh * Wp * NB,
                         (size_t)2 * s->sw * NB, m.accv + ((size_t)co0 * k_pad + (size_t)k0 * ct) * NB);
     }
+    if (!last) return;
     /* tile (co0, k0) holds ct x tt vectors, channel-major; lanes summed in double */
     for (int co = 0; co < s->Co; co++)
         for (int kk = 0; kk < K; kk++) {
@@ -556,12 +580,24 @@ void k_conv_direct_bf16_fwd(const k_conv_shape *s, float *y, const k_bf16 *x, co
                             int relu, void *scratch) {
     (void)s, (void)y, (void)x, (void)w, (void)b, (void)relu, (void)scratch;
 }
+void k_conv_direct_bf16_fwd_pool(const k_conv_shape *s, float *y, int32_t *argmax, const k_bf16 *x, const k_bf16 *w,
+                                 const float *b, int relu, void *scratch) {
+    (void)s, (void)y, (void)argmax, (void)x, (void)w, (void)b, (void)relu, (void)scratch;
+}
 void k_conv_direct_bf16_bwd_data(const k_conv_shape *s, float *dx, const k_bf16 *dy, const k_bf16 *w, void *scratch) {
     (void)s, (void)dx, (void)dy, (void)w, (void)scratch;
 }
 void k_conv_direct_bf16_bwd_weight(const k_conv_shape *s, float *dw, const k_bf16 *x, const k_bf16 *dy,
                                    void *scratch) {
     (void)s, (void)dw, (void)x, (void)dy, (void)scratch;
+}
+size_t k_conv_direct_bf16_bwd_weight_acc_floats(const k_conv_shape *s) {
+    (void)s;
+    return 0;
+}
+void k_conv_direct_bf16_bwd_weight_part(const k_conv_shape *s, float *dw, const k_bf16 *x, const k_bf16 *dy,
+                                        void *scratch, float *acc, int first, int last) {
+    (void)s, (void)dw, (void)x, (void)dy, (void)scratch, (void)acc, (void)first, (void)last;
 }
 int k_conv_direct_bf16_force_tile(int pass, int index) {
     (void)pass, (void)index;

@@ -19,10 +19,23 @@ size_t k_conv_direct_bf16_scratch(const k_conv_shape *s);
 /* relu 1: max(., 0) applied as y leaves the blocked layout */
 void k_conv_direct_bf16_fwd(const k_conv_shape *s, float *y, const k_bf16 *x, const k_bf16 *w, const float *b,
                             int relu, void *scratch);
+/* argmax non-NULL: y and argmax receive the 2x2, stride-2 max pool of that
+ * output (values and int32 indices, bit for bit as k_maxpool2d_fwd), pooled
+ * in the blocked layout; the conv output itself is never written. */
+void k_conv_direct_bf16_fwd_pool(const k_conv_shape *s, float *y, int32_t *argmax, const k_bf16 *x, const k_bf16 *w,
+                                 const float *b, int relu, void *scratch);
 void k_conv_direct_bf16_bwd_data(const k_conv_shape *s, float *dx, const k_bf16 *dy, const k_bf16 *w, void *scratch);
 /* dw (fp32, [Co][Ci][kh][kw]) overwritten; no bias gradient (the engine sums it in fp32) */
 void k_conv_direct_bf16_bwd_weight(const k_conv_shape *s, float *dw, const k_bf16 *x, const k_bf16 *dy,
                                    void *scratch);
+/* The same over consecutive batch parts, in order (micro-batch tiles): `acc`
+ * (k_conv_direct_bf16_bwd_weight_acc_floats floats) keeps the per-lane sums
+ * between calls; first zeroes them, last writes dw. Bit-identical to one
+ * call over the whole batch when every part but the last is a whole number
+ * of 16-image lane blocks. acc NULL: carved from scratch (one call). */
+size_t k_conv_direct_bf16_bwd_weight_acc_floats(const k_conv_shape *s);
+void k_conv_direct_bf16_bwd_weight_part(const k_conv_shape *s, float *dw, const k_bf16 *x, const k_bf16 *dy,
+                                        void *scratch, float *acc, int first, int last);
 /* Tests only: make `pass` (enum k_conv_pass) use entry `index` of its tile
  * list instead of the cost model's pick (index -1: back to the model).
  * Returns 0 when the list has no such entry. */
