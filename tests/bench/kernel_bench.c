@@ -417,15 +417,18 @@ static void bench_dropout(void) {
 /* ---- k_sgemm (the engine's MATMUL) against OpenBLAS on the models' shapes ---- */
 
 typedef struct {
-    int ta, tb, M, N, K, own;
+    int ta, tb, M, N, K, own; /* own: 0 OpenBLAS, 1 k_sgemm, 2 k_gemm_bf16 on the bf16 copies */
     float *a, *b, *c;
     void *scratch;
+    k_bf16 *a16, *b16;
 } sgemm_ctx;
 
 static void run_sgemm(void *p) {
     sgemm_ctx *g = p;
     int lda = g->ta ? g->M : g->K, ldb = g->tb ? g->K : g->N;
-    if (g->own)
+    if (g->own == 2)
+        k_gemm_bf16(g->ta, g->tb, g->M, g->N, g->K, g->a16, lda, g->b16, ldb, 0, g->c, g->N, g->scratch);
+    else if (g->own)
         k_sgemm(g->ta, g->tb, g->M, g->N, g->K, g->a, lda, g->b, ldb, g->c, g->N, g->scratch);
     else
         k_gemm(g->ta, g->tb, g->M, g->N, g->K, 1.0f, g->a, lda, g->b, ldb, 0.0f, g->c, g->N);
@@ -446,16 +449,24 @@ static void bench_sgemm_shapes(void) {
         snprintf(name, sizeof name, "matmul %s", sh[i].label);
         if (!wanted(name)) continue;
         sgemm_ctx g = {sh[i].ta, sh[i].tb, sh[i].M, sh[i].N, sh[i].K, 0, falloc((size_t)sh[i].M * sh[i].K),
-                       falloc((size_t)sh[i].K * sh[i].N), falloc((size_t)sh[i].M * sh[i].N), NULL};
+                       falloc((size_t)sh[i].K * sh[i].N), falloc((size_t)sh[i].M * sh[i].N), NULL, NULL, NULL};
         g.scratch = malloc(k_sgemm_scratch_bytes(g.M, g.N, g.K));
         fill(g.a, (size_t)g.M * g.K, 1);
         fill(g.b, (size_t)g.K * g.N, 2);
         double flop = 2.0 * g.M * g.N * g.K, t_blas = time_it(run_sgemm, &g, 0.1);
         g.own = 1;
         double t_own = time_it(run_sgemm, &g, 0.1);
-        printf("%-34s OpenBLAS (%s) %7.1f GFLOP/s | k_sgemm %-12s %7.1f GFLOP/s | %.2fx\n", name, openblas_get_corename(),
+        printf("%-34s OpenBLAS (%s) %7.1f GFLOP/s | k_sgemm %-12s %7.1f GFLOP/s | %.2fx", name, openblas_get_corename(),
                flop / t_blas * 1e-9, k_sgemm_path_name(g.M, g.N, g.K), flop / t_own * 1e-9, t_blas / t_own);
-        free(g.a), free(g.b), free(g.c), free(g.scratch);
+        /* the same product under bf16 (issue #18): operands rounded, the path the engine's MATMUL takes */
+        free(g.scratch);
+        g.scratch = aligned_alloc(64, (k_gemm_bf16_scratch(g.M, g.N, g.K) + 63) & ~(size_t)63);
+        g.a16 = balloc((size_t)g.M * g.K, 1);
+        g.b16 = balloc((size_t)g.K * g.N, 2);
+        g.own = 2;
+        double t_bf16 = time_it(run_sgemm, &g, 0.1);
+        printf(" | bf16 %s %7.1f GFLOP/s\n", k_bf16_path_name(k_bf16_path()), flop / t_bf16 * 1e-9);
+        free(g.a), free(g.b), free(g.c), free(g.scratch), free(g.a16), free(g.b16);
     }
 }
 
