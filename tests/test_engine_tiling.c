@@ -140,6 +140,8 @@ TEST(tiling_trains_bf16_bit_identically) {
                   st.tiled_kernels);
     }
     k_bf16_force(-1);
+    xt_exec_stats r;
+    tiled_equals_untiled_at("models/resnet8_mnist.yaml", 24, 64 * 1024, XT_PREC_BF16, &r); /* BN, residual adds, 1x1 and strided convs */
 }
 
 /* A value made and read only inside one tiled stretch (conv1's output,
