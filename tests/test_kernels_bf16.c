@@ -135,9 +135,12 @@ static void gemm_case(int tA, int tB, int M, int N, int K, int acc) {
     free(A), free(B), free(Aa), free(Ba), free(C0), free(want), free(mag), free(scratch);
 }
 
+/* {40, 48, 100}: the packers' 16x16 transposes of k-pair words (row-major A,
+ * B read down its columns) with 2 pairs left over and a block of 8 rows past
+ * the last pair of blocks. */
 TEST(bf16_gemm_every_path_against_its_twin) {
     static const int shapes[][3] = {{1, 1, 1}, {8, 32, 2}, {7, 15, 3}, {9, 33, 17}, {17, 64, 384}, {16, 31, 385},
-                                    {128, 50, 320}, {10, 50, 128}, {3, 100, 800}};
+                                    {128, 50, 320}, {10, 50, 128}, {3, 100, 800}, {40, 48, 100}};
     for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++)
         for (int t = 0; t < 4; t++) gemm_case(t & 1, t >> 1, shapes[i][0], shapes[i][1], shapes[i][2], 0);
     gemm_case(0, 0, 9, 40, 385, 1);

@@ -56,12 +56,57 @@ size_t k_bf16_pack_b_bytes(int K, int N) { return k_bf16_lines((size_t)round_up(
 
 static inline uint32_t pair(k_bf16 lo, k_bf16 hi) { return (uint32_t)lo | (uint32_t)hi << 16; }
 
+/* A matrix whose k pairs are 32-bit words: row (or column) i of X at
+ * X + i*stride, contiguous in k, 4-byte aligned, K even (k_bf16 units). */
+static int pairs_are_words(const k_bf16 *X, ptrdiff_t stride, ptrdiff_t along_k, int K) {
+    return along_k == 1 && stride % 2 == 0 && K % 2 == 0 && ((uintptr_t)X & 3) == 0;
+}
+
+#ifdef HAVE_BF16_KERNEL
+#include "kernels/transpose16.h"
+/* 16 lines of 32-bit k-pair words (line c at w + c*stride words) transposed
+ * 16 pairs at a time: out(kk, c) for kk in [0, kh16) whole blocks of 16. */
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma"))) static void transpose_pairs16(const uint32_t *w, ptrdiff_t stride, int kh16, uint32_t *o, ptrdiff_t o_kk,
+                                  int halves) {
+    for (int kk = 0; kk < kh16; kk += 16) {
+        __m512 r[16];
+        for (int c = 0; c < 16; c++) r[c] = _mm512_castsi512_ps(_mm512_loadu_si512(w + c * stride + kk));
+        transpose_avx512(r);
+        for (int t = 0; t < 16; t++) {
+            __m512i v = _mm512_castps_si512(r[t]);
+            if (!halves) {
+                _mm512_storeu_si512(o + (size_t)(kk + t) * o_kk, v);
+                continue;
+            } /* rows 0..7 to the first block of 8, rows 8..15 to the next (halves words further on) */
+            _mm256_storeu_si256((void *)(o + (size_t)(kk + t) * o_kk), _mm512_castsi512_si256(v));
+            _mm256_storeu_si256((void *)(o + (size_t)(kk + t) * o_kk + halves), _mm512_extracti64x4_epi64(v, 1));
+        }
+    }
+}
+#endif
+
 /* Ap32[(ib*Kh + kk)*MR + r] = (A[ib*MR+r][2kk], A[ib*MR+r][2kk+1]), zeros outside A. */
 void k_bf16_pack_a(int M, int K, const k_bf16 *A, ptrdiff_t rs, ptrdiff_t cs, void *Ap) {
-    uint32_t *o = Ap;
+    uint32_t *out = Ap;
     int Kh = round_up(K, 2) / 2, Mp = round_up(M, MR);
-    for (int ib = 0; ib < Mp / MR; ib++)
-        for (int kk = 0; kk < Kh; kk++)
+    for (int ib = 0; ib < Mp / MR; ib++) {
+        int kk0 = 0;
+#ifdef HAVE_BF16_KERNEL
+        /* row-major A: two blocks of 8 rows at once, 16x16 transposes of pair words */
+        if (ib % 2 == 0 && (ib + 2) * MR <= M && pairs_are_words(A, rs, cs, K)) {
+            kk0 = Kh / 16 * 16;
+            transpose_pairs16((const uint32_t *)(const void *)(A + (size_t)ib * MR * rs), rs / 2, kk0,
+                              out + (size_t)ib * Kh * MR, MR, Kh * MR);
+            for (int r = 0; r < 2 * MR; r++) /* the last kh % 16 pairs */
+                for (int kk = kk0; kk < Kh; kk++)
+                    out[((size_t)(ib + r / MR) * Kh + kk) * MR + r % MR] =
+                        ((const uint32_t *)(const void *)(A + (size_t)(ib * MR + r) * rs))[kk];
+            ib++;
+            continue;
+        }
+#endif
+        uint32_t *o = out + (size_t)ib * Kh * MR;
+        for (int kk = kk0; kk < Kh; kk++)
             for (int r = 0; r < MR; r++) {
                 int i = ib * MR + r, k = 2 * kk;
                 k_bf16 lo = 0, hi = 0;
@@ -71,15 +116,25 @@ void k_bf16_pack_a(int M, int K, const k_bf16 *A, ptrdiff_t rs, ptrdiff_t cs, vo
                 }
                 *o++ = pair(lo, hi);
             }
+    }
 }
 
 /* Bp32[(jb*Kh + kk)*16 + c] = (B[2kk][jb*16+c], B[2kk+1][jb*16+c]), zeros outside B. */
 void k_bf16_pack_b(int K, int N, const k_bf16 *B, ptrdiff_t rs, ptrdiff_t cs, void *Bp) {
-    uint32_t *o = Bp;
     int Kh = round_up(K, 2) / 2, Np = round_up(N, NR);
-    for (int jb = 0; jb < Np / 16; jb++)
-        for (int kk = 0; kk < Kh; kk++) {
-            int k = 2 * kk, j0 = jb * 16, jn = N - j0 < 16 ? (N - j0 > 0 ? N - j0 : 0) : 16;
+    for (int jb = 0; jb < Np / 16; jb++) {
+        int j0 = jb * 16, jn = N - j0 < 16 ? (N - j0 > 0 ? N - j0 : 0) : 16, kk = 0;
+        uint32_t *o = (uint32_t *)Bp + (size_t)jb * Kh * 16;
+#ifdef HAVE_BF16_KERNEL
+        /* B read down its columns (B^T row-major, e.g. x . W^T): a column's k pair is one word */
+        if (jn == 16 && pairs_are_words(B, cs, rs, K)) {
+            kk = Kh / 16 * 16;
+            transpose_pairs16((const uint32_t *)(const void *)(B + (size_t)j0 * cs), cs / 2, kk, o, 16, 0);
+            o += (size_t)kk * 16;
+        }
+#endif
+        for (; kk < Kh; kk++) {
+            int k = 2 * kk;
             const k_bf16 *r0 = B + k * rs + j0 * cs, *r1 = r0 + rs;
             int odd = k + 1 >= K;
 #ifdef HAVE_BF16_KERNEL
@@ -96,6 +151,7 @@ void k_bf16_pack_b(int K, int N, const k_bf16 *B, ptrdiff_t rs, ptrdiff_t cs, vo
             for (int c = jn; c < 16; c++) o[c] = 0;
             o += 16;
         }
+    }
 }
 
 #ifdef HAVE_BF16_KERNEL
