@@ -173,7 +173,6 @@ int xt_pass_conv_pool(xt_plan *p, uint8_t *live) {
     return 0;
 }
 
-
 static int32_t operand(const xt_plan *p, int node, int k) { return p->operands[p->nodes[node].in_off + k]; }
 
 /* Is v a view of pool m's indices (the int32 half of its packed output)? */
