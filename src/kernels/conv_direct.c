@@ -503,6 +503,12 @@ static const nbww_cfg *pick_bww(const nisa *isa, const k_conv_shape *s) {
     return best;
 }
 
+/* Vector accumulators of the weight gradient: NB lanes per (co, k) pair,
+ * padded to whole register tiles; summed across lanes only at the end. */
+size_t k_conv_direct_bwd_weight_acc_floats(const k_conv_shape *s) {
+    return (size_t)(s->Co + 8) * ((size_t)s->Ci * s->kh * s->kw + 8) * NB_MAX;
+}
+
 typedef struct {
     float *xb, *dyb, *accv, *zeros;
     int32_t *off;
@@ -514,16 +520,10 @@ static size_t bww_carve(const k_conv_shape *s, float *p, bww_mem *m) {
     p = align_scratch(p, &total);
     m->xb = carve(&p, &total, xb_floats(s));
     m->dyb = carve(&p, &total, (size_t)(s->Co + 8) * s->Ho * s->Wo * NB_MAX);
-    m->accv = carve(&p, &total, (size_t)(s->Co + 8) * (K + 8) * NB_MAX);
+    m->accv = carve(&p, &total, k_conv_direct_bwd_weight_acc_floats(s));
     m->zeros = carve(&p, &total, plane_floats(s));
     m->off = (int32_t *)carve(&p, &total, K + 8);
     return total;
-}
-
-/* Vector accumulators of the weight gradient: NB lanes per (co, k) pair,
- * padded to whole register tiles; summed across lanes only at the end. */
-size_t k_conv_direct_bwd_weight_acc_floats(const k_conv_shape *s) {
-    return (size_t)(s->Co + 8) * ((size_t)s->Ci * s->kh * s->kw + 8) * NB_MAX;
 }
 
 void k_conv_direct_bwd_weight_part(const k_conv_shape *s, float *dw, float *db, const float *x, const float *dy,

@@ -369,13 +369,19 @@ typedef struct {
     int32_t *off;
 } wmem;
 
+/* The per-lane weight-gradient sums: 16 lanes per (co, k) pair, padded to
+ * whole register tiles; summed across lanes only at the end. */
+size_t k_conv_direct_bf16_bwd_weight_acc_floats(const k_conv_shape *s) {
+    return (size_t)(s->Co + CT_MAX) * ((size_t)s->Ci * s->kh * s->kw + 8) * NB;
+}
+
 /* xb[Ci][Hp][Wp][16] | dyb[Co + CT_MAX][Ho][Wo2][16] | accumulators | zeros | even dy | tap offsets */
 static size_t carve_bww(const k_conv_shape *s, void *scratch, wmem *m) {
     char *base = scratch ? (char *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63) : NULL;
     size_t at = 0, K = (size_t)s->Ci * s->kh * s->kw;
     m->xb = piece(base, &at, 4 * (size_t)s->Ci * (s->H + 2 * s->ph) * (s->W + 2 * s->pw) * NB);
     m->dyb = piece(base, &at, 4 * (size_t)(s->Co + CT_MAX) * s->Ho * div_up(s->Wo, 2) * NB);
-    m->accv = piece(base, &at, 4 * (size_t)(s->Co + CT_MAX) * (K + 8) * NB);
+    m->accv = piece(base, &at, 4 * k_conv_direct_bf16_bwd_weight_acc_floats(s));
     m->zeros = piece(base, &at, 2 * (plane_elems(s) + 2 * (size_t)s->Ho));
     m->even = piece(base, &at, s->Wo % 2 ? 2 * (size_t)s->Ho * (s->Wo + 1) * NB : 0);
     m->off = piece(base, &at, 4 * (K + 8));
@@ -437,7 +443,7 @@ void k_conv_direct_bf16_fwd_pool(const k_conv_shape *s, float *y, int32_t *argma
                             m.wpk + (size_t)t * K2 * ct, (size_t)s->sw * NB,
                             m.yb + (((size_t)t * ct * s->Ho + oh) * wo_pad + ow) * NB, ystride);
         if (argmax) { /* pooled in the blocked layout (conv_direct.c): the conv output never leaves it */
-            size_t img_p = (size_t)s->Co * (s->Ho / 2) * (s->Wo / 2);
+            size_t img_p = k_conv_direct_pool16_floats(s) / NB; /* one image's pooled values */
             k_conv_direct_pool_from_blocked16(s, m.yb, wo_pad, nb, b, relu, y + n0 * img_p, argmax + n0 * img_p,
                                               m.pooled, m.pa, m.sink);
             continue;
@@ -521,10 +527,6 @@ static void bww_pack_block(const k_conv_shape *s, const wmem *m, const k_bf16 *x
         }
         pack_u32_plane(m->dyb + (size_t)co * s->Ho * Wo2 * NB, d, s->Ho * Wo2);
     }
-}
-
-size_t k_conv_direct_bf16_bwd_weight_acc_floats(const k_conv_shape *s) {
-    return (size_t)(s->Co + CT_MAX) * ((size_t)s->Ci * s->kh * s->kw + 8) * NB;
 }
 
 void k_conv_direct_bf16_bwd_weight(const k_conv_shape *s, float *dw, const k_bf16 *x, const k_bf16 *dy,
