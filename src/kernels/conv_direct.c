@@ -272,14 +272,19 @@ static size_t plane_floats(const k_conv_shape *s) {
 
 /* Blocked t[c][Hd][Wd][NB] (interior at (ph, pw)) <- nb images of plain [c][h][w]
  * (image stride img); idle lanes read `zeros`. The border must already be zero. */
-static void to_blocked(const nisa *isa, float *t, const float *x, size_t img, int nb, int C, int H, int W, int ph,
-                       int pw, const float *zeros) {
-    int NB = isa->vl, Hd = H + 2 * ph, Wd = W + 2 * pw;
+static void to_blocked_strided(const nisa *isa, float *t, size_t cstride, const float *x, size_t img, int nb, int C,
+                               int H, int W, int ph, int pw, const float *zeros) {
+    int NB = isa->vl, Wd = W + 2 * pw;
     const float *src[NB_MAX];
     for (int c = 0; c < C; c++) {
         for (int l = 0; l < NB; l++) src[l] = l < nb ? x + l * img + (size_t)c * H * W : zeros;
-        isa->pack(t + (size_t)c * Hd * Wd * NB, src, H, W, Wd, ph, pw);
+        isa->pack(t + (size_t)c * cstride, src, H, W, Wd, ph, pw);
     }
+}
+static void to_blocked(const nisa *isa, float *t, const float *x, size_t img, int nb, int C, int H, int W, int ph,
+                       int pw, const float *zeros) {
+    size_t cstride = (size_t)(H + 2 * ph) * (W + 2 * pw) * isa->vl;
+    to_blocked_strided(isa, t, cstride, x, img, nb, C, H, W, ph, pw, zeros);
 }
 
 /* Plain [c][h][w] (+ bias[c]) of nb images <- blocked t[c][H][Wd][NB]; idle lanes go to `sink`.
@@ -611,7 +616,7 @@ static int bwd_rows_pad(const k_conv_shape *s) { return s->kw - 1 - s->pw; }
 static size_t bwd_carve(const k_conv_shape *s, float *p, bwd_mem *m) {
     size_t total = 0, khw = (size_t)s->kh * s->kw, P = bwd_rows_pad(s) > 0 ? (size_t)bwd_rows_pad(s) : 0;
     p = align_scratch(p, &total);
-    m->dyb = carve(&p, &total, ((size_t)s->Co * s->Ho * (s->Wo + 2 * P) + PT_MAX + 1) * NB_MAX);
+    m->dyb = carve(&p, &total, ((size_t)s->Co * (s->Ho * (s->Wo + 2 * P) + 1) + PT_MAX + 1) * NB_MAX);
     m->dxb = carve(&p, &total, (size_t)(s->Ci + CT_MAX) * s->H * (s->W + PT_MAX) * NB_MAX);
     m->wpk = carve(&p, &total, khw * s->Co * (s->Ci + CT_MAX));
     m->zeros = carve(&p, &total, plane_floats(s));
@@ -712,12 +717,12 @@ void k_conv_direct_bwd_data(const k_conv_shape *s, float *dx, const float *dy, c
     }
     const nbwd_cfg *cfg = pick_bwd(isa, s);
     int NB = isa->vl, ct = cfg->ct, ci_tiles = div_up(s->Ci, ct), khw = s->kh * s->kw;
-    size_t dstride = (size_t)s->Ho * s->Wo * NB, xstride = (size_t)s->H * s->W * NB;
+    size_t dstride = k_conv_direct_spread_stride((size_t)s->Ho * s->Wo, NB), xstride = (size_t)s->H * s->W * NB;
     pack_bwd_weights(s, ct, w, m.wpk);
     size_t img_x = (size_t)s->Ci * s->H * s->W, img_y = (size_t)s->Co * s->Ho * s->Wo;
     for (int n0 = 0; n0 < s->N; n0 += NB) {
         int nb = s->N - n0 < NB ? s->N - n0 : NB;
-        to_blocked(isa, m.dyb, dy + n0 * img_y, img_y, nb, s->Co, s->Ho, s->Wo, 0, 0, m.zeros);
+        to_blocked_strided(isa, m.dyb, dstride, dy + n0 * img_y, img_y, nb, s->Co, s->Ho, s->Wo, 0, 0, m.zeros);
         for (int h = 0; h < s->H; h++) {
             int nr = k_conv_taps_for(h, s->kh, s->sh, s->ph, s->Ho, m.rows);
             for (int ww = 0; ww < s->W; ww++) {

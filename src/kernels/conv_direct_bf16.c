@@ -264,9 +264,9 @@ XT_UNROLL
 
 /* Blocked pairs t[C/2 rounded up][Hd][Wd][16] <- nb images of plain bf16 [c][h][w]
  * (image stride img); idle lanes and the missing odd channel read `zeros`. */
-static void to_blocked_pairs(uint32_t *t, const k_bf16 *x, size_t img, int nb, int C, int H, int W, int ph, int pw,
-                             const k_bf16 *zeros) {
-    int Hd = H + 2 * ph, Wd = W + 2 * pw;
+static void to_blocked_pairs_strided(uint32_t *t, size_t pstride, const k_bf16 *x, size_t img, int nb, int C, int H,
+                                     int W, int ph, int pw, const k_bf16 *zeros) {
+    int Wd = W + 2 * pw;
     size_t plane = (size_t)H * W;
     const k_bf16 *a[NB], *b[NB];
     for (int p = 0; p < div_up(C, 2); p++) {
@@ -274,8 +274,12 @@ static void to_blocked_pairs(uint32_t *t, const k_bf16 *x, size_t img, int nb, i
             a[l] = l < nb ? x + l * img + (size_t)2 * p * plane : zeros;
             b[l] = l < nb && 2 * p + 1 < C ? x + l * img + (size_t)(2 * p + 1) * plane : zeros;
         }
-        pack_pair_plane(t + (size_t)p * Hd * Wd * NB, a, b, 0, H, W, Wd, ph, pw);
+        pack_pair_plane(t + (size_t)p * pstride, a, b, 0, H, W, Wd, ph, pw);
     }
+}
+static void to_blocked_pairs(uint32_t *t, const k_bf16 *x, size_t img, int nb, int C, int H, int W, int ph, int pw,
+                             const k_bf16 *zeros) {
+    to_blocked_pairs_strided(t, (size_t)(H + 2 * ph) * (W + 2 * pw) * NB, x, img, nb, C, H, W, ph, pw, zeros);
 }
 
 static uint32_t pair_of(k_bf16 lo, k_bf16 hi) { return (uint32_t)lo | (uint32_t)hi << 16; }
@@ -346,7 +350,7 @@ static void *piece(char *base, size_t *at, size_t bytes) {
 static size_t carve(const k_conv_shape *s, void *scratch, dmem *m) {
     char *base = scratch ? (char *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63) : NULL;
     size_t at = 0, K2 = (size_t)div_up(s->Ci, 2) * s->kh * s->kw, khw = (size_t)s->kh * s->kw;
-    size_t dyb = (size_t)div_up(s->Co, 2) * s->Ho * s->Wo * NB, xb = xb_elems(s);
+    size_t dyb = (size_t)div_up(s->Co, 2) * (s->Ho * s->Wo + 1) * NB, xb = xb_elems(s);
     size_t yb = (size_t)(s->Co + CT_MAX) * s->Ho * (s->Wo + PT_MAX) * NB;
     size_t dxb = (size_t)(s->Ci + CT_MAX) * s->H * s->W * NB;
     size_t wf = (size_t)(s->Co + CT_MAX) * K2, wb = khw * div_up(s->Co, 2) * (s->Ci + CT_MAX);
@@ -472,7 +476,7 @@ static void pack_bwd_weights(const k_conv_shape *s, const k_bf16 *w, int ct, uin
 void k_conv_direct_bf16_bwd_data(const k_conv_shape *s, float *dx, const k_bf16 *dy, const k_bf16 *w, void *scratch) {
     const dbwd_cfg *cfg = pick_bwd(s);
     int ct = cfg->ct, Cq = div_up(s->Co, 2), khw = s->kh * s->kw;
-    size_t dstride = (size_t)s->Ho * s->Wo * NB, xstride = (size_t)s->H * s->W * NB;
+    size_t dstride = k_conv_direct_spread_stride((size_t)s->Ho * s->Wo, NB), xstride = (size_t)s->H * s->W * NB;
     dmem m;
     carve(s, scratch, &m);
     int32_t *rows = m.off, *cols = m.off + 2 * s->kh;
@@ -481,7 +485,7 @@ void k_conv_direct_bf16_bwd_data(const k_conv_shape *s, float *dx, const k_bf16 
     size_t img_x = (size_t)s->Ci * s->H * s->W, img_y = (size_t)s->Co * s->Ho * s->Wo;
     for (int n0 = 0; n0 < s->N; n0 += NB) {
         int nb = s->N - n0 < NB ? s->N - n0 : NB;
-        to_blocked_pairs(m.xb, dy + n0 * img_y, img_y, nb, s->Co, s->Ho, s->Wo, 0, 0, m.zeros);
+        to_blocked_pairs_strided(m.xb, dstride, dy + n0 * img_y, img_y, nb, s->Co, s->Ho, s->Wo, 0, 0, m.zeros);
         for (int h = 0; h < s->H; h++) {
             int nr = k_conv_taps_for(h, s->kh, s->sh, s->ph, s->Ho, rows);
             for (int ww = 0; ww < s->W; ww++) {
