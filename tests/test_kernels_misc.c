@@ -493,6 +493,27 @@ TEST(rng_fill_matches_single_draws) {
     k_simd_force(-1);
 }
 
+/* The boundary: a draw equal to p keeps its element (u < p drops), on every
+ * SIMD path. p is set to the draws themselves, so the equality is exact. */
+TEST(dropout_keeps_a_draw_equal_to_p) {
+    size_t n = 600; /* past one 256-draw chunk, with a partial one after it */
+    float *x = malloc(n * sizeof(float)), *y = malloc(n * sizeof(float));
+    for (size_t i = 0; i < n; i++) x[i] = 1.0f + (float)i;
+    size_t probes[] = {3, 70, 300, 599};
+    for (int lvl = 0; lvl <= k_simd_detect(); lvl++) {
+        k_simd_force(lvl);
+        for (size_t a = 0; a < sizeof probes / sizeof probes[0]; a++) {
+            float p = k_rng_uniform(17, 3, 1 + probes[a]); /* index0 = 1: chunks start off a Philox block */
+            if (!(p > 0.0f && p < 1.0f)) continue;
+            k_dropout(n, y, x, p, 17, 3, 1);
+            CHECK_MSG(y[probes[a]] == x[probes[a]] * (1.0f / (1.0f - p)), "simd%d index %zu: %g", lvl, probes[a],
+                      (double)y[probes[a]]);
+        }
+    }
+    k_simd_force(-1);
+    free(x), free(y);
+}
+
 TEST(dropout_matches_formula) {
     size_t n = 1000;
     unsigned seed = 51;

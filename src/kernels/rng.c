@@ -4,9 +4,10 @@
  * (seed, counter, index): the key is the 64-bit seed, the 128-bit counter block
  * is (index / 4, counter) and the index picks one of the block's four words
  * (as cuRAND and PyTorch draw four values per Philox call); a bulk fill giving
- * the same values 16 blocks at a time on AVX-512; and dropout on top of it. No
- * state, so a replayed step (same seed, step, index) draws the same mask in any
- * worker and any order, and backward recomputes the mask instead of storing it.
+ * the same values 64 blocks at a time on AVX-512 (four independent groups of
+ * 16); and dropout on top of it. No state, so a replayed step (same seed,
+ * step, index) draws the same mask in any worker and any order, and backward
+ * recomputes the mask instead of storing it.
  * Philox passes BigCrush; PyTorch's CUDA generator and JAX use it.
  * Is not: a stream generator or anything cryptographic.
  */
@@ -73,38 +74,33 @@ float k_rng_uniform(uint64_t seed, uint64_t counter, uint64_t i) {
 #ifdef XT_RNG_X86
 #define XT_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
 
-/* high 32 bits of the 32x32-bit products, lane-wise (m: a constant in every lane) */
-XT_AVX512 static inline __m512i mulhi_epu32(__m512i a, __m512i m) {
+/* both 32-bit halves of the 32x32-bit products, lane-wise (m: a constant in every
+ * lane), from the two 64-bit products of the even and the odd lanes: cheaper than
+ * a separate low multiply (vpmulld is two multiplies' worth on these cores) */
+XT_AVX512 static inline void mul_hilo_epu32(__m512i a, __m512i m, __m512i *hi, __m512i *lo) {
     __m512i even = _mm512_mul_epu32(a, m), odd = _mm512_mul_epu32(_mm512_srli_epi64(a, 32), m);
-    return _mm512_mask_blend_epi32(0xAAAA, _mm512_srli_epi64(even, 32), odd);
+    *hi = _mm512_mask_blend_epi32(0xAAAA, _mm512_srli_epi64(even, 32), odd);
+    *lo = _mm512_mask_blend_epi32(0xAAAA, even, _mm512_slli_epi64(odd, 32));
 }
 
-/* out[0..64) = the 4 words of blocks block0 .. block0+15, in index order. */
-XT_AVX512 static void fill16_avx512(uint64_t seed, uint64_t counter, uint64_t block0, float *out) {
+/* The counter words (c0, c1) of blocks block0 .. block0+15, one block per lane. */
+XT_AVX512 static inline void block_counters(uint64_t block0, __m512i *c0, __m512i *c1) {
     const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-    __m512i base = _mm512_set1_epi32((int)(uint32_t)block0);
-    __m512i c0 = _mm512_add_epi32(base, iota);
-    __mmask16 carry = _mm512_cmplt_epu32_mask(c0, base); /* the low word wrapped */
-    __m512i c1 = _mm512_mask_add_epi32(_mm512_set1_epi32((int)(uint32_t)(block0 >> 32)), carry,
-                                       _mm512_set1_epi32((int)(uint32_t)(block0 >> 32)), _mm512_set1_epi32(1));
-    __m512i c2 = _mm512_set1_epi32((int)(uint32_t)counter), c3 = _mm512_set1_epi32((int)(uint32_t)(counter >> 32));
-    const __m512i m0 = _mm512_set1_epi32((int)PHILOX_M0), m1 = _mm512_set1_epi32((int)PHILOX_M1);
-    uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
-    for (int r = 0; r < 10; r++, k0 += PHILOX_W0, k1 += PHILOX_W1) {
-        __m512i hi0 = mulhi_epu32(c0, m0), lo0 = _mm512_mullo_epi32(c0, m0);
-        __m512i hi1 = mulhi_epu32(c2, m1), lo1 = _mm512_mullo_epi32(c2, m1);
-        c0 = _mm512_xor_si512(_mm512_xor_si512(hi1, c1), _mm512_set1_epi32((int)k0));
-        c1 = lo1;
-        c2 = _mm512_xor_si512(_mm512_xor_si512(hi0, c3), _mm512_set1_epi32((int)k1));
-        c3 = lo0;
-    }
+    __m512i base = _mm512_set1_epi32((int)(uint32_t)block0), hi = _mm512_set1_epi32((int)(uint32_t)(block0 >> 32));
+    *c0 = _mm512_add_epi32(base, iota);
+    __mmask16 carry = _mm512_cmplt_epu32_mask(*c0, base); /* the low word wrapped */
+    *c1 = _mm512_mask_add_epi32(hi, carry, hi, _mm512_set1_epi32(1));
+}
+
+/* Words (f0..f3: word w of block b in lane b) as uniform floats, stored in index
+ * order: out[4b + w]. Per 128-bit chunk k, u_m becomes the 4 words of block 4k+m;
+ * then a 4x4 transpose of chunks. */
+XT_AVX512 static inline void store_block_major(__m512i w0, __m512i w1, __m512i w2, __m512i w3, float *out) {
     const __m512 scale = _mm512_set1_ps(TWO_M24);
-    __m512 f0 = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_srli_epi32(c0, 8)), scale);
-    __m512 f1 = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_srli_epi32(c1, 8)), scale);
-    __m512 f2 = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_srli_epi32(c2, 8)), scale);
-    __m512 f3 = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_srli_epi32(c3, 8)), scale);
-    /* f_w lane b = word w of block b; want block-major order. Per 128-bit chunk k,
-     * u_m becomes the 4 words of block 4k+m; then a 4x4 transpose of chunks. */
+    __m512 f0 = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_srli_epi32(w0, 8)), scale);
+    __m512 f1 = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_srli_epi32(w1, 8)), scale);
+    __m512 f2 = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_srli_epi32(w2, 8)), scale);
+    __m512 f3 = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_srli_epi32(w3, 8)), scale);
     __m512 t0 = _mm512_unpacklo_ps(f0, f1), t1 = _mm512_unpackhi_ps(f0, f1);
     __m512 t2 = _mm512_unpacklo_ps(f2, f3), t3 = _mm512_unpackhi_ps(f2, f3);
     __m512 u0 = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t0), _mm512_castps_pd(t2)));
@@ -118,6 +114,41 @@ XT_AVX512 static void fill16_avx512(uint64_t seed, uint64_t counter, uint64_t bl
     _mm512_storeu_ps(out + 32, _mm512_shuffle_f32x4(b, d, 0x88));
     _mm512_storeu_ps(out + 48, _mm512_shuffle_f32x4(b, d, 0xDD));
 }
+
+/* out[0..64*G) = the 4 words of blocks block0 .. block0+16*G-1, in index order.
+ * A Philox round is a chain of ~8 cycles (multiply, shift, blend, xor) against
+ * ~16 instructions, so one group of 16 blocks leaves the core idle between
+ * rounds; G groups are independent chains the core interleaves. MEASURED
+ * (kernel_bench, dropout 128x9216, Zen 5): G=1 710-756 us, G=4 439-457 us. */
+XT_AVX512 static inline __attribute__((always_inline)) void fill_groups(const int G, uint64_t seed, uint64_t counter,
+                                                                       uint64_t block0, float *out) {
+    __m512i c0[4], c1[4], c2[4], c3[4];
+    const __m512i m0 = _mm512_set1_epi32((int)PHILOX_M0), m1 = _mm512_set1_epi32((int)PHILOX_M1);
+    for (int g = 0; g < G; g++) {
+        block_counters(block0 + 16 * (uint64_t)g, &c0[g], &c1[g]);
+        c2[g] = _mm512_set1_epi32((int)(uint32_t)counter), c3[g] = _mm512_set1_epi32((int)(uint32_t)(counter >> 32));
+    }
+    uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
+    for (int r = 0; r < 10; r++, k0 += PHILOX_W0, k1 += PHILOX_W1) {
+        __m512i kv0 = _mm512_set1_epi32((int)k0), kv1 = _mm512_set1_epi32((int)k1);
+        for (int g = 0; g < G; g++) {
+            __m512i hi0, lo0, hi1, lo1;
+            mul_hilo_epu32(c0[g], m0, &hi0, &lo0);
+            mul_hilo_epu32(c2[g], m1, &hi1, &lo1);
+            c0[g] = _mm512_xor_si512(_mm512_xor_si512(hi1, c1[g]), kv0);
+            c1[g] = lo1;
+            c2[g] = _mm512_xor_si512(_mm512_xor_si512(hi0, c3[g]), kv1);
+            c3[g] = lo0;
+        }
+    }
+    for (int g = 0; g < G; g++) store_block_major(c0[g], c1[g], c2[g], c3[g], out + 64 * g);
+}
+XT_AVX512 static void fill4_avx512(uint64_t seed, uint64_t counter, uint64_t block0, float *out) {
+    fill_groups(4, seed, counter, block0, out);
+}
+XT_AVX512 static void fill1_avx512(uint64_t seed, uint64_t counter, uint64_t block0, float *out) {
+    fill_groups(1, seed, counter, block0, out);
+}
 #undef XT_AVX512
 #endif
 
@@ -125,8 +156,10 @@ void k_rng_uniform_fill(uint64_t seed, uint64_t counter, uint64_t i0, size_t n, 
     size_t j = 0;
     for (; j < n && ((i0 + j) & 3); j++) out[j] = k_rng_uniform(seed, counter, i0 + j);
 #ifdef XT_RNG_X86
-    if (k_simd_level() == K_SIMD_AVX512)
-        for (; n - j >= 64; j += 64) fill16_avx512(seed, counter, (i0 + j) >> 2, out + j);
+    if (k_simd_level() == K_SIMD_AVX512) {
+        for (; n - j >= 256; j += 256) fill4_avx512(seed, counter, (i0 + j) >> 2, out + j);
+        for (; n - j >= 64; j += 64) fill1_avx512(seed, counter, (i0 + j) >> 2, out + j);
+    }
 #endif
     for (; n - j >= 4; j += 4) {
         uint32_t w[4];
@@ -138,12 +171,19 @@ void k_rng_uniform_fill(uint64_t seed, uint64_t counter, uint64_t i0, size_t n, 
 
 /* Branch-free select: a drop is a coin flip the branch predictor cannot learn
  * (the branchy loop ran at ~5 ns per element, mostly mispredictions). Dropped
- * elements are exactly 0, not x*0 (which would keep a NaN or an inf). */
+ * elements are exactly 0, not x*0 (which would keep a NaN or an inf). Chunks
+ * start on a Philox block (4 draws), so all but the first run whole blocks.
+ * The select stays 4 lanes wide: MEASURED (wide_cnn's DROPOUT_BWD in the
+ * engine, Zen 5) a 16-lane masked multiply ran 1.2-1.35 ms against 0.56-0.77
+ * (while faster in DROPOUT and in kernel_bench); the cause is not found: a
+ * microbenchmark of loads and stores 4 KiB apart showed no aliasing cost. */
 void k_dropout(size_t n, float *y, const float *x, float p, uint64_t seed, uint64_t counter, uint64_t index0) {
     float scale = 1.0f / (1.0f - p), u[256];
     v4f pv = v4_splat(p), sv = v4_splat(scale), zero = v4_splat(0.0f);
-    for (size_t i0 = 0; i0 < n; i0 += 256) {
-        size_t m = n - i0 < 256 ? n - i0 : 256, j = 0;
+    for (size_t i0 = 0, m; i0 < n; i0 += m) {
+        m = 256 - ((index0 + i0) & 3);
+        m = n - i0 < m ? n - i0 : m;
+        size_t j = 0;
         k_rng_uniform_fill(seed, counter, index0 + i0, m, u);
         for (; j + 4 <= m; j += 4)
             v4_store(y + i0 + j, v4_select(v4_load(u + j) < pv, zero, v4_load(x + i0 + j) * sv));
