@@ -285,6 +285,10 @@ TEST(bf16_conv_direct_every_model_shape_and_edge) {
         SHAPE(17, 3, 7, 11, 1, 3, 2, 1), SHAPE(16, 7, 6, 6, 3, 1, 1, 0),       /* Co 1; odd 1x1 */
         SHAPE(19, 1, 5, 5, 1, 5, 1, 2),                                         /* one channel each way */
         {.N = 18, .Ci = 9, .H = 10, .W = 13, .Co = 11, .kh = 2, .kw = 4, .sh = 1, .sw = 3, .ph = 1, .pw = 2},
+        /* the forward's tap pairs (fewer pairs than channel pairs) with odd
+         * Ci, odd and even kw, column stride 2 and 3, padding */
+        {.N = 17, .Ci = 3, .H = 11, .W = 12, .Co = 5, .kh = 3, .kw = 5, .sh = 2, .sw = 2, .ph = 1, .pw = 2},
+        {.N = 3, .Ci = 1, .H = 10, .W = 13, .Co = 4, .kh = 2, .kw = 4, .sh = 1, .sw = 3, .ph = 1, .pw = 2},
     };
     for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++)
         for (int ps = FWD; ps <= BWD_WEIGHT; ps++) conv_case(shapes[i], (pass)ps);

@@ -7,7 +7,10 @@
  *   fwd         pairs of input channels: xb[ci/2][Hp][Wp][16][2] (Ci padded to
  *               even with zeros), weights (w[co][2p][i][j], w[co][2p+1][i][j]);
  *               y tile = CT out channels x PT pixels of one output row, summed
- *               over the Ci/2 * kh * kw pair-taps
+ *               over the Ci/2 * kh * kw pair-taps; or, where it makes fewer
+ *               pairs (one input channel: conv1), pairs of neighbouring taps
+ *               of a kernel row: xb[ci][Hp][Wp][16] = (xp[h][w], xp[h][w+1]),
+ *               weights (w[co][ci][i][2q], w[co][ci][i][2q+1]), Ci*kh*ceil(kw/2)
  *   bwd_data    pairs of output channels: dyb[co/2][Ho][Wo][16][2], weights
  *               (w[2q][ci][i][j], w[2q+1][ci][i][j]); one dx pixel x CT in
  *               channels, summed over exactly the (tap, dy pixel) pairs that
@@ -333,10 +336,20 @@ static size_t plane_elems(const k_conv_shape *s) {
     size_t a = (size_t)s->H * s->W, b = (size_t)s->Ho * s->Wo;
     return a > b ? a : b;
 }
-/* pair-pixels of one blocked, padded input block, with slack for the garbage
- * pixels a partial fwd tile reads past the end of a row */
+/* The forward pairs input channels (c, c+1) at one tap, unless neighbouring
+ * taps of a row, (i, j) and (i, j+1) of one channel, make fewer pairs: with
+ * one input channel (both models' conv1) a channel pair is half zeros, so a
+ * 5x5 kernel costs 25 pair-taps where tap pairs need 5 x 3 = 15. */
+static int fwd_pairs_taps(const k_conv_shape *s) {
+    return (long)s->Ci * s->kh * div_up(s->kw, 2) < (long)div_up(s->Ci, 2) * s->kh * s->kw;
+}
+
+/* pair-pixels of one blocked, padded input block (a pair plane per channel
+ * pair, or per channel when the forward pairs taps), with slack for the
+ * garbage pixels a partial fwd tile reads past the end of a row */
 static size_t xb_elems(const k_conv_shape *s) {
-    return ((size_t)div_up(s->Ci, 2) * (s->H + 2 * s->ph) * (s->W + 2 * s->pw) + (size_t)PT_MAX * s->sw + 1) * NB;
+    size_t planes = fwd_pairs_taps(s) ? (size_t)s->Ci : (size_t)div_up(s->Ci, 2);
+    return (planes * (s->H + 2 * s->ph) * (s->W + 2 * s->pw) + (size_t)PT_MAX * s->sw + 1) * NB;
 }
 
 /* one 64-byte-aligned piece of `bytes`; with base NULL only counts */
@@ -416,6 +429,39 @@ static void pack_fwd_weights(const k_conv_shape *s, const k_bf16 *w, int ct, uin
                 }
 }
 
+/* Tap pairs: wpk[tile][ci][i][jp][c] = (w[co][ci][i][2jp], w[co][ci][i][2jp+1]), zero past kw and Co */
+static void pack_fwd_weights_taps(const k_conv_shape *s, const k_bf16 *w, int ct, uint32_t *wpk) {
+    int jp = div_up(s->kw, 2), khw = s->kh * s->kw;
+    size_t k = 0;
+    for (int t = 0; t < div_up(s->Co, ct); t++)
+        for (int ci = 0; ci < s->Ci; ci++)
+            for (int i = 0; i < s->kh; i++)
+                for (int q = 0; q < jp; q++)
+                    for (int c = 0; c < ct; c++, k++) {
+                        int co = t * ct + c, j = 2 * q;
+                        const k_bf16 *wc = w + ((size_t)co * s->Ci + ci) * khw + (size_t)i * s->kw + j;
+                        k_bf16 lo = co < s->Co ? wc[0] : 0, hi = co < s->Co && j + 1 < s->kw ? wc[1] : 0;
+                        wpk[k] = pair_of(lo, hi);
+                    }
+}
+
+/* Tap pairs: each channel's padded plane as (xp[w], xp[w+1]) (bwd_weight's
+ * packing with a shift of one column, whatever the stride) */
+static void fwd_pack_taps(const k_conv_shape *s, uint32_t *xb, const k_bf16 *x, size_t img, int nb,
+                          const k_bf16 *zeros) {
+    int Hp = s->H + 2 * s->ph, Wp = s->W + 2 * s->pw;
+    const k_bf16 *a[NB], *b[NB];
+    for (int ci = 0; ci < s->Ci; ci++) {
+        for (int l = 0; l < NB; l++) {
+            a[l] = l < nb ? x + l * img + (size_t)ci * s->H * s->W : zeros;
+            b[l] = a[l] + 1;
+        }
+        uint32_t *t = xb + (size_t)ci * Hp * Wp * NB;
+        pack_pair_plane(t, a, b, 1, s->H, s->W, Wp, s->ph, s->pw);
+        fix_shifted_edges(t, a, s->H, s->W, Wp, s->ph, s->pw, 1);
+    }
+}
+
 void k_conv_direct_bf16_fwd(const k_conv_shape *s, float *y, const k_bf16 *x, const k_bf16 *w, const float *b,
                             int relu, void *scratch) {
     k_conv_direct_bf16_fwd_pool(s, y, NULL, x, w, b, relu, scratch);
@@ -424,22 +470,33 @@ void k_conv_direct_bf16_fwd(const k_conv_shape *s, float *y, const k_bf16 *x, co
 void k_conv_direct_bf16_fwd_pool(const k_conv_shape *s, float *y, int32_t *argmax, const k_bf16 *x, const k_bf16 *w,
                                  const float *b, int relu, void *scratch) {
     const dfwd_cfg *cfg = pick_fwd(s);
-    int ct = cfg->ct, pt = cfg->pt, Cp = div_up(s->Ci, 2), K2 = Cp * s->kh * s->kw;
+    int taps = fwd_pairs_taps(s), jp = div_up(s->kw, 2), Cp = div_up(s->Ci, 2);
+    int ct = cfg->ct, pt = cfg->pt, K2 = taps ? s->Ci * s->kh * jp : Cp * s->kh * s->kw;
     int Hp = s->H + 2 * s->ph, Wp = s->W + 2 * s->pw, wo_pad = div_up(s->Wo, pt) * pt;
     size_t ystride = (size_t)s->Ho * wo_pad * NB;
     dmem m;
     carve(s, scratch, &m);
-    pack_fwd_weights(s, w, ct, m.wpk);
-    for (int p = 0, k = 0; p < Cp; p++)
-        for (int i = 0; i < s->kh; i++)
-            for (int j = 0; j < s->kw; j++) m.off[k++] = (int32_t)((((size_t)p * Hp + i) * Wp + j) * NB);
+    if (taps) {
+        pack_fwd_weights_taps(s, w, ct, m.wpk);
+        for (int ci = 0, k = 0; ci < s->Ci; ci++)
+            for (int i = 0; i < s->kh; i++)
+                for (int q = 0; q < jp; q++) m.off[k++] = (int32_t)((((size_t)ci * Hp + i) * Wp + 2 * q) * NB);
+    } else {
+        pack_fwd_weights(s, w, ct, m.wpk);
+        for (int p = 0, k = 0; p < Cp; p++)
+            for (int i = 0; i < s->kh; i++)
+                for (int j = 0; j < s->kw; j++) m.off[k++] = (int32_t)((((size_t)p * Hp + i) * Wp + j) * NB);
+    }
     /* packing writes the interior only: the padding border and the slack stay zero */
     memset(m.xb, 0, 4 * xb_elems(s));
     memset(m.zeros, 0, 2 * plane_elems(s));
     size_t img_x = (size_t)s->Ci * s->H * s->W, img_y = (size_t)s->Co * s->Ho * s->Wo;
     for (int n0 = 0; n0 < s->N; n0 += NB) {
         int nb = s->N - n0 < NB ? s->N - n0 : NB;
-        to_blocked_pairs(m.xb, x + n0 * img_x, img_x, nb, s->Ci, s->H, s->W, s->ph, s->pw, m.zeros);
+        if (taps)
+            fwd_pack_taps(s, m.xb, x + n0 * img_x, img_x, nb, m.zeros);
+        else
+            to_blocked_pairs(m.xb, x + n0 * img_x, img_x, nb, s->Ci, s->H, s->W, s->ph, s->pw, m.zeros);
         for (int t = 0; t < div_up(s->Co, ct); t++)
             for (int oh = 0; oh < s->Ho; oh++)
                 for (int ow = 0; ow < wo_pad; ow += pt)
@@ -582,6 +639,7 @@ size_t k_conv_direct_bf16_scratch(const k_conv_shape *s) {
     (void)s;
     return 0;
 }
+
 void k_conv_direct_bf16_fwd(const k_conv_shape *s, float *y, const k_bf16 *x, const k_bf16 *w, const float *b,
                             int relu, void *scratch) {
     (void)s, (void)y, (void)x, (void)w, (void)b, (void)relu, (void)scratch;
