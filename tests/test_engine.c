@@ -486,3 +486,89 @@ TEST(engine_conv_relu_pool_epilogue_only_where_the_relu_has_no_other_reader) {
     }
     xt_store_free(&st);
 }
+
+/* One row of the kernel report: its microseconds per step and GFLOP/s
+ * (-1: "-"), found by the kernel's op and output shape; 0 if absent. */
+static int report_row(const char *report, const char *op, const char *shape, double *us, double *gflops) {
+    for (const char *l = report; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+        const char *end = strchr(l, '\n');
+        size_t len = end ? (size_t)(end - l) : strlen(l);
+        char line[256];
+        if (len >= sizeof line) continue;
+        memcpy(line, l, len);
+        line[len] = 0;
+        char *o = strstr(line, op), *s = strstr(line, shape);
+        if (!o || !s || o[strlen(op)] != ' ') continue;
+        char run[16], rate[16];
+        if (sscanf(s + strlen(shape), " %15s %lf %*f%% %15s", run, us, rate) != 3) return 0;
+        *gflops = strcmp(rate, "-") ? atof(rate) : -1.0;
+        return 1;
+    }
+    return 0;
+}
+
+/* The per-kernel profile: with `profile` on, one row per kernel of the
+ * plan (the engine's own count), the steps it covers, and the arithmetic
+ * rate of a convolution and a GEMM from their shapes (2 FLOPs per
+ * multiply-add: conv 8x8x16x16 -> 16 channels, 3x3, pad 1, is 2,359,296
+ * multiply-adds; the GEMM [8, 4096] x [64, 4096]^T is 2,097,152). Reset
+ * empties it; without `profile` there is nothing to report. */
+TEST(engine_kernel_report_times_every_kernel_with_its_rate) {
+    xt_store st;
+    xt_store_init(&st);
+    int x = add_slot(&st, "x", 4, (int32_t[]){8, 8, 16, 16}, NULL);
+    int w = add_slot(&st, "w", 4, (int32_t[]){16, 8, 3, 3}, NULL);
+    int v = add_slot(&st, "v", 2, (int32_t[]){64, 4096}, NULL);
+    xt_err e = {0};
+    CHECK(xt_store_finalize(&st, &e) == 0);
+    for (int s = 0; s < 3; s++)
+        for (int64_t i = 0; i < st.slots[s].numel; i++) xt_store_f32(&st, s)[i] = (float)((i * 37 + s) % 17) / 17.0f - 0.5f;
+    for (int profile = 1; profile >= 0; profile--) {
+        xt_engine_opts o = {.fuse = 1, .profile = profile};
+        xt_engine *en = xt_engine_new(&st, &o);
+        xt_exec_stats es = {0};
+        for (int step = 0; step < 4; step++) {
+            if (step == 1) xt_engine_kernel_profile_reset(en); /* the compile step's times go */
+            xt_graph *g = xt_engine_graph(en);
+            xt_t lw = xt_leaf(g, w), lv = xt_leaf(g, v);
+            xt_t h = xt_relu(g, xt_conv2d(g, xt_leaf(g, x), lw, XT_NONE, 1, 1, 1, 1));
+            xt_t y = xt_matmul(g, xt_reshape(g, h, 2, (int32_t[]){8, 4096}), lv, 0, 1);
+            xt_t loss = xt_sum_all(g, xt_mul(g, y, y)), wrt[2] = {lw, lv}, gr[2];
+            CHECK(xt_backward(g, loss, wrt, 2, gr) == 0);
+            float l;
+            xt_fetch(g, loss, &l, sizeof l);
+            CHECK_MSG(xt_mark_step(en, &e) == 0, "%s", e.msg);
+            xt_engine_last_stats(en, &es);
+        }
+        char *report = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&report, &len);
+        xt_engine_kernel_report(en, f);
+        fclose(f);
+        if (!profile) {
+            CHECK_MSG(len == 0, "profile off, yet: %s", report);
+        } else {
+            CHECK_MSG(strstr(report, "3 steps") != NULL, "%s", report);
+            int rows = 0;
+            for (char *l = strchr(report, '\n'); l; l = strchr(l + 1, '\n')) {
+                int k;
+                rows += sscanf(l + 1, "%d", &k) == 1;
+            }
+            CHECK_EQ(rows, es.kernels);
+            double us = 0, gf = 0;
+            CHECK_MSG(report_row(report, "CONV2D", "[8, 16, 16, 16]", &us, &gf), "%s", report);
+            CHECK_MSG(us > 0 && fabs(gf - 2.0 * 2359296 / (us * 1e3)) <= 0.02 * gf + 0.1, "conv: %.1f us, %.1f GFLOP/s", us, gf);
+            CHECK_MSG(report_row(report, "MATMUL", "[8, 64]", &us, &gf), "%s", report);
+            CHECK_MSG(us > 0 && fabs(gf - 2.0 * 2097152 / (us * 1e3)) <= 0.02 * gf + 0.1, "gemm: %.1f us, %.1f GFLOP/s", us, gf);
+            free(report);
+            xt_engine_kernel_profile_reset(en);
+            f = open_memstream(&report, &len);
+            xt_engine_kernel_report(en, f);
+            fclose(f);
+            CHECK_MSG(len == 0, "after a reset: %s", report);
+        }
+        free(report);
+        xt_engine_free(en);
+    }
+    xt_store_free(&st);
+}

@@ -34,6 +34,7 @@ void xt_plan_free(xt_plan *p) {
     free(p->row_bytes);
     free(p->operand_ptrs);
     free(p->ew_scratch);
+    free(p->kernel_ns);
     free(p);
 }
 
@@ -84,7 +85,8 @@ static int alloc_exec_scratch(xt_plan *p) {
     p->operand_ptrs = calloc((size_t)widest, sizeof *p->operand_ptrs);
     p->ew_scratch_bytes = ew;
     p->ew_scratch = aligned_alloc(64, ew);
-    return p->operand_ptrs && p->ew_scratch ? 0 : -1;
+    p->kernel_ns = calloc((size_t)p->nkernels + 1, sizeof *p->kernel_ns);
+    return p->operand_ptrs && p->ew_scratch && p->kernel_ns ? 0 : -1;
 }
 
 /* The plan's key: the traced graph, as traced. */

@@ -73,6 +73,18 @@ xt_graph *xt_engine_graph(xt_engine *en) { return &en->g; }
 
 void xt_engine_last_stats(const xt_engine *en, xt_exec_stats *s) { *s = en->last; }
 
+void xt_engine_kernel_report(const xt_engine *en, FILE *f) {
+    for (int i = 0; i < en->ncache; i++) xt_plan_kernel_report(en->cache[i], f);
+}
+
+void xt_engine_kernel_profile_reset(xt_engine *en) {
+    for (int i = 0; i < en->ncache; i++) {
+        xt_plan *p = en->cache[i];
+        memset(p->kernel_ns, 0, (size_t)p->nkernels * sizeof *p->kernel_ns);
+        p->profiled_steps = 0;
+    }
+}
+
 /* Name what differs between a new graph and the most similar cached one:
  * the thing PyTorch/XLA users most need when a run keeps recompiling. */
 static void describe_new_graph(const xt_engine *en, const xt_graph *g, char *what, size_t cap) {

@@ -56,13 +56,16 @@ static int run_timed(xt_plan *p, const xt_exec_ctx *c, int k, void *scratch, int
     int rc = run_kernel(p, c, kr, scratch, row0, rows, e);
     if (c->profile) {
         const char *cls = kr->group >= 0 ? "Kernel.elementwise" : xt_op_table[p->nodes[kr->node].op].profile_class;
-        xt_metric_add(cls, XT_UNIT_TIME_NS, (double)(xt_now_ns() - t0));
+        double ns = (double)(xt_now_ns() - t0);
+        xt_metric_add(cls, XT_UNIT_TIME_NS, ns);
+        p->kernel_ns[k] += ns;
     }
     return rc;
 }
 
 int xt_execute(xt_plan *p, const xt_exec_ctx *c, xt_fetch_rec *fetches, xt_err *e) {
     char *scratch = (char *)c->arena + ((p->arena_bytes + 63) & ~(size_t)63);
+    p->profiled_steps += c->profile != 0;
     for (int k = 0; k < p->nkernels; k++) {
         int rc = 0;
         if (p->kernels[k].run < 0) {

@@ -31,6 +31,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "engine/store.h"
 #include "util/err.h"
@@ -206,5 +207,13 @@ typedef struct xt_exec_stats {
     int pool_epilogues;      /* convolutions that write only their 2x2 max pool (pass_conv_epilogue.c) */
 } xt_exec_stats;
 void xt_engine_last_stats(const xt_engine *en, xt_exec_stats *s);
+
+/* The per-kernel profile (engine/kernel_report.c): for every cached
+ * executable that ran with `profile` on, a table of its kernels in execution
+ * order: op or fused group, output shape, micro-batch run, microseconds per
+ * step, share of the step's kernel time, GFLOP/s of convolutions and GEMMs.
+ * Reset forgets the times so far (a warm-up's, a compile step's). */
+void xt_engine_kernel_report(const xt_engine *en, FILE *f);
+void xt_engine_kernel_profile_reset(xt_engine *en);
 
 #endif

@@ -122,6 +122,10 @@ typedef struct xt_plan {
     int operand_ptrs_len;
     void *ew_scratch;         /* the fused interpreter's registers and input state (ew.c) */
     size_t ew_scratch_bytes;
+    /* the per-kernel profile (kernel_report.c): wall time of each kernel,
+     * summed over the steps run with the engine's `profile` option on */
+    double *kernel_ns;        /* per kernel */
+    int64_t profiled_steps;
 } xt_plan;
 
 /* Passes (each in its own file). */
@@ -196,5 +200,9 @@ void xt_ew_run(const xt_plan *p, const xt_ew_group *grp, void *const *in, void *
 
 /* dump.c */
 void xt_dump_plan(const xt_plan *p, const char *dir, const char *stage);
+
+/* kernel_report.c: the plan's per-kernel profile table (nothing when no
+ * step of it ran with `profile` on) */
+void xt_plan_kernel_report(const xt_plan *p, FILE *f);
 
 #endif

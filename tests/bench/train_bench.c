@@ -5,6 +5,7 @@
  *
  *   train_bench MODEL.yaml [--procs N] [--batch 128] [--steps 300]
  *               [--infer-batch 1000] [--infer-steps 20] [--precision fp32|bf16]
+ *               [--kernels K]
  *
  * Prints one line "RESULT key=value ..." (tests/bench/run.sh tabulates it):
  * train_sps (all processes), infer_sps (all processes), rss_mb (max per
@@ -17,6 +18,10 @@
  * engine compiled over the 5 warm-up steps: 1 when the train step compiles once),
  * precision, bf16_path (the path the bf16 kernels take on this CPU) and
  * convert_ms (the bf16 casts' share of the step).
+ * --kernels K: before the RESULT line, worker 0 prints the engine's
+ * per-kernel profile of the training step over K profiled steps (after the
+ * compile): every kernel's microseconds per step, share, and GFLOP/s for
+ * convolutions and GEMMs (engine/kernel_report.c).
  * Built by `make bench` (build/release/bench/train_bench).
  */
 #include <cblas.h>
@@ -39,6 +44,7 @@ typedef struct bench {
     xt_run *r;
     int batch, steps, infer_batch, infer_steps;
     int precision;   /* xt_precision */
+    int kernels;     /* --kernels K: profile K steps and print the per-kernel table (rank 0); 0 = off */
 } bench;
 
 enum { V_TRAIN_S, V_TRACE, V_HOST, V_EXEC, V_CONV, V_GEMM, V_POOL, V_NORM, V_EW, V_RED, V_AR, V_OTHER, V_CONVERT, V_INFER_SPS, V_RSS, V_N };
@@ -92,14 +98,22 @@ static int worker(int rank, void *arg) {
     xt_engine_free(en);
     eo.profile = 1;
     en = xt_engine_new(&r->store, &eo);
-    for (int i = 0; i < 6 && !rc; i++) {
-        if (i == 1) xt_metrics_reset(); /* drop the compile */
+    int profiled = b->kernels > 5 ? b->kernels : 5;
+    for (int i = 0; i <= profiled && !rc; i++) {
+        if (i == 1) { /* drop the compile */
+            xt_metrics_reset();
+            xt_engine_kernel_profile_reset(en);
+        }
         rc = xt_run_train_step(r, en, &batch, 0.01, &loss, &e);
     }
     for (int k = 0; k < NCLASSES; k++) {
         int64_t cnt;
         double tot = xt_metric_total(kClasses[k], &cnt);
-        v[V_CONV + k] = tot / 5 / 1e6;
+        v[V_CONV + k] = tot / profiled / 1e6;
+    }
+    if (b->kernels && rank == 0 && !rc) {
+        xt_engine_kernel_report(en, stdout);
+        fflush(stdout);
     }
     xt_engine_free(en);
     eo.profile = 0;
@@ -173,7 +187,7 @@ static int worker(int rank, void *arg) {
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: train_bench MODEL.yaml [--procs N] [--batch B] [--steps K] [--infer-batch B] [--infer-steps K] "
-                        "[--precision fp32|bf16]\n");
+                        "[--precision fp32|bf16] [--kernels K]\n");
         return 2;
     }
     static xt_config c;
@@ -187,6 +201,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--infer-batch")) b.infer_batch = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--infer-steps")) b.infer_steps = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--precision")) b.precision = !strcmp(argv[i + 1], "bf16") ? XT_PREC_BF16 : XT_PREC_FP32;
+        else if (!strcmp(argv[i], "--kernels")) b.kernels = atoi(argv[i + 1]);
     }
     xt_err e = {0};
     if (xt_spec_load(&c.spec, argv[1], &e)) {
