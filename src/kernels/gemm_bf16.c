@@ -32,7 +32,7 @@
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
-#define TGT __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+#define TGT __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,prfchw")))
 #define HAVE_BF16_KERNEL 1
 
 /* o[c] = (r0[c], r1[c]) for 16 columns: two rows interleaved in one permute */
@@ -168,6 +168,13 @@ TGT static void kernel_8x32(int kh, a_view av, const uint32_t *b0, const uint32_
     __mmask16 m1 = nr >= 32 ? 0xffff : nr > 16 ? (__mmask16)((1u << (nr - 16)) - 1) : 0;
     __m512 c0[MR], c1[MR];
     const uint32_t *ar[MR];
+    /* the tile's C lines, asked for now for writing (sgemm.c's kernel says
+     * why: C is often a cold gradient, and each store would wait for its line) */
+    if (!acc)
+        for (int r = 0; r < mr; r++) {
+            __builtin_prefetch(C + (size_t)r * ldc, 1, 3);
+            __builtin_prefetch(C + (size_t)r * ldc + nr - 1, 1, 3);
+        }
 #pragma GCC unroll 8
     for (int r = 0; r < MR; r++) {
         ar[r] = av.a + (r < mr ? r : mr - 1) * av.rs;
