@@ -109,6 +109,18 @@ awk -v a="$(med "$x2" train_sps)" -v b="$(med "$x" train_sps)" -v ar="$(med "$x2
     'BEGIN{ if (b>0) printf "  scaling 1 -> 2 workers: %.2fx (goal >= 1.85x); all-reduce %.2f%% of the 2-worker step (goal < 2%%)\n", a/b, 100*ar/s2 }'
 echo "  (the all-reduce share includes waiting at its barrier for the slower worker; the zero-copy collective itself: see == all-reduce)"
 
+# The per-kernel table (engine/kernel_report.c) of both models' training step:
+# which convolution pass or GEMM is how far from the FMA limit, and what else
+# the step spends its time on. One run of 20 profiled steps each, 1 worker.
+for m in seed_cnn:models/fashion_cnn.yaml wide_cnn:models/wide_cnn.yaml; do
+    printf '\n== %s training step kernel by kernel (1 worker, 20 profiled steps; train_bench --kernels 20)\n' "${m%%:*}"
+    if $B/train_bench "${m#*:}" --procs 1 --steps 5 --infer-steps 0 --kernels 20 > "$tmp/kernels" 2>>"$tmp/err"; then
+        grep -v '^RESULT' "$tmp/kernels" | sed 's/^/  /'
+    else
+        echo "train_bench ${m#*:} --kernels failed: $(tail -n 1 "$tmp/err")" >&2
+    fi
+done
+
 printf '\n== against the FMA limit (%s GFLOP/s per core; FLOPs from each spec: 2 per multiply-add, training = 3x forward)\n' "$FMA"
 for name in seed_cnn wide_cnn; do
     spec=fashion_cnn; [ $name = wide_cnn ] && spec=wide_cnn
