@@ -573,6 +573,36 @@ TEST(bn_stats_bwd_matches_the_formula_at_every_width) {
             }
 }
 
+/* k_sum_runs (8 runs at a time on AVX-512, their lanes transposed to fold
+ * together) gives each run exactly k_sum_run's bits, at every SIMD level,
+ * for run lengths below, at and past the 16 lanes, with tails, and run
+ * counts around the block of 8. Two lanes hold +-1e18, 2^60 above the
+ * rest, so that folding the lanes in another order changes the double. */
+TEST(sum_runs_give_each_run_the_bits_of_sum_run) {
+    static const int lens[] = {1, 5, 15, 16, 17, 31, 64, 144, 577};
+    static const int counts[] = {1, 7, 8, 9, 17};
+    static float x[17 * 577];
+    double sums[17];
+    for (int i = 0; i < 17 * 577; i++) {
+        float v = (float)((i * 37) % 101) / 7.0f - 7.0f;
+        x[i] = i % 16 == 3 ? 1e18f + v : i % 16 == 11 ? -1e18f : v; /* two lanes that cancel, 2^60 above the rest */
+    }
+    for (int lvl = 0; lvl <= k_simd_detect(); lvl++) {
+        k_simd_force(lvl);
+        for (size_t a = 0; a < sizeof lens / sizeof *lens; a++)
+            for (size_t b = 0; b < sizeof counts / sizeof *counts; b++) {
+                int n = lens[a], runs = counts[b];
+                k_sum_runs(x, runs, n, sums);
+                for (int r = 0; r < runs; r++) {
+                    double want = k_sum_run(x + (size_t)r * n, n);
+                    CHECK_MSG(sums[r] == want, "level %d, %d runs of %d: run %d %.17g, alone %.17g", lvl, runs, n, r,
+                              sums[r], want);
+                }
+            }
+    }
+    k_simd_force(-1);
+}
+
 /* SUM_TO's runs give the same bits at every SIMD width, and the sum is
  * within float rounding of the double sum (1003 elements: a tail at each). */
 TEST(sum_and_add_runs_agree_at_every_width) {

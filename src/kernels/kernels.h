@@ -102,6 +102,8 @@ void k_bn_stats(int N, int C, int HW, float *mean, float *var, const float *x);
 /* SUM_TO's runs (reduce.c): the sum of n floats in 16 float lanes folded in
  * double (the same bits at every SIMD width), and y[i] += x[i]. */
 double k_sum_run(const float *x, int64_t n);
+/* sums[r] = k_sum_run(x + r*n, n) for r < runs, bit for bit, several runs at once */
+void k_sum_runs(const float *x, int64_t runs, int64_t n, double *sums);
 void k_add_run(float *y, const float *x, int64_t n);
 /* Gradient of (mean, biased variance) of `count` values per channel, for N
  * samples of x (N, C, HW): dx = ds[c] / count + 2 ds[C + c] (x - st[c]) / count.

@@ -7,6 +7,12 @@
  * (whatever the vector width: 4 vectors of 4, 2 of 8 or 1 of 16), folded in
  * double in lane order, then the tail in double: error ~ n/16 float
  * roundings per lane instead of n, and the same bits at every width.
+ * k_sum_runs sums many consecutive runs of one length, each with exactly
+ * k_sum_run's operations: the AVX-512 path takes 8 runs at once, their 16
+ * lanes in one zmm each, and folds lane k of the 8 runs in one __m512d add,
+ * so the 16 dependent double adds of a fold are paid once per 8 runs (a
+ * bias gradient sums thousands of runs of 16-576 floats; one at a time, the
+ * fold's latency was most of the cost).
  * Is not: the shape bookkeeping of SUM_TO (engine/exec_ops.c).
  */
 #include "kernels/kernels.h"
@@ -35,6 +41,68 @@ DEFINE_RUNS(_gen, )
 DEFINE_RUNS(_avx2, __attribute__((target("avx2,fma"))))
 DEFINE_RUNS(_avx512, __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma"))))
 #endif
+
+#ifdef REDUCE_WIDE
+#include <immintrin.h>
+/* the 8x8 transpose of doubles: r[k] becomes (r[0][k], ..., r[7][k]) */
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma"))) static void transpose8_pd(__m512d *r) {
+    __m512d t[8];
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm512_unpacklo_pd(r[i], r[i + 1]);     /* a0 b0 a2 b2 a4 b4 a6 b6 */
+        t[i + 1] = _mm512_unpackhi_pd(r[i], r[i + 1]); /* a1 b1 a3 b3 a5 b5 a7 b7 */
+    }
+    __m512d u[8];
+    for (int i = 0; i < 8; i += 4)
+        for (int h = 0; h < 2; h++) {
+            /* 128-bit pieces: (0, 2) and (1, 3) of the two pairs */
+            u[i + h] = _mm512_shuffle_f64x2(t[i + h], t[i + 2 + h], 0x88);
+            u[i + 2 + h] = _mm512_shuffle_f64x2(t[i + h], t[i + 2 + h], 0xdd);
+        }
+    for (int h = 0; h < 4; h++) {
+        r[h] = _mm512_shuffle_f64x2(u[h], u[4 + h], 0x88);
+        r[4 + h] = _mm512_shuffle_f64x2(u[h], u[4 + h], 0xdd);
+    }
+}
+
+/* 8 runs of n floats, run r at x + r*n: sums[r] = sum_run_avx512(run r),
+ * bit for bit. Lanes: per run, float lane k += x[i + k] in i order (as the
+ * scalar lane array), the 8 runs' chains interleaved; fold: acc = 0, then
+ * acc += lane k for k = 0..15 in double, the 8 runs in the 8 doubles of a
+ * zmm (the lanes transposed to that order); tail: acc += x[i] in i order. */
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma"))) static void sum_runs8_avx512(
+    const float *x, int64_t n, double *sums) {
+    int64_t full = n / SUM_LANES * SUM_LANES;
+    __m512 l[8];
+    for (int r = 0; r < 8; r++) l[r] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < full; i += SUM_LANES)
+        for (int r = 0; r < 8; r++) l[r] = _mm512_add_ps(l[r], _mm512_loadu_ps(x + r * n + i));
+    __m512d lo[8], hi[8]; /* lanes 0-7 and 8-15 of run r, as doubles */
+    for (int r = 0; r < 8; r++) {
+        lo[r] = _mm512_cvtps_pd(_mm512_castps512_ps256(l[r]));
+        hi[r] = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(l[r]), 1)));
+    }
+    transpose8_pd(lo);
+    transpose8_pd(hi);
+    __m512d acc = _mm512_setzero_pd();
+    for (int k = 0; k < 8; k++) acc = _mm512_add_pd(acc, lo[k]);
+    for (int k = 0; k < 8; k++) acc = _mm512_add_pd(acc, hi[k]);
+    if (full < n) {
+        __m512i step = _mm512_mullo_epi64(_mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7), _mm512_set1_epi64(n));
+        for (int64_t i = full; i < n; i++)
+            acc = _mm512_add_pd(acc, _mm512_cvtps_pd(_mm512_i64gather_ps(step, x + i, 4)));
+    }
+    _mm512_storeu_pd(sums, acc);
+}
+#endif
+
+void k_sum_runs(const float *x, int64_t runs, int64_t n, double *sums) {
+    int64_t r = 0;
+#ifdef REDUCE_WIDE
+    if (k_simd_level() == K_SIMD_AVX512)
+        for (; r + 8 <= runs; r += 8) sum_runs8_avx512(x + r * n, n, sums + r);
+#endif
+    for (; r < runs; r++) sums[r] = k_sum_run(x + r * n, n);
+}
 
 double k_sum_run(const float *x, int64_t n) {
 #ifdef REDUCE_WIDE
