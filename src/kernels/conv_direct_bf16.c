@@ -445,20 +445,21 @@ static void pack_fwd_weights_taps(const k_conv_shape *s, const k_bf16 *w, int ct
                     }
 }
 
-/* Tap pairs: each channel's padded plane as (xp[w], xp[w+1]) (bwd_weight's
- * packing with a shift of one column, whatever the stride) */
-static void fwd_pack_taps(const k_conv_shape *s, uint32_t *xb, const k_bf16 *x, size_t img, int nb,
-                          const k_bf16 *zeros) {
+/* Each channel's padded plane of nb images (zeros past nb) as pairs
+ * (xp[h][w], xp[h][w+shift]): xb[ci][Hp][Wp][16]. bwd_weight packs with
+ * shift = the column stride, the forward's tap pairs with shift 1. */
+static void pack_shifted_planes(const k_conv_shape *s, uint32_t *xb, const k_bf16 *x, size_t img, int nb,
+                                const k_bf16 *zeros, int shift) {
     int Hp = s->H + 2 * s->ph, Wp = s->W + 2 * s->pw;
     const k_bf16 *a[NB], *b[NB];
     for (int ci = 0; ci < s->Ci; ci++) {
         for (int l = 0; l < NB; l++) {
             a[l] = l < nb ? x + l * img + (size_t)ci * s->H * s->W : zeros;
-            b[l] = a[l] + 1;
+            b[l] = a[l] + shift;
         }
         uint32_t *t = xb + (size_t)ci * Hp * Wp * NB;
-        pack_pair_plane(t, a, b, 1, s->H, s->W, Wp, s->ph, s->pw);
-        fix_shifted_edges(t, a, s->H, s->W, Wp, s->ph, s->pw, 1);
+        pack_pair_plane(t, a, b, shift, s->H, s->W, Wp, s->ph, s->pw);
+        fix_shifted_edges(t, a, s->H, s->W, Wp, s->ph, s->pw, shift);
     }
 }
 
@@ -494,7 +495,7 @@ void k_conv_direct_bf16_fwd_pool(const k_conv_shape *s, float *y, int32_t *argma
     for (int n0 = 0; n0 < s->N; n0 += NB) {
         int nb = s->N - n0 < NB ? s->N - n0 : NB;
         if (taps)
-            fwd_pack_taps(s, m.xb, x + n0 * img_x, img_x, nb, m.zeros);
+            pack_shifted_planes(s, m.xb, x + n0 * img_x, img_x, nb, m.zeros, 1);
         else
             to_blocked_pairs(m.xb, x + n0 * img_x, img_x, nb, s->Ci, s->H, s->W, s->ph, s->pw, m.zeros);
         for (int t = 0; t < div_up(s->Co, ct); t++)
@@ -561,18 +562,9 @@ void k_conv_direct_bf16_bwd_data(const k_conv_shape *s, float *dx, const k_bf16 
 /* One block of nb images into the paired layouts: x (padded) and dy. */
 static void bww_pack_block(const k_conv_shape *s, const wmem *m, const k_bf16 *x, const k_bf16 *dy, int nb) {
     size_t img_x = (size_t)s->Ci * s->H * s->W, img_y = (size_t)s->Co * s->Ho * s->Wo, py = (size_t)s->Ho * s->Wo;
-    int Hp = s->H + 2 * s->ph, Wp = s->W + 2 * s->pw, Wo2 = div_up(s->Wo, 2), sw = s->sw;
-    const k_bf16 *a[NB], *b[NB];
+    int Wo2 = div_up(s->Wo, 2);
     const uint32_t *d[NB];
-    for (int ci = 0; ci < s->Ci; ci++) {
-        for (int l = 0; l < NB; l++) {
-            a[l] = l < nb ? x + l * img_x + (size_t)ci * s->H * s->W : m->zeros;
-            b[l] = a[l] + sw;
-        }
-        uint32_t *t = m->xb + (size_t)ci * Hp * Wp * NB;
-        pack_pair_plane(t, a, b, sw, s->H, s->W, Wp, s->ph, s->pw);
-        fix_shifted_edges(t, a, s->H, s->W, Wp, s->ph, s->pw, sw);
-    }
+    pack_shifted_planes(s, m->xb, x, img_x, nb, m->zeros, s->sw);
     for (int co = 0; co < s->Co; co++) {
         for (int l = 0; l < NB; l++) {
             const k_bf16 *src = l < nb ? dy + l * img_y + co * py : m->zeros;
@@ -639,7 +631,6 @@ size_t k_conv_direct_bf16_scratch(const k_conv_shape *s) {
     (void)s;
     return 0;
 }
-
 void k_conv_direct_bf16_fwd(const k_conv_shape *s, float *y, const k_bf16 *x, const k_bf16 *w, const float *b,
                             int relu, void *scratch) {
     (void)s, (void)y, (void)x, (void)w, (void)b, (void)relu, (void)scratch;
