@@ -304,6 +304,21 @@ size_t xt_kernel_scratch_bytes(const xt_plan *p, const xt_node *n) {
     return scratch_table[n->op] ? scratch_table[n->op](p, n) : 0;
 }
 
+/* multiply-adds of a convolution pass or a matrix product, with the operand
+ * roles the kernels above read them by; 0 for any other op */
+double xt_kernel_macs(const xt_plan *p, const xt_node *n) {
+    k_conv_shape s;
+    switch (n->op) {
+    case XT_OP_CONV2D:
+    case XT_OP_CONV2D_POOL2: s = conv_shape(IN(0)->shape, IN(1)->shape, n->iattr); break;
+    case XT_OP_CONV2D_BWD_DATA: s = conv_shape(n->shape, IN(1)->shape, n->iattr); break;
+    case XT_OP_CONV2D_BWD_WEIGHT: s = conv_shape(IN(0)->shape, n->shape, n->iattr); break;
+    case XT_OP_MATMUL: return (double)n->shape[0] * n->shape[1] * (n->iattr[0] ? IN(0)->shape[0] : IN(0)->shape[1]);
+    default: return 0.0;
+    }
+    return (double)s.N * s.Co * s.Ho * s.Wo * s.Ci * s.kh * s.kw;
+}
+
 size_t xt_kernel_tile_state_bytes(const xt_plan *p, const xt_node *n) {
     if (n->op != XT_OP_CONV2D_BWD_WEIGHT) return 0;
     k_conv_shape s = conv_shape(IN(0)->shape, n->shape, n->iattr);

@@ -6,7 +6,7 @@
  * option on, kernels in execution order: the op (or the fused group and its
  * ops), the output's shape, the micro-batch run it belongs to, microseconds
  * per step, its share of the step's kernel time, and for convolutions and
- * GEMMs the arithmetic rate (2 FLOPs per multiply-add, from the shapes).
+ * GEMMs the arithmetic rate (2 FLOPs per multiply-add, xt_kernel_macs).
  * Why a table per kernel: the metrics report's class totals (Kernel.conv,
  * ...) say that convolutions take 70% of a step, not which of the five, in
  * which pass, at what share of the FMA limit; every tuning round started by
@@ -20,30 +20,6 @@
 
 #include "engine/internal.h"
 #include "engine/plan.h"
-#include "kernels/kernels.h"
-
-/* multiply-adds of a convolution pass or a GEMM, from its operands' shapes;
- * 0 for any other op */
-static double kernel_macs(const xt_plan *p, const xt_node *n) {
-    const xt_node *a = n->nin > 0 ? &p->nodes[p->operands[n->in_off]] : NULL;
-    const xt_node *b = n->nin > 1 ? &p->nodes[p->operands[n->in_off + 1]] : NULL;
-    const int32_t *xs = NULL, *ws = NULL;
-    switch (n->op) {
-    case XT_OP_CONV2D:
-    case XT_OP_CONV2D_POOL2: xs = a->shape, ws = b->shape; break;       /* (x, w[, b]) */
-    case XT_OP_CONV2D_BWD_DATA: xs = n->shape, ws = b->shape; break;    /* (dy, w) -> dx like x */
-    case XT_OP_CONV2D_BWD_WEIGHT: xs = a->shape, ws = n->shape; break;  /* (x, dy) -> dw like w */
-    case XT_OP_MATMUL: {
-        int K = n->iattr[0] ? a->shape[0] : a->shape[1];
-        return (double)n->shape[0] * n->shape[1] * K;
-    }
-    default: return 0.0;
-    }
-    k_conv_shape s = {.N = xs[0], .Ci = xs[1], .H = xs[2], .W = xs[3], .Co = ws[0], .kh = ws[2], .kw = ws[3],
-                      .sh = n->iattr[0], .sw = n->iattr[1], .ph = n->iattr[2], .pw = n->iattr[3]};
-    if (k_conv_shape_infer(&s)) return 0.0;
-    return (double)s.N * s.Co * s.Ho * s.Wo * s.Ci * s.kh * s.kw;
-}
 
 /* "fused: MUL ADD RELU_BWD" (the group's ops in graph order, shortened to fit) */
 static void group_label(const xt_plan *p, int group, char *buf, size_t cap) {
@@ -77,7 +53,7 @@ void xt_plan_kernel_report(const xt_plan *p, FILE *f) {
         xt_shape_str(n, shape, sizeof shape);
         if (kr->run >= 0) snprintf(run, sizeof run, "tile#%d", kr->run);
         else snprintf(run, sizeof run, "-");
-        double us = p->kernel_ns[k] / steps / 1e3, macs = kr->group >= 0 ? 0.0 : kernel_macs(p, n);
+        double us = p->kernel_ns[k] / steps / 1e3, macs = kr->group >= 0 ? 0.0 : xt_kernel_macs(p, n);
         if (macs > 0.0 && us > 0.0) snprintf(rate, sizeof rate, "%.1f", 2.0 * macs / (us * 1e3));
         fprintf(f, "%4d  %-36s %-20s %-7s %10.1f %6.1f%% %8s\n", k, what, shape, run, us,
                 total > 0.0 ? 100.0 * p->kernel_ns[k] / total : 0.0, rate);

@@ -191,6 +191,9 @@ size_t xt_kernel_scratch_bytes(const xt_plan *p, const xt_node *n);
 /* What a kernel that sums over the batch must keep between micro-batch
  * tiles outside its output (0: nothing). */
 size_t xt_kernel_tile_state_bytes(const xt_plan *p, const xt_node *n);
+/* Multiply-adds node n's kernel does (convolution passes and matrix
+ * products; 0 for other ops): the per-kernel profile's GFLOP/s. */
+double xt_kernel_macs(const xt_plan *p, const xt_node *n);
 
 /* ew.c: run one fused group; scratch holds xt_ew_scratch_bytes(grp). */
 size_t xt_ew_scratch_bytes(const xt_ew_group *grp);
