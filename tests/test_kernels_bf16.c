@@ -332,6 +332,25 @@ TEST(bf16_conv_direct_every_tile) {
     }
 }
 
+/* bwd_weight sweeps a block a few output rows at a time (as many as half the
+ * L2 holds; the models' small shapes take all their rows at once): every
+ * forced row count, including ones that leave a short last sweep, against
+ * the reference twin, on every register tile's shape class. */
+TEST(bf16_conv_direct_bwd_weight_row_sweeps) {
+    if (k_bf16_detect() != K_BF16_AVX512BF16) test_skip("this CPU has no AVX512-BF16");
+    static const k_conv_shape shapes[] = {
+        SHAPE(17, 5, 9, 9, 7, 3, 1, 1),                                                                    /* Ho 9 */
+        {.N = 3, .Ci = 11, .H = 12, .W = 13, .Co = 9, .kh = 2, .kw = 3, .sh = 2, .sw = 1, .ph = 0, .pw = 1}, /* row stride 2 */
+        SHAPE(20, 32, 13, 13, 64, 3, 1, 0),                                              /* wide conv2, smaller */
+    };
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++)
+        for (int rows = 1; rows <= 5; rows++) {
+            k_conv_direct_bf16_force_bww_rows(rows);
+            conv_case(shapes[i], BWD_WEIGHT);
+        }
+    k_conv_direct_bf16_force_bww_rows(0);
+}
+
 /* The weight gradient over micro-batch parts (16, 16, then a partial 5)
  * equals one call over the whole batch bit for bit, on every path (direct:
  * per-lane sums carried in acc; GEMM: dW^T carried, image after image;

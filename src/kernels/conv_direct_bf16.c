@@ -19,7 +19,8 @@
  *               dyb[co][Ho][Wo/2][16][2], and for each filter tap the two input
  *               pixels it meets there, x paired with its neighbour sw to the
  *               right: xb[ci][Hp][Wp][16] = (xp[h][w], xp[h][w+sw]); dw tile =
- *               CT out channels x TT taps, summed over pixel pairs and lanes
+ *               CT out channels x TT taps, summed over pixel pairs and lanes;
+ *               a block swept a few output rows at a time, sized from the L2
  * Results are fp32: fwd and bwd_data blocked t[c][h][w][16], unpacked to NCHW
  * by conv_direct.c's AVX-512 transposes; bwd_weight per-lane sums, added up
  * in double at the end. Packing: 16 pixels of 16 images at a time, two bf16
@@ -37,6 +38,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "kernels/cache.h"
 #include "kernels/conv_common.h"
 #include "kernels/conv_direct.h"
 
@@ -582,6 +584,29 @@ static void bww_pack_block(const k_conv_shape *s, const wmem *m, const k_bf16 *x
     }
 }
 
+/* Output rows per sweep of a block: the most rows R whose x pair rows
+ * ((R-1)*sh + kh of them) and dy pair rows (R) fit in half the L2 the CPU
+ * reports, at least 1. Every (channel tile, tap tile) pass of a block re-reads
+ * them, from L2 instead of L3: wide_cnn conv2's 16-image block holds 1.4 MB of
+ * x pairs and 1.2 MB of dy pairs, more than a Zen 5 core's 1 MB L2. MEASURED
+ * (Zen 5, wide conv2, interleaved): 363-366 GFLOP/s unchunked, 380-420 at 2-8
+ * rows, 315-350 at 1 row (the accumulators' reload dominates). The fp32 twin
+ * (half the arithmetic per byte) measured the same chunked or not, so keeps
+ * its whole-block sweep. Depends on rows and channels, never on N: a
+ * micro-batch tile sums in the whole batch's order. */
+static int g_forced_rows;
+
+void k_conv_direct_bf16_force_bww_rows(int rows) { g_forced_rows = rows > 0 ? rows : 0; }
+
+static int bww_rows(const k_conv_shape *s, int co_pad) {
+    if (g_forced_rows) return g_forced_rows < s->Ho ? g_forced_rows : s->Ho;
+    size_t x_row = (size_t)s->Ci * (s->W + 2 * s->pw) * NB * 4, dy_row = (size_t)co_pad * div_up(s->Wo, 2) * NB * 4;
+    size_t budget = k_cache_l2_bytes() / 2;
+    int R = s->Ho;
+    while (R > 1 && ((size_t)(R - 1) * s->sh + s->kh) * x_row + (size_t)R * dy_row > budget) R--;
+    return R;
+}
+
 void k_conv_direct_bf16_bwd_weight(const k_conv_shape *s, float *dw, const k_bf16 *x, const k_bf16 *dy,
                                    void *scratch) {
     k_conv_direct_bf16_bwd_weight_part(s, dw, x, dy, scratch, NULL, 1, 1);
@@ -606,12 +631,16 @@ void k_conv_direct_bf16_bwd_weight_part(const k_conv_shape *s, float *dw, const 
     if (first) memset(m.accv, 0, 4 * (size_t)co_pad * k_pad * NB);
     memset(m.zeros, 0, 2 * (plane_elems(s) + 2 * (size_t)s->Ho));
     size_t img_x = (size_t)s->Ci * s->H * s->W, img_y = (size_t)s->Co * s->Ho * s->Wo;
+    int rows = bww_rows(s, co_pad);
     for (int n0 = 0; n0 < s->N; n0 += NB) {
         bww_pack_block(s, &m, x + n0 * img_x, dy + n0 * img_y, s->N - n0 < NB ? s->N - n0 : NB);
-        for (int co0 = 0; co0 < co_pad; co0 += ct)
-            for (int k0 = 0; k0 < k_pad; k0 += tt)
-                cfg->fn(m.dyb + co0 * dstride, dstride, m.xb, m.off + k0, s->Ho, Wo2, (size_t)s->sh * Wp * NB,
-                        (size_t)2 * s->sw * NB, m.accv + ((size_t)co0 * k_pad + (size_t)k0 * ct) * NB);
+        for (int oh0 = 0; oh0 < s->Ho; oh0 += rows)
+            for (int co0 = 0; co0 < co_pad; co0 += ct)
+                for (int k0 = 0; k0 < k_pad; k0 += tt)
+                    cfg->fn(m.dyb + co0 * dstride + (size_t)oh0 * Wo2 * NB, dstride,
+                            m.xb + (size_t)oh0 * s->sh * Wp * NB, m.off + k0, s->Ho - oh0 < rows ? s->Ho - oh0 : rows,
+                            Wo2, (size_t)s->sh * Wp * NB, (size_t)2 * s->sw * NB,
+                            m.accv + ((size_t)co0 * k_pad + (size_t)k0 * ct) * NB);
     }
     if (!last) return;
     /* tile (co0, k0) holds ct x tt vectors, channel-major; lanes summed in double */
@@ -654,6 +683,7 @@ void k_conv_direct_bf16_bwd_weight_part(const k_conv_shape *s, float *dw, const 
                                         void *scratch, float *acc, int first, int last) {
     (void)s, (void)dw, (void)x, (void)dy, (void)scratch, (void)acc, (void)first, (void)last;
 }
+void k_conv_direct_bf16_force_bww_rows(int rows) { (void)rows; }
 int k_conv_direct_bf16_force_tile(int pass, int index) {
     (void)pass, (void)index;
     return 0;

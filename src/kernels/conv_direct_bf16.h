@@ -40,5 +40,8 @@ void k_conv_direct_bf16_bwd_weight_part(const k_conv_shape *s, float *dw, const 
  * list instead of the cost model's pick (index -1: back to the model).
  * Returns 0 when the list has no such entry. */
 int k_conv_direct_bf16_force_tile(int pass, int index);
+/* Tests only: bwd_weight sweeps a block `rows` output rows at a time instead
+ * of the rows its L2 budget allows (rows <= 0: back to the budget). */
+void k_conv_direct_bf16_force_bww_rows(int rows);
 
 #endif
