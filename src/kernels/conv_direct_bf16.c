@@ -255,8 +255,10 @@ static TGT void pack_pair_plane(uint32_t *dst, const k_bf16 *const *a, const k_b
         __m512 r[NB];
 XT_UNROLL
         for (int l = 0; l < NB; l++) {
-            __m512i lo = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, a[l] + p));
-            __m512i hi = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(mb, b[l] + p));
+            __m512i lo = _mm512_cvtepu16_epi32(m == 0xFFFFu ? _mm256_loadu_si256((const __m256i *)(a[l] + p))
+                                                            : _mm256_maskz_loadu_epi16(m, a[l] + p));
+            __m512i hi = _mm512_cvtepu16_epi32(mb == 0xFFFFu ? _mm256_loadu_si256((const __m256i *)(b[l] + p))
+                                                             : _mm256_maskz_loadu_epi16(mb, b[l] + p));
             r[l] = _mm512_castsi512_ps(_mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
         }
         transpose_avx512(r);
@@ -302,7 +304,8 @@ static TGT void pack_u32_plane(uint32_t *dst, const uint32_t *const *src, int P)
         __mmask16 m = (__mmask16)((1u << n) - 1);
         __m512 r[NB];
 XT_UNROLL
-        for (int l = 0; l < NB; l++) r[l] = _mm512_castsi512_ps(_mm512_maskz_loadu_epi32(m, src[l] + p));
+        for (int l = 0; l < NB; l++)
+            r[l] = _mm512_castsi512_ps(n == NB ? _mm512_loadu_si512(src[l] + p) : _mm512_maskz_loadu_epi32(m, src[l] + p));
         transpose_avx512(r);
         for (int q = 0; q < n; q++) _mm512_storeu_ps((float *)dst + (size_t)(p + q) * NB, r[q]);
     }
