@@ -487,6 +487,72 @@ TEST(engine_conv_relu_pool_epilogue_only_where_the_relu_has_no_other_reader) {
     xt_store_free(&st);
 }
 
+/* A per-channel sum of a max pool's backward (the conv bias gradient under
+ * a pool) reads the pooled gradient instead (pass_sum_pool.c): in the
+ * wide_cnn order (conv, ReLU, 2x2 pool: the pool's backward is behind the
+ * ReLU swap), the seed order (conv, 2x2 pool, ReLU) and under an
+ * overlapping 3x3/1 pool; a sum that keeps a spatial dim (a bias along W)
+ * keeps reading the backward. The sums agree with the literal ones (the
+ * same plan with literal_sums) to float rounding; the other gradients bit
+ * for bit. */
+static int sum_pool_grads(xt_store *s, int literal, int order, int x, int w, int b, int bw, float *gx, float *gw,
+                          float *gb, float *gbw) {
+    xt_engine_opts o = {.fuse = 1, .literal_sums = literal};
+    xt_engine *en = xt_engine_new(s, &o);
+    xt_graph *g = xt_engine_graph(en);
+    xt_t lx = xt_leaf(g, x), lw = xt_leaf(g, w), lb = xt_leaf(g, b), lbw = xt_leaf(g, bw);
+    xt_t y = xt_conv2d(g, lx, lw, lb, 1, 1, 1, 1); /* (3, 4, 6, 8) */
+    if (order == 3) y = xt_add(g, y, lbw);          /* a bias along W too */
+    xt_t m = order == 0   ? xt_max_pool2d(g, xt_relu(g, y), 2, 2, 2, 2, 0, 0)
+             : order == 2 ? xt_max_pool2d(g, y, 3, 3, 1, 1, 0, 0)
+                          : xt_relu(g, xt_max_pool2d(g, y, 2, 2, 2, 2, 0, 0));
+    xt_t loss = xt_sum_all(g, xt_mul(g, m, m));
+    xt_t wrt[4] = {lx, lw, lb, lbw}, grads[4];
+    CHECK(xt_backward(g, loss, wrt, order == 3 ? 4 : 3, grads) == 0);
+    xt_fetch(g, grads[0], gx, 3 * 2 * 6 * 8 * 4);
+    xt_fetch(g, grads[1], gw, 4 * 2 * 3 * 3 * 4);
+    xt_fetch(g, grads[2], gb, 4 * 4);
+    if (order == 3) xt_fetch(g, grads[3], gbw, 8 * 4);
+    xt_err e = {0};
+    CHECK_MSG(xt_mark_step(en, &e) == 0, "%s", e.msg);
+    xt_exec_stats st;
+    xt_engine_last_stats(en, &st);
+    xt_engine_free(en);
+    return st.sums_through_pool;
+}
+
+TEST(engine_channel_sum_of_a_pool_backward_reads_the_pooled_gradient) {
+    xt_store st;
+    xt_store_init(&st);
+    int x = add_slot(&st, "x", 4, (int32_t[]){3, 2, 6, 8}, NULL);
+    int w = add_slot(&st, "w", 4, (int32_t[]){4, 2, 3, 3}, NULL);
+    int b = add_slot(&st, "b", 1, (int32_t[]){4}, NULL);
+    int bw = add_slot(&st, "bw", 4, (int32_t[]){1, 1, 1, 8}, NULL);
+    xt_err e = {0};
+    CHECK(xt_store_finalize(&st, &e) == 0);
+    for (int i = 0; i < 3 * 2 * 6 * 8; i++) xt_store_f32(&st, x)[i] = sinf(0.7f * (float)i);
+    for (int i = 0; i < 4 * 2 * 3 * 3; i++) xt_store_f32(&st, w)[i] = cosf(1.3f * (float)i) - 0.1f;
+    for (int i = 0; i < 4; i++) xt_store_f32(&st, b)[i] = 0.1f * (float)i - 0.15f;
+    for (int i = 0; i < 8; i++) xt_store_f32(&st, bw)[i] = 0.05f * (float)i;
+    for (int order = 0; order < 4; order++) {
+        float gx[2][288], gw[2][72], gb[2][4], gbw[2][8] = {{0}};
+        int fused = sum_pool_grads(&st, 0, order, x, w, b, bw, gx[0], gw[0], gb[0], gbw[0]);
+        int literal = sum_pool_grads(&st, 1, order, x, w, b, bw, gx[1], gw[1], gb[1], gbw[1]);
+        CHECK_EQ(fused, 1); /* the bias's sum; not bw's, which keeps W */
+        CHECK_EQ(literal, 0);
+        CHECK_MSG(!memcmp(gx[0], gx[1], sizeof gx[0]) && !memcmp(gw[0], gw[1], sizeof gw[0]) &&
+                      !memcmp(gbw[0], gbw[1], sizeof gbw[0]),
+                  "order %d: gradients other than the bias's differ", order);
+        int nonzero = 0;
+        for (int c = 0; c < 4; c++) {
+            CHECK_NEAR(gb[0][c], gb[1][c], 1e-6 * (fabsf(gb[1][c]) + 1.0f));
+            nonzero += gb[1][c] != 0.0f;
+        }
+        CHECK(nonzero >= 2);
+    }
+    xt_store_free(&st);
+}
+
 /* One row of the kernel report: its microseconds per step and GFLOP/s
  * (-1: "-"), found by the kernel's op and output shape; 0 if absent. */
 static int report_row(const char *report, const char *op, const char *shape, double *us, double *gflops) {

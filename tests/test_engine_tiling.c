@@ -114,11 +114,13 @@ TEST(tiling_trains_the_seed_cnn_bit_identically) {
     /* conv -> pool -> ReLU, BN-apply -> conv -> pool -> ReLU, and their backward twins with the
      * weight gradients summed tile by tile */
     CHECK_MSG(st.tile_runs >= 4 && st.tiled_kernels >= 14, "%d runs, %d kernels", st.tile_runs, st.tiled_kernels);
+    CHECK_EQ(st.sums_through_pool, 2); /* both convolutions' bias gradients, tiled too (pass_sum_pool.c) */
 }
 
 TEST(tiling_trains_dropout_bit_identically) {
     xt_exec_stats st;
     tiled_equals_untiled("models/wide_cnn.yaml", 40, 256 * 1024, &st); /* the mask follows the whole batch's index */
+    CHECK_EQ(st.sums_through_pool, 1); /* conv2's bias gradient, behind the ReLU swap */
 }
 
 TEST(tiling_trains_residual_blocks_bit_identically) {
@@ -200,7 +202,9 @@ TEST(no_tiling_environment_variable_turns_tiling_off) {
  * MAXPOOL2D kernels, the conv outputs written), tiled and untiled, in fp32
  * and bf16, and needs less memory. */
 TEST(conv_epilogues_train_bit_identically) {
-    xt_engine_opts fused = {.fuse = 1, .tile_cache_bytes = 256 * 1024}, plain = {.fuse = 0, .no_tiling = 1};
+    /* literal_sums: the bias gradients summed as traced, not through the pool (pass_sum_pool.c's own test) */
+    xt_engine_opts fused = {.fuse = 1, .literal_sums = 1, .tile_cache_bytes = 256 * 1024},
+                   plain = {.fuse = 0, .no_tiling = 1};
     xt_exec_stats sa, sb;
     same_training("models/wide_cnn.yaml", 40, &fused, &plain, &sa, &sb, "the conv epilogues and a separate ReLU and pool");
     CHECK_EQ(sa.relu_epilogues, 2);
@@ -221,7 +225,7 @@ TEST(conv_epilogues_train_bit_identically) {
     CHECK_EQ(sa.pool_epilogues, 2);
     CHECK_EQ(sb.pool_epilogues, 0);
     CHECK_MSG(sa.intermediate_bytes < sb.intermediate_bytes, "%zu vs %zu", sa.intermediate_bytes, sb.intermediate_bytes);
-    xt_engine_opts untiled = {.fuse = 1, .no_tiling = 1};
+    xt_engine_opts untiled = {.fuse = 1, .literal_sums = 1, .no_tiling = 1};
     same_training("models/fashion_cnn.yaml", 72, &untiled, &plain, &sa, &sb, "the untiled fused plan and the plain one");
     CHECK_EQ(sa.pool_epilogues, 2);
     /* under bf16 the pool and the ReLU after it run in the bf16 kernels' epilogue, tiled */

@@ -1,6 +1,7 @@
 /* compile.c — from a traced graph to an executable plan: keep the traced
  * graph as the plan's cache key, lower a copy of it by the precision pass,
- * run the passes in a fixed order (live/DCE -> conv epilogues -> fusion -> micro-batch
+ * run the passes in a fixed order (live/DCE -> conv epilogues -> sums through
+ * pools -> fusion -> micro-batch
  * tiling -> memory plan) and
  * size the arena the plan needs. The compile cache, and the one arena its
  * plans share, live in engine.c. */
@@ -144,6 +145,7 @@ xt_plan *xt_compile(const xt_graph *g, const xt_compile_opts *o, xt_err *e) {
     if (o->fuse) xt_pass_conv_relu_pool(p, live);
     if (o->fuse) xt_pass_conv_pool(p, live);
     if (o->fuse) xt_pass_conv_relu(p, live);
+    if (o->fuse && !o->literal_sums) p->sums_through_pool = xt_pass_sum_through_pool(p, live);
     if (xt_pass_fuse(p, live, o->fuse)) goto oom;
     if (xt_pass_tile(p, o->plan_memory ? o->tile_cache_bytes : 0)) goto oom;
     if (xt_pass_memplan(p, live, o->plan_memory, o->have_collective)) goto oom;

@@ -171,7 +171,7 @@ static int find_or_compile(xt_engine *en, xt_plan **out, xt_err *e) {
         en->warned = 1;
     }
     if (note_compile(en, g, why, e)) return e->code;
-    xt_compile_opts co = {.precision = en->opts.precision, .fuse = en->opts.fuse,
+    xt_compile_opts co = {.precision = en->opts.precision, .fuse = en->opts.fuse, .literal_sums = en->opts.literal_sums,
                           .plan_memory = !en->opts.no_memory_planner, .have_collective = en->opts.collective_buf != NULL,
                           .tile_cache_bytes = en->opts.no_tiling          ? 0
                                               : en->opts.tile_cache_bytes ? en->opts.tile_cache_bytes
@@ -240,6 +240,7 @@ int xt_mark_step(xt_engine *en, xt_err *e) {
     en->last.tile_rows = p->nruns ? p->runs[0].rows : 0;
     en->last.precision = p->key.precision;
     en->last.bf16_casts = en->last.relu_epilogues = en->last.pool_epilogues = 0;
+    en->last.sums_through_pool = p->sums_through_pool;
     for (int k = 0; k < p->nkernels; k++) {
         const xt_node *n = &p->nodes[p->kernels[k].node];
         en->last.bf16_casts += n->op == XT_OP_CAST_BF16;

@@ -147,6 +147,8 @@ const char *xt_precision_name(int precision);   /* "fp32", "bf16" */
 typedef struct xt_engine_opts {
     const char *save_graphs_dir;   /* NULL/"" = off (else text + .dot dumps per new graph) */
     int fuse;                      /* 1 = elementwise fusion (default); 0 for tests */
+    int literal_sums;              /* 1 = every SUM_TO sums what was traced (pass_sum_pool.c off): tests
+                                      compare the other passes bit for bit with an unfused plan */
     int no_memory_planner;         /* 1 = every value its own buffer, no in-place updates (as tinygrad's
                                       NO_MEMORY_PLANNER; also XLATRAIN_NO_MEMORY_PLANNER=1): bisects planner bugs */
     int no_tiling;                 /* 1 = run every kernel over the whole batch, no micro-batch tiles
@@ -205,6 +207,7 @@ typedef struct xt_exec_stats {
     int bf16_casts;          /* CAST_BF16 kernels it runs per step */
     int relu_epilogues;      /* convolutions that apply their ReLU as they write (pass_conv_epilogue.c) */
     int pool_epilogues;      /* convolutions that write only their 2x2 max pool (pass_conv_epilogue.c) */
+    int sums_through_pool;   /* per-channel sums of a pool's backward that read its gradient (pass_sum_pool.c) */
 } xt_exec_stats;
 void xt_engine_last_stats(const xt_engine *en, xt_exec_stats *s);
 

@@ -116,6 +116,7 @@ typedef struct xt_plan {
     /* the arena itself is the engine's, shared by every cached plan: plans
      * run one at a time and nothing in an arena outlives its step */
     int fused_kernels;
+    int sums_through_pool;    /* SUM_TOs that read a pool's gradient, not its backward (pass_sum_pool.c) */
     /* execution scratch, sized when the plan is compiled so that running it
      * allocates nothing and has no fixed cap */
     void **operand_ptrs;      /* the widest kernel's operand (and group output) pointers */
@@ -136,6 +137,7 @@ int xt_pass_live(const xt_plan *p, uint8_t *live);                  /* pass_dce.
 int xt_pass_conv_relu(xt_plan *p, const uint8_t *live);             /* pass_conv_epilogue.c */
 int xt_pass_conv_pool(xt_plan *p, uint8_t *live);                   /* pass_conv_epilogue.c */
 int xt_pass_conv_relu_pool(xt_plan *p, uint8_t *live);              /* pass_conv_epilogue.c */
+int xt_pass_sum_through_pool(xt_plan *p, uint8_t *live);            /* pass_sum_pool.c; returns the sums rewritten */
 int xt_pass_fuse(xt_plan *p, const uint8_t *live, int fuse);         /* pass_fuse.c */
 int xt_pass_tile(xt_plan *p, size_t cache_bytes);                       /* pass_tile.c; cache_bytes 0 = no tiling */
 int xt_pass_memplan(xt_plan *p, const uint8_t *live, int plan, int have_collective); /* pass_memplan.c */
@@ -144,6 +146,7 @@ int xt_pass_memplan(xt_plan *p, const uint8_t *live, int plan, int have_collecti
 typedef struct xt_compile_opts {
     int precision;         /* xt_precision */
     int fuse;              /* elementwise fusion */
+    int literal_sums;      /* no pass_sum_pool.c rewrite */
     int plan_memory;       /* 0: every value its own buffer (bisecting planner bugs) */
     int have_collective;   /* the all-reduce writes into an external block */
     size_t tile_cache_bytes; /* the cache a micro-batch tile should fit (0: no tiling) */
