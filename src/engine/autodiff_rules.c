@@ -139,15 +139,17 @@ static int grad_MATMUL(xt_grad_args *a) {
     return 0;
 }
 /* conv2d: y = x * w + b -> dx = conv_bwd_data(dy, w), dw = conv_bwd_weight(x, dy), db = sum(dy) per channel */
+/* The bias's sum first: it then runs while dy is still in cache, not after
+ * the two convolution passes have streamed their operands through it. */
 static int grad_CONV2D(xt_grad_args *a) {
     xt_graph *g = a->g;
-    if (NEEDS(0)) { xt_t ins[2] = {a->gy, B}; a->gin[0] = op_like(g, XT_OP_CONV2D_BWD_DATA, A, &a->n, ins, 2); }
-    if (NEEDS(1)) { xt_t ins[2] = {A, a->gy}; a->gin[1] = op_like(g, XT_OP_CONV2D_BWD_WEIGHT, B, &a->n, ins, 2); }
     if (a->n.nin > 2 && NEEDS(2)) {
         int co = a->n.shape[1];
         xt_t s = xt_sum_to(g, a->gy, 4, (int32_t[]){1, co, 1, 1});
         a->gin[2] = xt_reshape(g, s, 1, (int32_t[]){co});
     }
+    if (NEEDS(0)) { xt_t ins[2] = {a->gy, B}; a->gin[0] = op_like(g, XT_OP_CONV2D_BWD_DATA, A, &a->n, ins, 2); }
+    if (NEEDS(1)) { xt_t ins[2] = {A, a->gy}; a->gin[1] = op_like(g, XT_OP_CONV2D_BWD_WEIGHT, B, &a->n, ins, 2); }
     return 0;
 }
 /* avg_pool2d: dx spreads each dy evenly over its window */
