@@ -51,15 +51,6 @@
 
 #include "engine/plan.h"
 
-/* Is node c a value the step hands out (fetched or assigned)? */
-static int escapes(const xt_plan *p, int c) {
-    for (int i = 0; i < p->nassign; i++)
-        if (p->assigns[i].t == c) return 1;
-    for (int i = 0; i < p->nfetch; i++)
-        if (p->fetch_nodes[i] == c) return 1;
-    return 0;
-}
-
 /* A live convolution (fp32 output, fp32 or bf16 operands). */
 static int is_conv(const xt_plan *p, const uint8_t *live, int c) {
     const xt_node *n = &p->nodes[c];
@@ -70,7 +61,7 @@ static int is_conv(const xt_plan *p, const uint8_t *live, int c) {
  * assigned? Sets *relu to the one ReLU reading it. */
 static int only_relu_reads(const xt_plan *p, const uint8_t *live, int c, int *relu) {
     *relu = -1;
-    if (escapes(p, c)) return 0;
+    if (xt_plan_escapes(p, c)) return 0;
     for (int i = c + 1; i < p->nnodes; i++) {
         const xt_node *n = &p->nodes[i];
         if (!live[i]) continue;
@@ -124,7 +115,7 @@ int xt_pass_conv_relu(xt_plan *p, const uint8_t *live) {
         xt_node *n = &p->nodes[c];
         int r, v;
         if (is_conv(p, live, c) && only_relu_reads(p, live, c, &r)) take_relu(p, n, r);
-        else if (live[c] && n->op == XT_OP_CONV2D_POOL2 && !n->iattr[4] && !escapes(p, c) &&
+        else if (live[c] && n->op == XT_OP_CONV2D_POOL2 && !n->iattr[4] && !xt_plan_escapes(p, c) &&
                  (v = pool_values_view(p, live, c)) >= 0 && only_relu_reads(p, live, v, &r))
             take_relu(p, n, r);
     }
@@ -166,7 +157,7 @@ static void pool_in_conv(xt_plan *p, uint8_t *live, int m, int c, int relu) {
 
 int xt_pass_conv_pool(xt_plan *p, uint8_t *live) {
     for (int c = 0; c < p->nnodes; c++) {
-        if (!is_conv(p, live, c) || escapes(p, c)) continue;
+        if (!is_conv(p, live, c) || xt_plan_escapes(p, c)) continue;
         int m = sole_reader(p, live, c);
         if (m >= 0 && is_pool2(&p->nodes[m])) pool_in_conv(p, live, m, c, 0);
     }
@@ -200,7 +191,7 @@ static int swappable_values_view(const xt_plan *p, const uint8_t *live, int y, i
         if (n->op == XT_OP_RELU_BWD && operand(p, i, 1) == y) { /* y's mask readers (only_relu_reads checked the rest) */
             int M = operand(p, i, 0);
             if (p->nodes[M].op != XT_OP_MAXPOOL2D_BWD || !is_indices_view(p, operand(p, M, 1), m) ||
-                sole_reader(p, live, M) != i || escapes(p, M))
+                sole_reader(p, live, M) != i || xt_plan_escapes(p, M))
                 return -1;
             const xt_node *g = &p->nodes[operand(p, M, 0)];
             if (g->rank != vn->rank || memcmp(g->shape, vn->shape, sizeof(int32_t) * (size_t)g->rank)) return -1;
@@ -234,8 +225,8 @@ static void swap_backward(xt_plan *p, int M, int R, int v) {
 int xt_pass_conv_relu_pool(xt_plan *p, uint8_t *live) {
     for (int c = 0; c < p->nnodes; c++) {
         int r, m, v;
-        if (!is_conv(p, live, c) || !only_relu_reads(p, live, c, &r) || escapes(p, r)) continue;
-        if ((m = sole_reader(p, live, r)) < 0 || !is_pool2(&p->nodes[m]) || escapes(p, m)) continue;
+        if (!is_conv(p, live, c) || !only_relu_reads(p, live, c, &r) || xt_plan_escapes(p, r)) continue;
+        if ((m = sole_reader(p, live, r)) < 0 || !is_pool2(&p->nodes[m]) || xt_plan_escapes(p, m)) continue;
         if ((v = swappable_values_view(p, live, c, m)) < 0) continue;
         for (int R = m + 1; R < p->nnodes; R++)
             if (live[R] && p->nodes[R].op == XT_OP_RELU_BWD && operand(p, R, 1) == c) swap_backward(p, operand(p, R, 0), R, v);

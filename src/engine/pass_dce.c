@@ -5,6 +5,14 @@
 
 #include "engine/plan.h"
 
+int xt_plan_escapes(const xt_plan *p, int c) {
+    for (int i = 0; i < p->nassign; i++)
+        if (p->assigns[i].t == c) return 1;
+    for (int i = 0; i < p->nfetch; i++)
+        if (p->fetch_nodes[i] == c) return 1;
+    return 0;
+}
+
 int xt_pass_live(const xt_plan *p, uint8_t *live) {
     memset(live, 0, (size_t)p->nnodes);
     for (int i = 0; i < p->nassign; i++) live[p->assigns[i].t] = 1;

@@ -31,12 +31,9 @@ static int sums_channels(const xt_node *sum, const xt_node *x) {
            sum->shape[2] == 1 && sum->shape[3] == 1;
 }
 
-/* Is node b read by a live node, fetched or assigned? */
+/* Is node b fetched, assigned or read by a live node? */
 static int still_needed(const xt_plan *p, const uint8_t *live, int b) {
-    for (int i = 0; i < p->nassign; i++)
-        if (p->assigns[i].t == b) return 1;
-    for (int i = 0; i < p->nfetch; i++)
-        if (p->fetch_nodes[i] == b) return 1;
+    if (xt_plan_escapes(p, b)) return 1;
     for (int i = b + 1; i < p->nnodes; i++)
         if (live[i])
             for (int k = 0; k < p->nodes[i].nin; k++)
@@ -52,8 +49,8 @@ int xt_pass_sum_through_pool(xt_plan *p, uint8_t *live) {
         int32_t *in = &p->operands[sum->in_off], b = *in;
         const xt_node *bwd = &p->nodes[b];
         if (bwd->op != XT_OP_MAXPOOL2D_BWD || !sums_channels(sum, bwd)) continue;
-        int32_t g = p->operands[bwd->in_off];
-        if (p->nodes[g].dtype != XT_F32 || !sums_channels(sum, &p->nodes[g])) continue;
+        int32_t g = p->operands[bwd->in_off]; /* the pooled gradient: the backward's N and C */
+        if (p->nodes[g].dtype != XT_F32) continue;
         *in = g;
         rewritten++;
         if (!still_needed(p, live, b)) live[b] = 0; /* read by nothing else: not computed */

@@ -134,6 +134,7 @@ typedef struct xt_plan {
  * `precision` asks for; map[i] = node i's index in out. 0, or -1 (out->err). */
 int xt_pass_precision(const xt_graph *g, int precision, xt_graph *out, int32_t *map);
 int xt_pass_live(const xt_plan *p, uint8_t *live);                  /* pass_dce.c */
+int xt_plan_escapes(const xt_plan *p, int c);                       /* pass_dce.c: node c fetched or assigned? */
 int xt_pass_conv_relu(xt_plan *p, const uint8_t *live);             /* pass_conv_epilogue.c */
 int xt_pass_conv_pool(xt_plan *p, uint8_t *live);                   /* pass_conv_epilogue.c */
 int xt_pass_conv_relu_pool(xt_plan *p, uint8_t *live);              /* pass_conv_epilogue.c */

@@ -246,6 +246,12 @@ static const dbww_cfg *pick_bww(const k_conv_shape *s) {
  * images' H x W bf16 planes a[l], b[l] (b's last `bshort` elements read as 0:
  * b may be a shifted by bshort); 16 pixels at a time (the last group with
  * masked loads), widened, merged, transposed. */
+/* 16 bf16 values under mask m, loaded plain when whole (masked loads cost
+ * more: pool.c measures it) */
+static inline __attribute__((always_inline)) TGT __m256i load16_bf16(const k_bf16 *p, __mmask16 m) {
+    return m == 0xFFFFu ? _mm256_loadu_si256((const __m256i *)p) : _mm256_maskz_loadu_epi16(m, p);
+}
+
 static TGT void pack_pair_plane(uint32_t *dst, const k_bf16 *const *a, const k_bf16 *const *b, int bshort, int H,
                                 int W, int Wd, int ph, int pw) {
     int P = H * W, h = 0, w = 0;
@@ -255,10 +261,8 @@ static TGT void pack_pair_plane(uint32_t *dst, const k_bf16 *const *a, const k_b
         __m512 r[NB];
 XT_UNROLL
         for (int l = 0; l < NB; l++) {
-            __m512i lo = _mm512_cvtepu16_epi32(m == 0xFFFFu ? _mm256_loadu_si256((const __m256i *)(a[l] + p))
-                                                            : _mm256_maskz_loadu_epi16(m, a[l] + p));
-            __m512i hi = _mm512_cvtepu16_epi32(mb == 0xFFFFu ? _mm256_loadu_si256((const __m256i *)(b[l] + p))
-                                                             : _mm256_maskz_loadu_epi16(mb, b[l] + p));
+            __m512i lo = _mm512_cvtepu16_epi32(load16_bf16(a[l] + p, m));
+            __m512i hi = _mm512_cvtepu16_epi32(load16_bf16(b[l] + p, mb));
             r[l] = _mm512_castsi512_ps(_mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
         }
         transpose_avx512(r);
@@ -601,10 +605,11 @@ static int g_forced_rows;
 
 void k_conv_direct_bf16_force_bww_rows(int rows) { g_forced_rows = rows > 0 ? rows : 0; }
 
-static int bww_rows(const k_conv_shape *s, int co_pad) {
+/* x_row, dy_row: one row of the block's x pair planes (all channels) and of
+ * its dy pair planes, counted in 32-bit pair words as the budget is */
+static int bww_rows(const k_conv_shape *s, size_t x_row, size_t dy_row) {
     if (g_forced_rows) return g_forced_rows < s->Ho ? g_forced_rows : s->Ho;
-    size_t x_row = (size_t)s->Ci * (s->W + 2 * s->pw) * NB * 4, dy_row = (size_t)co_pad * div_up(s->Wo, 2) * NB * 4;
-    size_t budget = k_cache_l2_bytes() / 2;
+    size_t budget = k_cache_l2_bytes() / 2 / 4;
     int R = s->Ho;
     while (R > 1 && ((size_t)(R - 1) * s->sh + s->kh) * x_row + (size_t)R * dy_row > budget) R--;
     return R;
@@ -634,15 +639,15 @@ void k_conv_direct_bf16_bwd_weight_part(const k_conv_shape *s, float *dw, const 
     if (first) memset(m.accv, 0, 4 * (size_t)co_pad * k_pad * NB);
     memset(m.zeros, 0, 2 * (plane_elems(s) + 2 * (size_t)s->Ho));
     size_t img_x = (size_t)s->Ci * s->H * s->W, img_y = (size_t)s->Co * s->Ho * s->Wo;
-    int rows = bww_rows(s, co_pad);
+    size_t xrow = (size_t)s->sh * Wp * NB, drow = (size_t)Wo2 * NB; /* one output row's step in xb, dyb */
+    int rows = bww_rows(s, (size_t)s->Ci * Wp * NB, (size_t)co_pad * drow);
     for (int n0 = 0; n0 < s->N; n0 += NB) {
         bww_pack_block(s, &m, x + n0 * img_x, dy + n0 * img_y, s->N - n0 < NB ? s->N - n0 : NB);
         for (int oh0 = 0; oh0 < s->Ho; oh0 += rows)
             for (int co0 = 0; co0 < co_pad; co0 += ct)
                 for (int k0 = 0; k0 < k_pad; k0 += tt)
-                    cfg->fn(m.dyb + co0 * dstride + (size_t)oh0 * Wo2 * NB, dstride,
-                            m.xb + (size_t)oh0 * s->sh * Wp * NB, m.off + k0, s->Ho - oh0 < rows ? s->Ho - oh0 : rows,
-                            Wo2, (size_t)s->sh * Wp * NB, (size_t)2 * s->sw * NB,
+                    cfg->fn(m.dyb + co0 * dstride + oh0 * drow, dstride, m.xb + oh0 * xrow, m.off + k0,
+                            s->Ho - oh0 < rows ? s->Ho - oh0 : rows, Wo2, xrow, (size_t)2 * s->sw * NB,
                             m.accv + ((size_t)co0 * k_pad + (size_t)k0 * ct) * NB);
     }
     if (!last) return;
@@ -663,6 +668,7 @@ size_t k_conv_direct_bf16_scratch(const k_conv_shape *s) {
     (void)s;
     return 0;
 }
+
 void k_conv_direct_bf16_fwd(const k_conv_shape *s, float *y, const k_bf16 *x, const k_bf16 *w, const float *b,
                             int relu, void *scratch) {
     (void)s, (void)y, (void)x, (void)w, (void)b, (void)relu, (void)scratch;

@@ -167,12 +167,12 @@ XT_AVX512 static void maxpool_2x2_avx512(const k_pool_shape *s, float *y, int32_
             const float *r0 = xp + (size_t)(2 * oh) * W, *r1 = r0 + W;
             float *yr = y + nc * out_plane + (size_t)oh * Wo;
             int32_t *ar = argmax + nc * out_plane + (size_t)oh * Wo;
+            /* lanes past the row read the next one and are dropped; the
+             * call's last row stays inside under the mask */
+            int last = nc + 1 == (size_t)s->N * s->C && oh + 1 == s->Ho;
             for (int ow = 0; ow < Wo; ow += 16) {
                 __mmask16 om, lo, hi;
                 step_masks(Wo - ow < 16 ? Wo - ow : 16, &om, &lo, &hi);
-                /* lanes past the row read the next one and are dropped;
-                 * the call's last row stays inside under the mask */
-                int last = nc + 1 == (size_t)s->N * s->C && oh + 1 == s->Ho;
                 __m512 p0 = load_under(r0 + 2 * ow, lo, last), p1 = load_under(r0 + 2 * ow + 16, hi, last);
                 __m512 q0 = load_under(r1 + 2 * ow, lo, last), q1 = load_under(r1 + 2 * ow + 16, hi, last);
                 __m512 m = _mm512_permutex2var_ps(p0, even, p1);
@@ -208,12 +208,12 @@ XT_AVX512 static void maxpool_2x2_bwd_avx512(const k_pool_shape *s, float *dx, c
             float *r0 = xp + (size_t)(2 * oh) * W, *r1 = r0 + W;
             const float *gr = dy + nc * out_plane + (size_t)oh * Wo;
             const int32_t *ar = argmax + nc * out_plane + (size_t)oh * Wo;
+            /* lanes past the row read the next one; their windows land in
+             * store lanes that are off */
+            int last = nc + 1 == (size_t)s->N * s->C && oh + 1 == s->Ho;
             for (int ow = 0; ow < Wo; ow += 16) {
                 __mmask16 om, lo, hi;
                 step_masks(Wo - ow < 16 ? Wo - ow : 16, &om, &lo, &hi);
-                /* lanes past the row read the next one; their windows land
-                 * in store lanes that are off */
-                int last = nc + 1 == (size_t)s->N * s->C && oh + 1 == s->Ho;
                 __m512 g = load_under(gr + ow, om, last);
                 __m512i a = _mm512_castps_si512(load_under((const float *)ar + ow, om, last));
                 __m512i e = _mm512_add_epi32(_mm512_set1_epi32(2 * oh * W + 2 * ow), even);
