@@ -125,3 +125,65 @@ TEST(engine_bf16_graph_dump_shows_precision) {
     xt_engine_free(en);
     xt_store_free(&m.st);
 }
+
+/* A ReLU whose output a bf16 kernel reads anyway takes its backward mask
+ * from that bf16 copy (pass_precision.c): the compiled RELU_BWD reads a
+ * CAST_BF16 node, and the weight gradient is the sum over bf16(x) times
+ * bf16(dy where h > 0), h and dy as the step computed them (fetched), to
+ * fp32 accumulation's rounding. A mask read at the wrong width or offset
+ * (the elementwise interpreter widening the bf16 copy) fails the sum. */
+TEST(engine_bf16_relu_backward_masks_with_the_rounded_activation) {
+    net m;
+    net_init(&m);
+    const char *dir = test_tmpdir();
+    xt_engine_opts o = {.fuse = 1, .precision = XT_PREC_BF16, .save_graphs_dir = dir};
+    xt_engine *en = xt_engine_new(&m.st, &o);
+    xt_graph *g = xt_engine_graph(en);
+    xt_t x = xt_leaf(g, m.sx), w = xt_leaf(g, m.sw), v = xt_leaf(g, m.sv);
+    xt_t h = xt_relu(g, xt_conv2d(g, x, w, XT_NONE, 1, 1, 0, 0));
+    xt_t y = xt_matmul(g, xt_reshape(g, h, 2, (int32_t[]){2, 64}), v, 0, 1);
+    xt_t loss = xt_sum_all(g, xt_mul(g, y, y)), wrt[2] = {w, h}, gr[2];
+    CHECK(xt_backward(g, loss, wrt, 2, gr) == 0);
+    static float hv[2 * 64], dh[2 * 64], gw[4 * 27];
+    xt_fetch(g, h, hv, sizeof hv);
+    xt_fetch(g, gr[1], dh, sizeof dh);
+    xt_fetch(g, gr[0], gw, sizeof gw);
+    xt_err e = {0};
+    CHECK_MSG(xt_mark_step(en, &e) == 0, "%s", e.msg);
+    /* the mask operand of the ReLU's backward is a bf16 cast (of h viewed
+     * (2, 64) for the matmul, viewed back) */
+    char cmd[900], out[4096];
+    snprintf(cmd, sizeof cmd,
+             "f=$(ls %s/graph-*.txt); m=$(grep ' = RELU_BWD ' $f | sed 's/.*, %%\\([0-9]*\\)).*/\\1/');"
+             " while grep \"^%%$m = \" $f | grep -q ' = VIEW'; do" /* through the reshape back to the mask's shape */
+             "   m=$(grep \"^%%$m = \" $f | sed 's/.*(%%\\([0-9]*\\)).*/\\1/'); done;"
+             " grep \"^%%$m = \" $f | cut -d' ' -f3",
+             dir);
+    CHECK_EQ(test_run(cmd, out, sizeof out), 0);
+    CHECK_STR_CONTAINS(out, "CAST_BF16:bf16");
+    int npos = 0;
+    for (int i = 0; i < 2 * 64; i++) npos += hv[i] > 0;
+    CHECK_MSG(npos > 20 && npos < 108, "%d of 128 activations positive: the mask is not exercised", npos);
+    const float *xs = xt_store_f32(&m.st, m.sx);
+    for (int co = 0; co < 4; co++)
+        for (int ci = 0; ci < 3; ci++)
+            for (int kh = 0; kh < 3; kh++)
+                for (int kw = 0; kw < 3; kw++) {
+                    double want = 0, mag = 0;
+                    for (int n = 0; n < 2; n++)
+                        for (int oh = 0; oh < 4; oh++)
+                            for (int ow = 0; ow < 4; ow++) {
+                                int at = n * 64 + co * 16 + oh * 4 + ow;
+                                float d = hv[at] > 0 ? dh[at] : 0.0f;
+                                double t = (double)k_bf16_to_f32(k_bf16_from_f32(xs[((n * 3 + ci) * 6 + oh + kh) * 6 + ow + kw])) *
+                                           k_bf16_to_f32(k_bf16_from_f32(d)); /* 32 fp32 sums: 4e-6 = 64 ulp bounds their rounding */
+                                want += t;
+                                mag += fabs(t);
+                            }
+                    float got = gw[((co * 3 + ci) * 3 + kh) * 3 + kw];
+                    CHECK_MSG(fabs(got - want) <= 4e-6 * mag + 1e-30, "gw[%d,%d,%d,%d] %g, want %g", co, ci, kh, kw, got,
+                              want);
+                }
+    xt_engine_free(en);
+    xt_store_free(&m.st);
+}

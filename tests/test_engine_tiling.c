@@ -170,6 +170,32 @@ TEST(tiling_keeps_stretch_internal_values_at_tile_size) {
     free(m);
 }
 
+/* A value read inside its stretch only through a view that renames it whole
+ * holds one tile too: under bf16, wide_cnn's conv1 output (the ReLU in the
+ * conv's epilogue is such a view; the ReLU's backward masks with the bf16
+ * copy, pass_precision.c) and dropout's output (the flatten), both read
+ * only by their casts. A view at an offset (the pool's indices) still
+ * keeps its base batch-sized: the kernels address it in the batch's layout. */
+TEST(tiling_keeps_values_read_through_renaming_views_at_tile_size) {
+    model_run *m = calloc(1, sizeof *m);
+    xt_err e = {0};
+    CHECK_MSG(model_run_init(m, "models/wide_cnn.yaml", 64, &e) == 0, "%s", e.msg);
+    const char *dir = test_tmpdir();
+    xt_engine_opts o = {.fuse = 1, .tile_cache_bytes = 256 * 1024, .precision = XT_PREC_BF16, .save_graphs_dir = dir};
+    xt_engine *en = xt_engine_new(&m->r.store, &o);
+    CHECK_MSG(train_steps(m, en, 1, &e) == 0, "%s", e.msg);
+    char cmd[700], out[4096];
+    snprintf(cmd, sizeof cmd,
+             "f=$(ls %s/graph-*.txt); grep -c ' = CONV2D .64, 32, 26, 26..*(one tile)' $f;"
+             " grep -c ' = DROPOUT .64, 64, 12, 12..*(one tile)' $f; grep -c ' = CONV2D_POOL2 .*(one tile)' $f",
+             dir);
+    test_run(cmd, out, sizeof out);
+    CHECK_MSG(!strcmp(out, "1\n1\n0\n"), "conv1, dropout, conv2+pool outputs tile-local: %s", out);
+    xt_engine_free(en);
+    model_run_free(m);
+    free(m);
+}
+
 /* XLATRAIN_NO_TILING=1 turns tiling off, as XLATRAIN_NO_MEMORY_PLANNER
  * turns planning off: the user's way to bisect a tiling problem. */
 TEST(no_tiling_environment_variable_turns_tiling_off) {

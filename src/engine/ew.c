@@ -11,12 +11,19 @@
  * Broadcasting: the output is split into an outer part and the longest
  * inner run over which every input is either contiguous or constant, e.g.
  * (N, C, H, W) with a per-channel (1, C, 1, 1) input runs H*W at a time.
+ *
+ * Inputs may be bf16 (a value pass_precision.c rounded for a convolution,
+ * read again by a ReLU's backward): each chunk of one is widened into that
+ * input's chunk buffer first, exactly (bf16 -> fp32 is a shift), so the
+ * programs only ever see fp32. Outputs are fp32.
  */
 #include <math.h>
 #include <string.h>
 
 #include "engine/plan.h"
+#include "kernels/bf16.h"
 #include "kernels/simd.h"
+#include "util/check.h"
 
 #define CHUNK 256
 
@@ -82,12 +89,13 @@ static const ew_fn ew_tables[3][XT_OP_COUNT] = {
 
 /* The interpreter's state for one group, carved from the plan's
  * ew_scratch (sized at compile time for the widest group): per input its
- * strides, broadcast flag, source pointer and a chunk of broadcast fill;
- * the registers. */
+ * strides, broadcast flag, bf16 flag, source pointer and a chunk buffer
+ * (the broadcast value repeated, or a bf16 input's chunk widened); the
+ * registers. */
 typedef struct {
     int64_t (*stride)[4];
-    int *pattern, *bcast;
-    const float **src;
+    int *pattern, *bcast, *bf16;
+    const char **src;
     float (*fill)[CHUNK];
     float (*regs)[CHUNK];
 } ew_state;
@@ -106,7 +114,8 @@ static size_t carve(const xt_ew_group *grp, char *base, ew_state *st) {
     CARVE(stride, nin * 4 * sizeof(int64_t));
     CARVE(pattern, nin * sizeof(int));
     CARVE(bcast, nin * sizeof(int));
-    CARVE(src, nin * sizeof(const float *));
+    CARVE(bf16, nin * sizeof(int));
+    CARVE(src, nin * sizeof(const char *));
 #undef CARVE
     return o;
 }
@@ -119,6 +128,8 @@ size_t xt_ew_scratch_bytes(const xt_ew_group *grp) { return carve(grp, NULL, NUL
 static void input_strides(const xt_plan *p, const xt_ew_group *grp, const int32_t *S, int32_t rows, ew_state *st) {
     for (int k = 0; k < grp->ninputs; k++) {
         const xt_node *x = &p->nodes[grp->inputs[k]];
+        XT_CHECK(x->dtype == XT_F32 || x->dtype == XT_BF16);
+        st->bf16[k] = x->dtype == XT_BF16;
         int32_t X[4] = {1, 1, 1, 1};
         for (int d = 0; d < x->rank; d++) X[4 - x->rank + d] = x->shape[d];
         if (rows > 0 && x->rank == grp->rank && x->shape[0] == grp->shape[0]) X[4 - x->rank] = rows;
@@ -158,16 +169,23 @@ static int inner_run(const xt_ew_group *grp, const int32_t *S, ew_state *st) {
     return d0;
 }
 
+/* Where an instruction reads input k's chunk at inner offset c: fp32 straight
+ * from memory; a broadcast or widened bf16 input from its chunk buffer. */
+static const float *input_chunk(const ew_state *st, int k, int64_t c) {
+    return st->bcast[k] || st->bf16[k] ? st->fill[k] : (const float *)st->src[k] + c;
+}
+
 /* Run the group's program over one chunk of m elements at inner offset c
  * of outer row o. */
 static void run_chunk(const ew_fn *ew_table, const xt_ew_group *grp, const ew_state *st, void *const *out, int64_t o,
                       int64_t inner, int64_t c, int m) {
+    for (int k = 0; k < grp->ninputs; k++)
+        if (st->bf16[k] && !st->bcast[k]) k_bf16_expand((size_t)m, st->fill[k], (const k_bf16 *)st->src[k] + c);
     for (int j = 0; j < grp->ninstr; j++) {
         const xt_ew_instr *ins = &grp->instr[j];
         const float *a, *b = NULL;
-        a = ins->akind == XT_OPND_REG ? st->regs[ins->a] : st->bcast[ins->a] ? st->fill[ins->a] : st->src[ins->a] + c;
-        if (xt_op_table[ins->op].arity == 2)
-            b = ins->bkind == XT_OPND_REG ? st->regs[ins->b] : st->bcast[ins->b] ? st->fill[ins->b] : st->src[ins->b] + c;
+        a = ins->akind == XT_OPND_REG ? st->regs[ins->a] : input_chunk(st, ins->a, c);
+        if (xt_op_table[ins->op].arity == 2) b = ins->bkind == XT_OPND_REG ? st->regs[ins->b] : input_chunk(st, ins->b, c);
         float *dst = ins->dst >= 0 ? st->regs[ins->dst] : (float *)out[-1 - ins->dst] + o * inner + c;
         ew_table[ins->op](dst, a, b, m);
     }
@@ -204,10 +222,10 @@ static void load_rows(const xt_ew_group *grp, ew_state *st, void *const *in, int
             if (r && !st->bcast[k]) continue;
             int64_t off = 0;
             for (int d = 0; d < d0; d++) off += idx[d] * st->stride[k][d];
-            const float *src = (const float *)in[k] + off;
+            const char *src = (const char *)in[k] + off * (st->bf16[k] ? 2 : 4);
             if (!r) st->src[k] = src;
             if (st->bcast[k]) {
-                float v = src[0], *f = st->fill[k] + r * inner;
+                float v = st->bf16[k] ? k_bf16_to_f32(*(const k_bf16 *)src) : *(const float *)src, *f = st->fill[k] + r * inner;
                 int m = inner < CHUNK ? (int)inner : CHUNK;
                 for (int i = 0; i < m; i++) f[i] = v;
             }

@@ -39,7 +39,8 @@
 typedef struct {
     int kind;        /* xt_loc_kind */
     int slot;
-    int tile_local;  /* holds one tile of a run's rows */
+    int tile_local;  /* holds one tile of the rows of run tile_run */
+    int tile_run;
     int64_t size;    /* bytes */
     int first, last; /* kernel indices */
     int64_t offset;  /* placed arena offset */
@@ -271,8 +272,8 @@ static void compute_lifetimes(mp *m) {
         if (m->root_of[i] < 0 || !m->live[i]) continue;
         root *r = &m->roots[m->root_of[i]];
         int64_t end = m->off_of[i] + xt_numel(&p->nodes[i]) * (int64_t)xt_dtype_size(p->nodes[i].dtype);
-        if (r->tile_local) { /* the kernel that writes it is in a run */
-            const xt_tile_run *run = &p->runs[p->kernels[m->kernel_of[i]].run];
+        if (r->tile_local) { /* the value, or a view renaming it whole */
+            const xt_tile_run *run = &p->runs[r->tile_run];
             end = end / run->batch * run->rows;
         }
         if (end > r->size) r->size = end;
@@ -304,9 +305,21 @@ static int running_kernel(const mp *m, const int32_t *group_kernel, int32_t j) {
     return g >= 0 ? group_kernel[g] : m->kernel_of[j];
 }
 
+/* A view that renames its operand whole (offset 0, the same bytes: the
+ * ReLU a convolution's epilogue absorbed, a flatten): its readers read the
+ * operand's rows as they are. Any other view (the packed pool output's
+ * values and indices) addresses the batch-sized layout. */
+static int renames_whole(const xt_plan *p, int32_t j) {
+    const xt_node *n = &p->nodes[j];
+    if (n->op != XT_OP_VIEW || n->iattr[0] != 0) return 0;
+    const xt_node *b = &p->nodes[p->operands[n->in_off]];
+    return xt_numel(n) * xt_dtype_size(n->dtype) == xt_numel(b) * xt_dtype_size(b->dtype);
+}
+
 /* A value written by a tiled kernel whose every reader runs in the same
- * run, read by no view, neither fetched nor assigned, needs one tile of
- * rows: a buffer of rows * (bytes per sample). */
+ * run (through whole renaming views too), neither fetched nor assigned
+ * (itself or through such a view), needs one tile of rows: a buffer of
+ * rows * (bytes per sample). */
 static int mark_tile_local(mp *m) {
     xt_plan *p = m->p;
     if (!p->nruns || !m->plan) return 0;
@@ -318,8 +331,13 @@ static int mark_tile_local(mp *m) {
     for (int j = 0; j < p->nnodes; j++) {
         if (!m->live[j]) continue;
         int rk = running_kernel(m, group_kernel, j);
+        if (rk < 0 && renames_whole(p, j)) { /* its readers decide, as readers of its operand */
+            if (m->fetched[j]) outside[p->operands[p->nodes[j].in_off]] = 1;
+            continue;
+        }
         for (int q = 0; q < p->nodes[j].nin; q++) {
             int32_t v = p->operands[p->nodes[j].in_off + q];
+            while (renames_whole(p, v)) v = p->operands[p->nodes[v].in_off];
             int wk = m->kernel_of[v];
             if (wk < 0 || rk < 0 || p->kernels[wk].run < 0 || p->kernels[rk].run != p->kernels[wk].run) outside[v] = 1;
         }
@@ -330,8 +348,15 @@ static int mark_tile_local(mp *m) {
         if (m->readers[i] == 0 || m->roots[r].kind != XT_LOC_ARENA || m->off_of[i] != 0) continue;
         if (p->kernels[k].group < 0 && p->row_bytes[p->kernels[k].row_off + p->nodes[i].nin] == 0) continue; /* a sum over the batch */
         int assigned = 0;
-        for (int q = 0; q < p->nassign; q++) assigned |= p->assigns[q].t == i;
-        if (!assigned) m->roots[r].tile_local = 1;
+        for (int q = 0; q < p->nassign; q++) {
+            int32_t t = p->assigns[q].t;
+            while (renames_whole(p, t)) t = p->operands[p->nodes[t].in_off];
+            assigned |= t == i;
+        }
+        if (!assigned) {
+            m->roots[r].tile_local = 1;
+            m->roots[r].tile_run = p->kernels[k].run;
+        }
     }
     free(group_kernel);
     free(outside);
