@@ -6,6 +6,7 @@
  */
 #include "test.h"
 
+#include "kernels/bf16.h"
 #include "kernels/kernels.h"
 #include "kernels/simd.h"
 
@@ -241,6 +242,22 @@ static void check_pool_at(k_pool_shape s, unsigned seed, int quantize) {
     k_maxpool2d_bwd(&s, dx, dy, a);
     k_maxpool2d_bwd_ref(&s, dxr, dy, ar);
     CHECK(memcmp(dx, dxr, xs * sizeof(float)) == 0);
+    /* made in bf16 (pass_bf16_out.c): every element the rounding of the fp32
+     * backward's, k_bf16_from_f32 bit for bit, rounding ties, a subnormal,
+     * an overflow to infinity and a NaN among the gradients */
+    static const float special[5] = {1.00390625f /* 1 + 2^-8: a tie, to even */, 1.01171875f /* 1 + 3*2^-8: a tie, up */,
+                                      1e-40f, 3.4e38f, NAN};
+    for (size_t i = 0; i < 5 && i < ys; i++) dy[i * 7 % ys] = special[i];
+    k_maxpool2d_bwd(&s, dx, dy, a);
+    uint16_t *d16 = malloc(xs * sizeof *d16);
+    float *piece = malloc(k_maxpool2d_bwd_bf16_scratch_floats(&s) * sizeof(float));
+    memset(d16, 0xA5, xs * sizeof *d16); /* every element must be written */
+    k_maxpool2d_bwd_bf16(&s, d16, dy, a, piece);
+    size_t bad = 0;
+    for (size_t i = 0; i < xs; i++) bad += d16[i] != k_bf16_from_f32(dx[i]);
+    CHECK_MSG(bad == 0, "%zu of %zu bf16 elements are not the rounded fp32 backward (%dx%d/%d, simd %d)", bad, xs, s.kh,
+              s.kw, s.sh, k_simd_level());
+    free(d16), free(piece);
     free(x), free(dy), free(y), free(yr), free(dx), free(dxr), free(a), free(ar);
 }
 
@@ -255,6 +272,9 @@ TEST(maxpool_fast_matches_ref) {
     check_pool((k_pool_shape){.N = 2, .C = 3, .H = 9, .W = 10, .kh = 3, .kw = 3, .sh = 2, .sw = 2, .ph = 1, .pw = 1}, 6, 1);
     check_pool((k_pool_shape){.N = 1, .C = 1, .H = 5, .W = 7, .kh = 3, .kw = 2, .sh = 1, .sw = 2, .ph = 1}, 7, 1);
     check_pool((k_pool_shape){.N = 2, .C = 2, .H = 1, .W = 9, .kh = 1, .kw = 2, .sh = 1, .sw = 2}, 8, 1);
+    /* planes larger than the bf16 backward's scratch piece: one plane a piece */
+    check_pool((k_pool_shape){.N = 1, .C = 3, .H = 96, .W = 97, .kh = 2, .kw = 2, .sh = 2, .sw = 2}, 9, 0);
+    check_pool((k_pool_shape){.N = 1, .C = 3, .H = 96, .W = 96, .kh = 3, .kw = 3, .sh = 3, .sw = 3}, 10, 0);
 }
 
 TEST(maxpool_bwd_overwrites_and_overlapping_windows_add) {

@@ -241,6 +241,7 @@ int xt_mark_step(xt_engine *en, xt_err *e) {
     en->last.precision = p->key.precision;
     en->last.bf16_casts = en->last.relu_epilogues = en->last.pool_epilogues = 0;
     en->last.sums_through_pool = p->sums_through_pool;
+    en->last.made_in_bf16 = p->made_in_bf16;
     for (int k = 0; k < p->nkernels; k++) {
         const xt_node *n = &p->nodes[p->kernels[k].node];
         en->last.bf16_casts += n->op == XT_OP_CAST_BF16;

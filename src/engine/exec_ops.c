@@ -154,10 +154,25 @@ KERNEL(MAXPOOL2D) {
     s.N = ROWS(s.N);
     k_maxpool2d_fwd(&s, y, (int32_t *)(y + values), in[0]);
 }
+/* A value made in bf16 (pass_bf16_out.c): a kernel without a bf16 store of
+ * its own runs its fp32 loop on pieces of about BF16_PIECE floats into
+ * scratch (L1-sized), each rounded to bf16 as it leaves; every element the
+ * same fp32 value as one whole call's. */
+enum { BF16_PIECE = 8192 };
+
+/* (dy, argmax) -> dx shaped like x */
 KERNEL(MAXPOOL2D_BWD) {
-    k_pool_shape s = pool_shape(n->shape, n->iattr); /* (dy, argmax) -> dx shaped like x */
+    k_pool_shape s = pool_shape(n->shape, n->iattr);
     s.N = ROWS(s.N);
-    k_maxpool2d_bwd(&s, out, in[0], in[1]);
+    if (n->dtype == XT_BF16)
+        k_maxpool2d_bwd_bf16(&s, out, in[0], in[1], scratch);
+    else
+        k_maxpool2d_bwd(&s, out, in[0], in[1]);
+}
+static size_t scratch_MAXPOOL2D_BWD(const xt_plan *p, const xt_node *n) {
+    (void)p;
+    k_pool_shape s = pool_shape(n->shape, n->iattr);
+    return n->dtype == XT_BF16 ? k_maxpool2d_bwd_bf16_scratch_floats(&s) * sizeof(float) : 0;
 }
 KERNEL(AVGPOOL2D) {
     k_pool_shape s = pool_shape(IN(0)->shape, n->iattr);
@@ -226,15 +241,31 @@ KERNEL(ARGMAX) {
 /* The mask is a pure function of (seed, step, stream, index in the whole
  * batch), so backward recomputes it instead of storing it, and a tile
  * draws the same mask as the whole batch would. */
-static void dropout_apply(const xt_node *n, const xt_kcall *kc, float *y, const float *x, const void *step) {
+static void dropout_apply(const xt_node *n, const xt_kcall *kc, void *y, const float *x, const void *step,
+                          float *scratch) {
     float pdrop = n->fattr[0];
     uint64_t seed = (uint64_t)(uint32_t)n->iattr[1] | (uint64_t)(uint32_t)n->iattr[2] << 32;
     uint64_t counter = (uint64_t)(uint32_t)*(const int32_t *)step << 16 | (uint64_t)(uint16_t)n->iattr[0];
     int64_t per_row = n->rank ? xt_numel(n) / n->shape[0] : 1, rows = n->rank ? ROWS(n->shape[0]) : 1;
-    k_dropout((size_t)(rows * per_row), y, x, pdrop, seed, counter, (uint64_t)kc->row0 * (uint64_t)per_row);
+    uint64_t index0 = (uint64_t)kc->row0 * (uint64_t)per_row;
+    int64_t total = rows * per_row;
+    if (n->dtype == XT_F32) {
+        k_dropout((size_t)total, y, x, pdrop, seed, counter, index0);
+        return;
+    }
+    for (int64_t i = 0; i < total; i += BF16_PIECE) { /* the mask is a function of the index: pieces draw the same */
+        size_t m = (size_t)(total - i < BF16_PIECE ? total - i : BF16_PIECE);
+        k_dropout(m, scratch, x + i, pdrop, seed, counter, index0 + (uint64_t)i);
+        k_bf16_cast(m, (k_bf16 *)y + i, scratch);
+    }
 }
-KERNEL(DROPOUT) { dropout_apply(n, kc, out, in[0], in[1]); }
-KERNEL(DROPOUT_BWD) { dropout_apply(n, kc, out, in[0], in[1]); } /* same mask, applied to dy */
+KERNEL(DROPOUT) { dropout_apply(n, kc, out, in[0], in[1], scratch); }
+KERNEL(DROPOUT_BWD) { dropout_apply(n, kc, out, in[0], in[1], scratch); } /* same mask, applied to dy */
+static size_t scratch_DROPOUT(const xt_plan *p, const xt_node *n) {
+    (void)p;
+    return n->dtype == XT_F32 ? 0 : BF16_PIECE * sizeof(float);
+}
+static size_t scratch_DROPOUT_BWD(const xt_plan *p, const xt_node *n) { return scratch_DROPOUT(p, n); }
 
 /* The gradients, packed into 64-byte aligned pieces (a gradient the memory
  * plan already produced in its piece is not copied), then averaged over

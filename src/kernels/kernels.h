@@ -86,6 +86,12 @@ int k_pool_shape_infer(k_pool_shape *s);
 void k_maxpool2d_fwd(const k_pool_shape *s, float *y, int32_t *argmax, const float *x);
 /* dx = 0, then dx[argmax] += dy (overwrites dx). */
 void k_maxpool2d_bwd(const k_pool_shape *s, float *dx, const float *dy, const int32_t *argmax);
+/* The same, each element rounded to bf16 (k_bf16_from_f32) as it is
+ * written: a 2x2 pool's AVX-512 path stores bf16 itself, any other runs
+ * k_maxpool2d_bwd a few planes at a time into scratch
+ * (k_maxpool2d_bwd_bf16_scratch_floats floats) and rounds them. */
+size_t k_maxpool2d_bwd_bf16_scratch_floats(const k_pool_shape *s);
+void k_maxpool2d_bwd_bf16(const k_pool_shape *s, uint16_t *dx, const float *dy, const int32_t *argmax, float *scratch);
 /* avg pool with count_include_pad=True (PyTorch's default). */
 void k_avgpool2d_fwd(const k_pool_shape *s, float *y, const float *x);
 void k_avgpool2d_bwd(const k_pool_shape *s, float *dx, const float *dy);

@@ -14,6 +14,7 @@
  * memory traffic. Seed CNN, batch 128: pool1 ~100/80 us fwd/bwd, from 2,470/2,390
  * for the first branchy scalar version (mispredicted compares); pool2 ~47/46 us.
  */
+#include "kernels/bf16.h"
 #include "kernels/kernels.h"
 #include "kernels/simd.h"
 #include "kernels/vec4.h"
@@ -193,19 +194,40 @@ XT_AVX512 static void maxpool_2x2_avx512(const k_pool_shape *s, float *y, int32_
     }
 }
 
-XT_AVX512 static void maxpool_2x2_bwd_avx512(const k_pool_shape *s, float *dx, const float *dy,
-                                              const int32_t *argmax) {
-    size_t in_plane = (size_t)s->H * s->W, out_plane = (size_t)s->Ho * s->Wo;
+/* bf16 stores (a backward made in bf16, pass_bf16_out.c): k_bf16_from_f32's
+ * rounding, 16 lanes at a time (not vcvtneps2bf16, which flushes denormals;
+ * see bf16.c), then the low halves packed */
+XT_AVX512 static inline __m256i to_bf16(__m512 v) {
+    __m512i u = _mm512_castps_si512(v), hi = _mm512_srli_epi32(u, 16);
+    __m512i rne = _mm512_srli_epi32(
+        _mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), _mm512_and_si512(hi, _mm512_set1_epi32(1))), 16);
+    __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x7f800000));
+    return _mm512_cvtepi32_epi16(_mm512_mask_or_epi32(rne, nan, hi, _mm512_set1_epi32(0x40)));
+}
+XT_AVX512 static inline void store_under_bf16(k_bf16 *p, __mmask16 m, __m512 v) {
+    if (m == 0xFFFFu)
+        _mm256_storeu_si256((__m256i *)p, to_bf16(v));
+    else
+        _mm256_mask_storeu_epi16(p, m, to_bf16(v));
+}
+
+/* One body for both output types (BF16 a constant once inlined): dx is
+ * float, or k_bf16 rounded from the same floats. */
+XT_AVX512 static inline __attribute__((always_inline)) void maxpool_2x2_bwd_body(const int BF16, const k_pool_shape *s,
+                                                                                void *dx, const float *dy,
+                                                                                const int32_t *argmax) {
+    size_t in_plane = (size_t)s->H * s->W, out_plane = (size_t)s->Ho * s->Wo, esz = BF16 ? 2 : 4;
     int W = s->W, Wo = s->Wo;
     const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     /* interleave p and q (lanes 16+ of the permute index select q) */
     const __m512i ilo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
     const __m512i ihi = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
     const __m512i one = _mm512_set1_epi32(1), down = _mm512_set1_epi32(W);
+#define STORE_ROW(at, m, v) (BF16 ? store_under_bf16((k_bf16 *)(void *)(at), m, v) : store_under((float *)(void *)(at), m, v))
     for (size_t nc = 0; nc < (size_t)s->N * s->C; nc++) {
-        float *xp = dx + nc * in_plane;
+        char *xp = (char *)dx + nc * in_plane * esz;
         for (int oh = 0; oh < s->Ho; oh++) {
-            float *r0 = xp + (size_t)(2 * oh) * W, *r1 = r0 + W;
+            char *r0 = xp + (size_t)(2 * oh) * W * esz, *r1 = r0 + (size_t)W * esz;
             const float *gr = dy + nc * out_plane + (size_t)oh * Wo;
             const int32_t *ar = argmax + nc * out_plane + (size_t)oh * Wo;
             /* lanes past the row read the next one; their windows land in
@@ -222,15 +244,26 @@ XT_AVX512 static void maxpool_2x2_bwd_avx512(const k_pool_shape *s, float *dx, c
                 __m512 q = _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(a, _mm512_add_epi32(e, one)), g);
                 __m512 u = _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(a, f), g);
                 __m512 v = _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(a, _mm512_add_epi32(f, one)), g);
-                store_under(r0 + 2 * ow, lo, _mm512_permutex2var_ps(p, ilo, q));
-                store_under(r0 + 2 * ow + 16, hi, _mm512_permutex2var_ps(p, ihi, q));
-                store_under(r1 + 2 * ow, lo, _mm512_permutex2var_ps(u, ilo, v));
-                store_under(r1 + 2 * ow + 16, hi, _mm512_permutex2var_ps(u, ihi, v));
+                STORE_ROW(r0 + 2 * ow * esz, lo, _mm512_permutex2var_ps(p, ilo, q));
+                STORE_ROW(r0 + (2 * ow + 16) * esz, hi, _mm512_permutex2var_ps(p, ihi, q));
+                STORE_ROW(r1 + 2 * ow * esz, lo, _mm512_permutex2var_ps(u, ilo, v));
+                STORE_ROW(r1 + (2 * ow + 16) * esz, hi, _mm512_permutex2var_ps(u, ihi, v));
             }
-            if (W & 1) r0[W - 1] = r1[W - 1] = 0.0f; /* the column no window reaches */
+            if (W & 1) { /* the column no window reaches */
+                memset(r0 + (size_t)(W - 1) * esz, 0, esz);
+                memset(r1 + (size_t)(W - 1) * esz, 0, esz);
+            }
         }
-        if (s->H & 1) memset(xp + (size_t)(s->H - 1) * W, 0, sizeof(float) * (size_t)W);
+        if (s->H & 1) memset(xp + (size_t)(s->H - 1) * W * esz, 0, esz * (size_t)W); /* +0 in either type */
     }
+#undef STORE_ROW
+}
+XT_AVX512 static void maxpool_2x2_bwd_avx512(const k_pool_shape *s, float *dx, const float *dy, const int32_t *argmax) {
+    maxpool_2x2_bwd_body(0, s, dx, dy, argmax);
+}
+XT_AVX512 static void maxpool_2x2_bwd_bf16_avx512(const k_pool_shape *s, k_bf16 *dx, const float *dy,
+                                                   const int32_t *argmax) {
+    maxpool_2x2_bwd_body(1, s, dx, dy, argmax);
 }
 #undef XT_AVX512
 
@@ -339,6 +372,32 @@ void k_maxpool2d_bwd(const k_pool_shape *s, float *dx, const float *dy, const in
         maxpool_bwd_tiled(s, dx, dy, argmax);
     else
         k_maxpool2d_bwd_ref(s, dx, dy, argmax);
+}
+
+/* Planes per piece of the fp32-then-round path: about BF16_PIECE floats. */
+enum { BF16_PIECE = 8192 };
+size_t k_maxpool2d_bwd_bf16_scratch_floats(const k_pool_shape *s) {
+    size_t plane = (size_t)s->H * s->W;
+    return plane < BF16_PIECE ? BF16_PIECE : plane;
+}
+
+void k_maxpool2d_bwd_bf16(const k_pool_shape *s, k_bf16 *dx, const float *dy, const int32_t *argmax, float *scratch) {
+#ifdef XT_POOL_X86
+    if (is_2x2(s) && use_avx512(s)) {
+        maxpool_2x2_bwd_bf16_avx512(s, dx, dy, argmax);
+        return;
+    }
+#endif
+    /* argmax indexes within an (n, c) plane, so a piece of whole planes runs alone */
+    int64_t planes = (int64_t)s->N * s->C, in_plane = (int64_t)s->H * s->W, out_plane = (int64_t)s->Ho * s->Wo;
+    int64_t per = (int64_t)k_maxpool2d_bwd_bf16_scratch_floats(s) / in_plane;
+    for (int64_t q = 0; q < planes; q += per) {
+        k_pool_shape piece = *s;
+        piece.N = 1;
+        piece.C = (int)(planes - q < per ? planes - q : per);
+        k_maxpool2d_bwd(&piece, scratch, dy + q * out_plane, argmax + q * out_plane);
+        k_bf16_cast((size_t)(piece.C * in_plane), dx + q * in_plane, scratch);
+    }
 }
 
 /* count_include_pad=True in floor mode: every window counts kh*kw cells (a
