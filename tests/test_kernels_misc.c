@@ -561,6 +561,29 @@ TEST(dropout_matches_formula) {
     free(x), free(y), free(z);
 }
 
+/* Made in bf16 (pass_bf16_out.c): the rounding of the fp32 dropout, element
+ * for element, over more than two scratch pieces and from an index that
+ * starts inside a Philox block (a micro-batch tile's offset). */
+TEST(dropout_bf16_is_the_rounded_fp32_dropout) {
+    size_t n = 2 * K_BF16_PIECE_FLOATS + 1001;
+    unsigned seed = 52;
+    float *x = rand_buf(n, &seed), *y = nan_buf(n), *piece = nan_buf(K_BF16_PIECE_FLOATS);
+    x[3] = 1.00390625f; /* 1 + 2^-8 scaled by 1/(1-p): rounding away from the tie must still match */
+    x[K_BF16_PIECE_FLOATS + 5] = NAN;
+    uint16_t *y16 = malloc(n * sizeof *y16);
+    for (int lvl = 0; lvl <= k_simd_detect(); lvl++) {
+        k_simd_force(lvl);
+        memset(y16, 0xA5, n * sizeof *y16);
+        k_dropout(n, y, x, 0.25f, 7, 11, 6);
+        k_dropout_bf16(n, y16, x, 0.25f, 7, 11, 6, piece);
+        size_t bad = 0;
+        for (size_t i = 0; i < n; i++) bad += y16[i] != k_bf16_from_f32(y[i]);
+        CHECK_MSG(bad == 0, "%zu of %zu elements differ at simd level %d", bad, n, lvl);
+    }
+    k_simd_force(-1);
+    free(x), free(y), free(piece), free(y16);
+}
+
 TEST(simd_force_clamps_to_cpu) {
     int best = k_simd_detect();
     CHECK(best >= K_SIMD_GENERIC && best <= K_SIMD_AVX512);

@@ -154,13 +154,7 @@ KERNEL(MAXPOOL2D) {
     s.N = ROWS(s.N);
     k_maxpool2d_fwd(&s, y, (int32_t *)(y + values), in[0]);
 }
-/* A value made in bf16 (pass_bf16_out.c): a kernel without a bf16 store of
- * its own runs its fp32 loop on pieces of about BF16_PIECE floats into
- * scratch (L1-sized), each rounded to bf16 as it leaves; every element the
- * same fp32 value as one whole call's. */
-enum { BF16_PIECE = 8192 };
-
-/* (dy, argmax) -> dx shaped like x */
+/* (dy, argmax) -> dx shaped like x; fp32, or made in bf16 (pass_bf16_out.c) */
 KERNEL(MAXPOOL2D_BWD) {
     k_pool_shape s = pool_shape(n->shape, n->iattr);
     s.N = ROWS(s.N);
@@ -248,22 +242,17 @@ static void dropout_apply(const xt_node *n, const xt_kcall *kc, void *y, const f
     uint64_t counter = (uint64_t)(uint32_t)*(const int32_t *)step << 16 | (uint64_t)(uint16_t)n->iattr[0];
     int64_t per_row = n->rank ? xt_numel(n) / n->shape[0] : 1, rows = n->rank ? ROWS(n->shape[0]) : 1;
     uint64_t index0 = (uint64_t)kc->row0 * (uint64_t)per_row;
-    int64_t total = rows * per_row;
-    if (n->dtype == XT_F32) {
-        k_dropout((size_t)total, y, x, pdrop, seed, counter, index0);
-        return;
-    }
-    for (int64_t i = 0; i < total; i += BF16_PIECE) { /* the mask is a function of the index: pieces draw the same */
-        size_t m = (size_t)(total - i < BF16_PIECE ? total - i : BF16_PIECE);
-        k_dropout(m, scratch, x + i, pdrop, seed, counter, index0 + (uint64_t)i);
-        k_bf16_cast(m, (k_bf16 *)y + i, scratch);
-    }
+    size_t total = (size_t)(rows * per_row);
+    if (n->dtype == XT_BF16) /* made in bf16 (pass_bf16_out.c) */
+        k_dropout_bf16(total, y, x, pdrop, seed, counter, index0, scratch);
+    else
+        k_dropout(total, y, x, pdrop, seed, counter, index0);
 }
 KERNEL(DROPOUT) { dropout_apply(n, kc, out, in[0], in[1], scratch); }
 KERNEL(DROPOUT_BWD) { dropout_apply(n, kc, out, in[0], in[1], scratch); } /* same mask, applied to dy */
 static size_t scratch_DROPOUT(const xt_plan *p, const xt_node *n) {
     (void)p;
-    return n->dtype == XT_F32 ? 0 : BF16_PIECE * sizeof(float);
+    return n->dtype == XT_F32 ? 0 : K_BF16_PIECE_FLOATS * sizeof(float);
 }
 static size_t scratch_DROPOUT_BWD(const xt_plan *p, const xt_node *n) { return scratch_DROPOUT(p, n); }
 

@@ -29,12 +29,6 @@
 
 static int makes_bf16(int op) { return op == XT_OP_MAXPOOL2D_BWD || op == XT_OP_DROPOUT || op == XT_OP_DROPOUT_BWD; }
 
-/* a view at offset 0 of the same element count and dtype as its operand */
-static int renames_whole(const xt_plan *p, int v) {
-    const xt_node *n = &p->nodes[v], *b = &p->nodes[p->operands[n->in_off]];
-    return n->op == XT_OP_VIEW && n->iattr[0] == 0 && n->dtype == b->dtype && xt_numel(n) == xt_numel(b);
-}
-
 int xt_pass_bf16_outputs(xt_plan *p, const uint8_t *live) {
     int32_t *readers = calloc((size_t)p->nnodes + 1, sizeof *readers);
     if (!readers) return -1;
@@ -47,7 +41,7 @@ int xt_pass_bf16_outputs(xt_plan *p, const uint8_t *live) {
         if (!live[c] || cast->op != XT_OP_CAST_BF16) continue;
         int v = p->operands[cast->in_off], ok = 1;
         while (ok && p->nodes[v].op == XT_OP_VIEW) {
-            ok = renames_whole(p, v) && readers[v] == 1 && !xt_plan_escapes(p, v);
+            ok = xt_plan_renames_whole(p, v) && readers[v] == 1 && !xt_plan_escapes(p, v);
             v = p->operands[p->nodes[v].in_off];
         }
         if (!ok || !makes_bf16(p->nodes[v].op) || p->nodes[v].dtype != XT_F32 || readers[v] != 1 ||

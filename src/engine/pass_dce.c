@@ -1,6 +1,9 @@
 /* pass_dce.c — dead-code elimination: a node is live when an assign or a
  * fetch needs it, directly or through its consumers. One reverse walk (call
- * order is topological). Dead nodes get no kernel and no memory. */
+ * order is topological). Dead nodes get no kernel and no memory.
+ * Also the two questions about a node's readers that the rewriting passes
+ * and the memory plan share: does it escape the step (fetched, assigned),
+ * and is it a view that merely renames its operand. */
 #include <string.h>
 
 #include "engine/plan.h"
@@ -11,6 +14,13 @@ int xt_plan_escapes(const xt_plan *p, int c) {
     for (int i = 0; i < p->nfetch; i++)
         if (p->fetch_nodes[i] == c) return 1;
     return 0;
+}
+
+int xt_plan_renames_whole(const xt_plan *p, int v) {
+    const xt_node *n = &p->nodes[v];
+    if (n->op != XT_OP_VIEW || n->iattr[0] != 0) return 0;
+    const xt_node *b = &p->nodes[p->operands[n->in_off]];
+    return n->dtype == b->dtype && xt_numel(n) == xt_numel(b);
 }
 
 int xt_pass_live(const xt_plan *p, uint8_t *live) {

@@ -305,21 +305,13 @@ static int running_kernel(const mp *m, const int32_t *group_kernel, int32_t j) {
     return g >= 0 ? group_kernel[g] : m->kernel_of[j];
 }
 
-/* A view that renames its operand whole (offset 0, the same bytes: the
- * ReLU a convolution's epilogue absorbed, a flatten): its readers read the
- * operand's rows as they are. Any other view (the packed pool output's
- * values and indices) addresses the batch-sized layout. */
-static int renames_whole(const xt_plan *p, int32_t j) {
-    const xt_node *n = &p->nodes[j];
-    if (n->op != XT_OP_VIEW || n->iattr[0] != 0) return 0;
-    const xt_node *b = &p->nodes[p->operands[n->in_off]];
-    return xt_numel(n) * xt_dtype_size(n->dtype) == xt_numel(b) * xt_dtype_size(b->dtype);
-}
-
 /* A value written by a tiled kernel whose every reader runs in the same
- * run (through whole renaming views too), neither fetched nor assigned
- * (itself or through such a view), needs one tile of rows: a buffer of
- * rows * (bytes per sample). */
+ * run, neither fetched nor assigned, needs one tile of rows: a buffer of
+ * rows * (bytes per sample). A view that renames it whole
+ * (xt_plan_renames_whole: a ReLU a conv epilogue absorbed, a flatten)
+ * passes its readers, fetches and assigns through; any other view (a packed
+ * pool output's values and indices) keeps it whole, because its readers
+ * address the batch-sized layout. */
 static int mark_tile_local(mp *m) {
     xt_plan *p = m->p;
     if (!p->nruns || !m->plan) return 0;
@@ -331,13 +323,13 @@ static int mark_tile_local(mp *m) {
     for (int j = 0; j < p->nnodes; j++) {
         if (!m->live[j]) continue;
         int rk = running_kernel(m, group_kernel, j);
-        if (rk < 0 && renames_whole(p, j)) { /* its readers decide, as readers of its operand */
+        if (rk < 0 && xt_plan_renames_whole(p, j)) { /* its readers decide, as readers of its operand */
             if (m->fetched[j]) outside[p->operands[p->nodes[j].in_off]] = 1;
             continue;
         }
         for (int q = 0; q < p->nodes[j].nin; q++) {
             int32_t v = p->operands[p->nodes[j].in_off + q];
-            while (renames_whole(p, v)) v = p->operands[p->nodes[v].in_off];
+            while (xt_plan_renames_whole(p, v)) v = p->operands[p->nodes[v].in_off];
             int wk = m->kernel_of[v];
             if (wk < 0 || rk < 0 || p->kernels[wk].run < 0 || p->kernels[rk].run != p->kernels[wk].run) outside[v] = 1;
         }
@@ -350,7 +342,7 @@ static int mark_tile_local(mp *m) {
         int assigned = 0;
         for (int q = 0; q < p->nassign; q++) {
             int32_t t = p->assigns[q].t;
-            while (renames_whole(p, t)) t = p->operands[p->nodes[t].in_off];
+            while (xt_plan_renames_whole(p, t)) t = p->operands[p->nodes[t].in_off];
             assigned |= t == i;
         }
         if (!assigned) {

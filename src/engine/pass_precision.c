@@ -32,8 +32,8 @@
  * (pass_tile.c) instead of a batch-sized buffer that lives until the
  * backward pass; the backward reads half the bytes. The mask is the same:
  * rounding to nearest even keeps the sign and keeps a positive value
- * positive unless it lies below bf16's smallest subnormal (2^-133), where
- * fp32 itself is subnormal and the mask differs.
+ * positive unless it is at most 2^-134 (half of bf16's smallest subnormal,
+ * itself a subnormal fp32), which rounds to +0: only there the mask differs.
  *
  * Not here: the bf16 kernels (kernels/bf16.h) or the sizes of bf16 buffers
  * (the memory plan sizes every node by its dtype).

@@ -136,6 +136,9 @@ typedef struct xt_plan {
 int xt_pass_precision(const xt_graph *g, int precision, xt_graph *out, int32_t *map);
 int xt_pass_live(const xt_plan *p, uint8_t *live);                  /* pass_dce.c */
 int xt_plan_escapes(const xt_plan *p, int c);                       /* pass_dce.c: node c fetched or assigned? */
+/* pass_dce.c: is node v a view that renames its operand whole (offset 0, same dtype and element count: a ReLU a
+ * conv epilogue absorbed, a flatten), so that whoever reads v reads the operand's elements where they are? */
+int xt_plan_renames_whole(const xt_plan *p, int v);
 int xt_pass_conv_relu(xt_plan *p, const uint8_t *live);             /* pass_conv_epilogue.c */
 int xt_pass_conv_pool(xt_plan *p, uint8_t *live);                   /* pass_conv_epilogue.c */
 int xt_pass_conv_relu_pool(xt_plan *p, uint8_t *live);              /* pass_conv_epilogue.c */

@@ -88,8 +88,8 @@ void k_maxpool2d_fwd(const k_pool_shape *s, float *y, int32_t *argmax, const flo
 void k_maxpool2d_bwd(const k_pool_shape *s, float *dx, const float *dy, const int32_t *argmax);
 /* The same, each element rounded to bf16 (k_bf16_from_f32) as it is
  * written: a 2x2 pool's AVX-512 path stores bf16 itself, any other runs
- * k_maxpool2d_bwd a few planes at a time into scratch
- * (k_maxpool2d_bwd_bf16_scratch_floats floats) and rounds them. */
+ * k_maxpool2d_bwd a few planes at a time (about K_BF16_PIECE_FLOATS) into
+ * scratch (k_maxpool2d_bwd_bf16_scratch_floats floats) and rounds them. */
 size_t k_maxpool2d_bwd_bf16_scratch_floats(const k_pool_shape *s);
 void k_maxpool2d_bwd_bf16(const k_pool_shape *s, uint16_t *dx, const float *dy, const int32_t *argmax, float *scratch);
 /* avg pool with count_include_pad=True (PyTorch's default). */
@@ -138,5 +138,16 @@ void k_rng_uniform_fill(uint64_t seed, uint64_t counter, uint64_t i0, size_t n, 
  * y[i] = k_rng_uniform(seed, counter, index0 + i) < p ? 0 : x[i] * (1.0f / (1.0f - p)), i < n. y may be x.
  * index0: where x starts in the whole tensor (a micro-batch tile's offset). */
 void k_dropout(size_t n, float *y, const float *x, float p, uint64_t seed, uint64_t counter, uint64_t index0);
+/* The same, y rounded to bf16 (k_bf16_from_f32): k_dropout on pieces of
+ * K_BF16_PIECE_FLOATS into scratch (that many floats), each rounded as it
+ * leaves; the mask is a function of the index, so the pieces draw it as one
+ * call would. */
+void k_dropout_bf16(size_t n, uint16_t *y, const float *x, float p, uint64_t seed, uint64_t counter, uint64_t index0,
+                    float *scratch);
+
+/* A kernel that writes a bf16 output by rounding its own fp32 loop's
+ * results computes that many at a time into scratch: 32 KB, in L1 on the
+ * CPUs here (48 KB), so the rounding reads them back from L1. */
+#define K_BF16_PIECE_FLOATS 8192
 
 #endif

@@ -374,11 +374,10 @@ void k_maxpool2d_bwd(const k_pool_shape *s, float *dx, const float *dy, const in
         k_maxpool2d_bwd_ref(s, dx, dy, argmax);
 }
 
-/* Planes per piece of the fp32-then-round path: about BF16_PIECE floats. */
-enum { BF16_PIECE = 8192 };
+/* Whole planes per piece of the fp32-then-round path: about K_BF16_PIECE_FLOATS, at least one. */
 size_t k_maxpool2d_bwd_bf16_scratch_floats(const k_pool_shape *s) {
     size_t plane = (size_t)s->H * s->W;
-    return plane < BF16_PIECE ? BF16_PIECE : plane;
+    return plane < K_BF16_PIECE_FLOATS ? K_BF16_PIECE_FLOATS : plane;
 }
 
 void k_maxpool2d_bwd_bf16(const k_pool_shape *s, k_bf16 *dx, const float *dy, const int32_t *argmax, float *scratch) {

@@ -11,6 +11,7 @@
  * Philox passes BigCrush; PyTorch's CUDA generator and JAX use it.
  * Is not: a stream generator or anything cryptographic.
  */
+#include "kernels/bf16.h"
 #include "kernels/kernels.h"
 #include "kernels/simd.h"
 #include "kernels/vec4.h"
@@ -188,5 +189,14 @@ void k_dropout(size_t n, float *y, const float *x, float p, uint64_t seed, uint6
         for (; j + 4 <= m; j += 4)
             v4_store(y + i0 + j, v4_select(v4_load(u + j) < pv, zero, v4_load(x + i0 + j) * sv));
         for (; j < m; j++) y[i0 + j] = u[j] < p ? 0.0f : x[i0 + j] * scale;
+    }
+}
+
+void k_dropout_bf16(size_t n, uint16_t *y, const float *x, float p, uint64_t seed, uint64_t counter, uint64_t index0,
+                    float *scratch) {
+    for (size_t i = 0; i < n; i += K_BF16_PIECE_FLOATS) {
+        size_t m = n - i < K_BF16_PIECE_FLOATS ? n - i : K_BF16_PIECE_FLOATS;
+        k_dropout(m, scratch, x + i, p, seed, counter, index0 + i);
+        k_bf16_cast(m, y + i, scratch);
     }
 }
