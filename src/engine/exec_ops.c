@@ -252,7 +252,7 @@ KERNEL(DROPOUT) { dropout_apply(n, kc, out, in[0], in[1], scratch); }
 KERNEL(DROPOUT_BWD) { dropout_apply(n, kc, out, in[0], in[1], scratch); } /* same mask, applied to dy */
 static size_t scratch_DROPOUT(const xt_plan *p, const xt_node *n) {
     (void)p;
-    return n->dtype == XT_F32 ? 0 : K_BF16_PIECE_FLOATS * sizeof(float);
+    return n->dtype == XT_BF16 ? K_BF16_PIECE_FLOATS * sizeof(float) : 0;
 }
 static size_t scratch_DROPOUT_BWD(const xt_plan *p, const xt_node *n) { return scratch_DROPOUT(p, n); }
 

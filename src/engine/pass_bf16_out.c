@@ -5,9 +5,10 @@
  * CAST_BF16 nodes (pass_precision.c). Where the operand is made by a max
  * pool's backward or by dropout and nothing else reads it (wide_cnn: the
  * pool's backward feeding conv2's backward passes, dropout feeding fc1
- * through the flatten), the kernel now writes bf16 itself: it computes a
- * piece of its fp32 result at a time into scratch that stays in L1 and
- * rounds it as it leaves (exec_ops.c), and the cast becomes a view. What it
+ * through the flatten), the kernel now writes bf16 itself (k_maxpool2d_bwd_bf16,
+ * k_dropout_bf16: a 2x2 pool's AVX-512 loop stores bf16, the others compute
+ * an L1-sized piece of their fp32 result at a time and round it as it
+ * leaves), and the cast becomes a view. What it
  * saves: the fp32 value's write and the cast's pass reading it back (wide_cnn
  * at batch 128: 18.9 + 4.7 MB per step, and two kernels).
  *

@@ -242,16 +242,16 @@ static const dbww_cfg *pick_bww(const k_conv_shape *s) {
 
 /* ---- packing ------------------------------------------------------------------------ */
 
-/* Blocked pair plane dst[(h+ph)*Wd + w+pw][16] (32-bit: lo = a, hi = b) <- 16
- * images' H x W bf16 planes a[l], b[l] (b's last `bshort` elements read as 0:
- * b may be a shifted by bshort); 16 pixels at a time (the last group with
- * masked loads), widened, merged, transposed. */
 /* 16 bf16 values under mask m, loaded plain when whole (masked loads cost
  * more: pool.c measures it) */
 static inline __attribute__((always_inline)) TGT __m256i load16_bf16(const k_bf16 *p, __mmask16 m) {
     return m == 0xFFFFu ? _mm256_loadu_si256((const __m256i *)p) : _mm256_maskz_loadu_epi16(m, p);
 }
 
+/* Blocked pair plane dst[(h+ph)*Wd + w+pw][16] (32-bit: lo = a, hi = b) <- 16
+ * images' H x W bf16 planes a[l], b[l] (b's last `bshort` elements read as 0:
+ * b may be a shifted by bshort); 16 pixels at a time (the last group with
+ * masked loads), widened, merged, transposed. */
 static TGT void pack_pair_plane(uint32_t *dst, const k_bf16 *const *a, const k_bf16 *const *b, int bshort, int H,
                                 int W, int Wd, int ph, int pw) {
     int P = H * W, h = 0, w = 0;
@@ -668,7 +668,6 @@ size_t k_conv_direct_bf16_scratch(const k_conv_shape *s) {
     (void)s;
     return 0;
 }
-
 void k_conv_direct_bf16_fwd(const k_conv_shape *s, float *y, const k_bf16 *x, const k_bf16 *w, const float *b,
                             int relu, void *scratch) {
     (void)s, (void)y, (void)x, (void)w, (void)b, (void)relu, (void)scratch;
