@@ -435,6 +435,63 @@ TEST(engine_elementwise_groups_agree_bitwise_at_every_simd_width) {
     xt_store_free(&st);
 }
 
+/* Per-channel factors over planes (batch norm's apply and backward): the
+ * interpreter passes a broadcast operand as one value per row, on either
+ * side of a binary op, takes several rows per chunk when the planes are
+ * short and pieces of a row when they are long, and fills a chunk of copies
+ * only where an op needs one (BROADCAST). Every element must be the
+ * formula's, at every SIMD width: planes of 1, 16 and 144 elements (many
+ * rows per chunk) and 1200 (longer than a chunk), channels 5. */
+TEST(engine_elementwise_per_channel_operands_match_the_formula) {
+    static const int32_t planes[][2] = {{1, 1}, {4, 4}, {12, 12}, {40, 30}};
+    enum { N = 3, C = 5 };
+    for (size_t pi = 0; pi < sizeof planes / sizeof planes[0]; pi++) {
+        int H = planes[pi][0], W = planes[pi][1], HW = H * W;
+        int32_t shape[4] = {N, C, H, W}, per_c[4] = {1, C, 1, 1};
+        xt_store st;
+        xt_store_init(&st);
+        int xs = add_slot(&st, "x", 4, shape, NULL), ss = add_slot(&st, "s", 4, per_c, NULL);
+        int ts = add_slot(&st, "t", 4, per_c, NULL);
+        xt_err e = {0};
+        CHECK(xt_store_finalize(&st, &e) == 0);
+        float *x = xt_store_f32(&st, xs), *sv = xt_store_f32(&st, ss), *tv = xt_store_f32(&st, ts);
+        size_t n = (size_t)N * C * HW;
+        for (size_t i = 0; i < n; i++) x[i] = (float)((i * 37) % 101) / 13.0f - 3.5f;
+        for (int c = 0; c < C; c++) sv[c] = 0.75f + 0.3f * (float)c, tv[c] = (float)c / 7.0f - 0.45f;
+        float *want = malloc(n * sizeof(float)), *got = malloc(n * sizeof(float));
+        for (size_t i = 0; i < n; i++) {
+            int c = (int)(i / (size_t)HW % C);
+            float p = x[i] * sv[c];
+            p = p + tv[c];
+            p = p > 0.0f ? p : 0.0f;
+            float q = sv[c] - x[i];
+            want[i] = p + q / tv[c];
+        }
+        for (int lvl = 0; lvl <= k_simd_detect(); lvl++) {
+            k_simd_force(lvl);
+            xt_engine *en = xt_engine_new(&st, NULL);
+            xt_graph *g = xt_engine_graph(en);
+            xt_t xl = xt_leaf(g, xs), sl = xt_leaf(g, ss), tl = xt_leaf(g, ts);
+            xt_t p = xt_relu(g, xt_add(g, xt_mul(g, xl, sl), tl));
+            xt_t q = xt_div(g, xt_sub(g, sl, xl), xt_broadcast_to(g, tl, 4, shape));
+            xt_fetch(g, xt_add(g, p, q), got, n * sizeof(float));
+            CHECK_MSG(xt_mark_step(en, &e) == 0, "%s", e.msg);
+            xt_exec_stats stats;
+            xt_engine_last_stats(en, &stats);
+            CHECK_EQ(stats.fused_kernels, 1);
+            xt_engine_free(en);
+            size_t bad = 0;
+            while (bad < n && !memcmp(&got[bad], &want[bad], sizeof(float))) bad++;
+            CHECK_MSG(bad == n, "planes %dx%d, SIMD level %d: element %zu is %.9g, the formula gives %.9g", H, W, lvl, bad,
+                      bad < n ? got[bad] : 0.0, bad < n ? want[bad] : 0.0);
+        }
+        k_simd_force(-1);
+        free(want);
+        free(got);
+        xt_store_free(&st);
+    }
+}
+
 /* conv -> ReLU -> 2x2/2 max pool (wide_cnn's conv2): the pool and the ReLU
  * run in the convolution's epilogue with the ReLU's backward moved behind
  * the pool's (pass_conv_epilogue.c), but only when nothing else reads the
