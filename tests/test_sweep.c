@@ -74,7 +74,21 @@ TEST(sweep_a_diverging_run_does_not_stop_the_others_and_sets_the_exit_code) {
     CHECK_STR_CONTAINS(g_out, "2,1e6,diverged,4,");
     CHECK_STR_CONTAINS(g_out, "3,0.05,ok,0,");
     CHECK_EQ(run("tail -1 %s/err", d), 0);
-    CHECK_STR_CONTAINS(g_out, "run 2 (");
+    CHECK_STR_CONTAINS(g_out, "1 of 3 runs failed: run 2 (");
+    CHECK_STR_CONTAINS(g_out, "exit code 4 (diverged)");
+}
+
+/* Several failing runs: the exit code is the first's, and the last line
+ * says how many failed and which. */
+TEST(sweep_with_two_failing_runs_names_both_and_exits_with_the_first_code) {
+    const char *d = test_tmpdir();
+    int rc = run("$XL " TINY " --set output_dir=%s/s --set target_accuracy=99.9 --sweep learning_rate=1e6,0.1 2>%s/err", d, d);
+    CHECK_EQ(rc, 4);
+    CHECK_EQ(run("cat %s/s/summary.csv", d), 0);
+    CHECK_STR_CONTAINS(g_out, "1,1e6,diverged,4,");
+    CHECK_STR_CONTAINS(g_out, "2,0.1,below_target,6,");
+    CHECK_EQ(run("tail -1 %s/err", d), 0);
+    CHECK_STR_CONTAINS(g_out, "sweep: 2 of 2 runs failed (runs 1, 2); the first, run 1 (");
     CHECK_STR_CONTAINS(g_out, "exit code 4 (diverged)");
 }
 

@@ -330,6 +330,36 @@ static int run_all(xt_sweep *s, const xt_cli *cli, xt_err *e) {
     return rc;
 }
 
+/* The sweep's exit code: the first failing run's (in run order), with a
+ * line that says how many failed and which, so a script or a person sees
+ * at once whether it was one run or all of them. */
+enum { FAILED_LISTED = 8 }; /* indices named in the line; the count says the rest */
+static int fail_on_failed_runs(const xt_sweep *s, xt_err *e) {
+    int nfailed = 0, first = -1, ndone = 0;
+    char list[FAILED_LISTED * 12 + 16] = "";
+    size_t at = 0;
+    for (int i = 0; i < s->nrows; i++) {
+        if (!s->rows[i].done) continue;
+        ndone++;
+        if (!s->rows[i].exit_code) continue;
+        if (first < 0) first = i;
+        if (nfailed < FAILED_LISTED)
+            at += (size_t)snprintf(list + at, sizeof list - at, "%s%d", nfailed ? ", " : "", s->rows[i].index);
+        else if (nfailed == FAILED_LISTED)
+            at += (size_t)snprintf(list + at, sizeof list - at, ", ...");
+        nfailed++;
+    }
+    if (first < 0) return 0;
+    const xt_sweep_row *r = &s->rows[first];
+    if (nfailed == 1)
+        return xt_fail(e, r->exit_code, "sweep: 1 of %d runs failed: run %d (%s) ended with exit code %d (%s); see its results.json",
+                       ndone, r->index, r->dir, r->exit_code, r->status);
+    return xt_fail(e, r->exit_code,
+                   "sweep: %d of %d runs failed (runs %s); the first, run %d (%s), ended with exit code %d (%s); see its "
+                   "results.json",
+                   nfailed, ndone, list, r->index, r->dir, r->exit_code, r->status);
+}
+
 int xt_sweep_main(const xt_config *c, const xt_cli *cli, xt_err *e) {
     xt_sweep s = {0};
     xt_rundir rd = {.lock_fd = -1};
@@ -345,10 +375,7 @@ int xt_sweep_main(const xt_config *c, const xt_cli *cli, xt_err *e) {
     if (!rc) rc = run_all(&s, cli, e);
     if (!rc) {
         xt_sweep_report_print(&s, stdout);
-        for (int i = 0; i < s.nrows && !rc; i++)
-            if (s.rows[i].done && s.rows[i].exit_code)
-                rc = xt_fail(e, s.rows[i].exit_code, "sweep: run %d (%s) ended with exit code %d (%s); see its results.json", s.rows[i].index,
-                             s.rows[i].dir, s.rows[i].exit_code, s.rows[i].status);
+        rc = fail_on_failed_runs(&s, e);
         if (g_stop)
             rc = xt_fail(e, XT_EINTR, "sweep interrupted; continue it with --sweep-resume --set output_dir=%s", s.dir);
     }
