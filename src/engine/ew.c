@@ -127,46 +127,26 @@ static const ew_fn ew_tables[3][XT_OP_COUNT] = {
 #endif
 };
 
-/* The binary ops with b ([0]) or a ([1]) constant along rows, per SIMD level. */
-static const ew_rows_fn ew_rows_tables[2][3][XT_OP_COUNT] = {
-    {
-        [K_SIMD_GENERIC] = {
+/* The binary ops with a row-constant operand, per SIMD level: [op][0] when
+ * b is the constant, [op][1] when a is. */
+static const ew_rows_fn ew_rows_tables[3][XT_OP_COUNT][2] = {
+    [K_SIMD_GENERIC] = {
 #define XT_EW1(name, grad, expr)
-#define XT_EW2(name, grad, expr) [XT_OP_##name] = ew_b_##name,
+#define XT_EW2(name, grad, expr) [XT_OP_##name] = {ew_b_##name, ew_a_##name},
 #include "engine/ops.def"
-        },
-#if EW_WIDE
-        [K_SIMD_AVX2] = {
-#define XT_EW1(name, grad, expr)
-#define XT_EW2(name, grad, expr) [XT_OP_##name] = ew_avx2_b_##name,
-#include "engine/ops.def"
-        },
-        [K_SIMD_AVX512] = {
-#define XT_EW1(name, grad, expr)
-#define XT_EW2(name, grad, expr) [XT_OP_##name] = ew_avx512_b_##name,
-#include "engine/ops.def"
-        },
-#endif
     },
-    {
-        [K_SIMD_GENERIC] = {
-#define XT_EW1(name, grad, expr)
-#define XT_EW2(name, grad, expr) [XT_OP_##name] = ew_a_##name,
-#include "engine/ops.def"
-        },
 #if EW_WIDE
-        [K_SIMD_AVX2] = {
+    [K_SIMD_AVX2] = {
 #define XT_EW1(name, grad, expr)
-#define XT_EW2(name, grad, expr) [XT_OP_##name] = ew_avx2_a_##name,
+#define XT_EW2(name, grad, expr) [XT_OP_##name] = {ew_avx2_b_##name, ew_avx2_a_##name},
 #include "engine/ops.def"
-        },
-        [K_SIMD_AVX512] = {
-#define XT_EW1(name, grad, expr)
-#define XT_EW2(name, grad, expr) [XT_OP_##name] = ew_avx512_a_##name,
-#include "engine/ops.def"
-        },
-#endif
     },
+    [K_SIMD_AVX512] = {
+#define XT_EW1(name, grad, expr)
+#define XT_EW2(name, grad, expr) [XT_OP_##name] = {ew_avx512_b_##name, ew_avx512_a_##name},
+#include "engine/ops.def"
+    },
+#endif
 };
 
 /* The interpreter's state for one group, carved from the plan's
@@ -300,12 +280,12 @@ static void run_chunk(int lvl, const xt_ew_group *grp, ew_state *st, void *const
         if (xt_op_table[ins->op].arity == 2) {
             if (is_bcast(st, ins->bkind, ins->b)) {
                 const float *a = operand_chunk(st, ins->akind, ins->a, c, ch);
-                ew_rows_tables[0][lvl][ins->op](dst, a, st->vals[ins->b], ch.rows, ch.len);
+                ew_rows_tables[lvl][ins->op][0](dst, a, st->vals[ins->b], ch.rows, ch.len);
                 continue;
             }
             if (is_bcast(st, ins->akind, ins->a)) {
                 const float *b = operand_chunk(st, ins->bkind, ins->b, c, ch);
-                ew_rows_tables[1][lvl][ins->op](dst, b, st->vals[ins->a], ch.rows, ch.len);
+                ew_rows_tables[lvl][ins->op][1](dst, b, st->vals[ins->a], ch.rows, ch.len);
                 continue;
             }
         }

@@ -336,7 +336,7 @@ static int run_all(xt_sweep *s, const xt_cli *cli, xt_err *e) {
 enum { FAILED_LISTED = 8 }; /* indices named in the line; the count says the rest */
 static int fail_on_failed_runs(const xt_sweep *s, xt_err *e) {
     int nfailed = 0, first = -1, ndone = 0;
-    char list[FAILED_LISTED * 12 + 16] = "";
+    char list[FAILED_LISTED * sizeof ", -2147483648" + sizeof ", ..."] = ""; /* the widest entries */
     size_t at = 0;
     for (int i = 0; i < s->nrows; i++) {
         if (!s->rows[i].done) continue;
@@ -347,6 +347,7 @@ static int fail_on_failed_runs(const xt_sweep *s, xt_err *e) {
             at += (size_t)snprintf(list + at, sizeof list - at, "%s%d", nfailed ? ", " : "", s->rows[i].index);
         else if (nfailed == FAILED_LISTED)
             at += (size_t)snprintf(list + at, sizeof list - at, ", ...");
+        if (at >= sizeof list) at = sizeof list - 1; /* cannot happen with the sizes above; never past the end */
         nfailed++;
     }
     if (first < 0) return 0;
