@@ -185,18 +185,17 @@ TEST(mpi_sigterm_to_mpirun_checkpoints_on_every_host) {
     /* On SIGTERM, mpirun (Open MPI 4.1) sends the ranks SIGCONT, waits
      * odls_base_sigkill_timeout (1 s by default; 10 here, time to finish the
      * step and checkpoint), sends SIGTERM, waits as long again, then SIGKILLs.
-     * While it waits it forwards no output: a rank writing to mpirun's pty
-     * blocks once a few KB are queued, before the SIGTERM reaches it (seen
-     * with gdb: rank 0's worker in write(1) until the SIGKILL). So each rank
-     * writes to its own file here; README, Across hosts, says the same. And
-     * the run must outlast the 10 s before the SIGTERM arrives (200 epochs
-     * of this config took about that long, and the signal sometimes came
-     * after the last one). */
-    int rc = run("OMPI_MCA_odls_base_sigkill_timeout=10 " MPIRUN " -np 2 sh -c 'exec \"$0\" \"$@\" > %s/log.$OMPI_COMM_WORLD_RANK 2>&1' %s --config %s --set num_epochs=5000 --set num_cores=1 --set output_dir=%s/s & mp=$!;"
-                 " for i in $(seq 1 300); do grep -q '\"type\":\"epoch\"' %s/s/metrics.jsonl 2>/dev/null && break; sleep 0.1; done;"
+     * While it waits it forwards no output, so a rank writing to mpirun's
+     * pty fills it and waits for room before the SIGTERM reaches it; once it
+     * does, the rank drops what the pty cannot take and checkpoints (log.c).
+     * The ranks write to mpirun here, as a user's job does. The run must
+     * outlast the 10 s before the SIGTERM arrives (200 epochs of this config
+     * took about that long, and the signal sometimes came after the last). */
+    int rc = run("OMPI_MCA_odls_base_sigkill_timeout=10 " MPIRUN " -np 2 %s --config %s --set num_epochs=5000 --set log_steps=1 --set num_cores=1 --set output_dir=%s/s > %s/log 2>&1 & mp=$!;"
+                 " for i in $(seq 1 300); do grep -q '\"type\":\"epoch\",\"epoch\":20,' %s/s/metrics.jsonl 2>/dev/null && break; sleep 0.1; done;"
                  " kill -TERM $mp; wait $mp; echo rc=$?; sleep 0.5; echo \"left=$(pgrep -f '^[^ ]*xlatrain .*output_dir=%s/s' | wc -l)\";"
                  " cat %s/s/results.json",
-                 t, bin, cfg, t, t, t, t);
+                 bin, cfg, t, t, t, t, t);
     CHECK_MSG(rc == 0, "harness: exit %d: %s", rc, g_out);
     CHECK_STR_CONTAINS(g_out, "left=0");
     /* host 0 wrote its summary (mpirun may drop the ranks' last lines once it is terminating) */

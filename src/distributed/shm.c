@@ -167,6 +167,10 @@ int xt_dist_should_stop(const xt_dist *d) {
     return (int)atomic_load_explicit(&d->bar.latch, memory_order_relaxed);
 }
 
+int xt_dist_stop_asked(const xt_dist *d) {
+    return d && (atomic_load(&d->stop) || atomic_load_explicit(&d->up_stop, memory_order_relaxed));
+}
+
 void xt_dist_report(xt_dist *d, int rank, const xt_err *err) {
     if (!d || !err || rank < 0 || rank >= d->world) return;
     xt_slot *s = xt_dist_slot(d, rank);

@@ -87,6 +87,10 @@ void xt_dist_request_stop(xt_dist *d, int sig);
  * linked to other hosts (uplink.h), it is the flag every host agreed on at
  * the last cross-host exchange. */
 int xt_dist_should_stop(const xt_dist *d);
+/* Has any stop been asked for, here or (once exchanged) on another host?
+ * Unlike xt_dist_should_stop, not agreed on a step: for best-effort work
+ * that must not hold up a stop, such as a log line nobody reads. */
+int xt_dist_stop_asked(const xt_dist *d);
 
 /* The run's summary (results.json) is written: the master worker says so,
  * and its parent, which sees only exit codes, does not write a second one. */

@@ -1,9 +1,13 @@
 /* log.c — what a run prints: PyTorch/XLA's training-update lines with
  * xm.RateTracker's smoothed rate, a live progress bar on a terminal (never
- * in a pipe), whole-line writes that workers can share, and metrics.jsonl.
+ * in a pipe), whole-line writes that workers can share and that never hold
+ * up a stop, and metrics.jsonl.
  * Not here: what the lines say about the run (loop.c, finish.c). */
 #include "run/log.h"
 
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -43,6 +47,69 @@ double xt_rate_global(const xt_rate *t) {
     return delta > 0 ? (t->partial_count + t->count) / delta : 0.0;
 }
 
+/* ---- writes that never hold up a stop -------------------------------------
+ * stdout can be a pipe or a pty whose reader has stopped reading: mpirun
+ * stops forwarding its ranks' output as soon as it is signalled, and a
+ * terminal held by Ctrl-S or a pager nobody scrolls does the same. A plain
+ * write() would then block the worker for good, before the checkpoint that
+ * the stop asked for. So a line waits for room in slices of 100 ms, asking
+ * between them whether a stop was asked for; once one was, what the reader
+ * cannot take at once is dropped and counted: the checkpoint and
+ * results.json matter more than lines nobody reads. A run that is not
+ * stopping waits for its reader as long as it takes, and loses nothing. */
+static int (*g_stop_asked)(void *ctx);
+static void *g_stop_ctx;
+static long long g_dropped;
+
+void xt_out_watch_stop(int (*stop_asked)(void *ctx), void *ctx) {
+    g_stop_asked = stop_asked;
+    g_stop_ctx = ctx;
+}
+
+static int g_stopping; /* latched: a stop, once asked for, stays asked for */
+
+void xt_out_stopping(void) { g_stopping = 1; }
+
+static int stop_asked(void) {
+    if (!g_stopping && g_stop_asked && g_stop_asked(g_stop_ctx)) g_stopping = 1;
+    return g_stopping;
+}
+
+/* Write all of buf to fd unless a stop is asked for while fd has no room;
+ * a line cut short that way is counted as dropped. Each write is at most
+ * PIPE_BUF bytes: a pipe that polls writable has a free page, so such a
+ * write never blocks there (and longer writes were never atomic anyway). A
+ * pty promises less; a write that blocks there still ends at a signal. */
+static void put(int fd, const char *buf, size_t len) {
+    for (size_t off = 0; off < len;) {
+        struct pollfd p = {.fd = fd, .events = POLLOUT};
+        int ready = poll(&p, 1, stop_asked() ? 0 : 100);
+        if (ready == 0 || (ready < 0 && errno == EINTR)) { /* no room yet, or a signal: ask again */
+            if (ready == 0 && stop_asked()) {
+                g_dropped++;
+                return;
+            }
+            continue;
+        }
+        /* room, or an error the write itself reports (a closed or bad fd) */
+        size_t chunk = len - off < PIPE_BUF ? len - off : PIPE_BUF;
+        ssize_t w = write(fd, buf + off, chunk);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return;
+        off += (size_t)w;
+    }
+}
+
+void xt_out_note_dropped(int rank) {
+    if (!g_dropped) return;
+    char msg[256], who[32] = "";
+    if (rank >= 0) snprintf(who, sizeof who, "[xla:%d] ", rank);
+    int n = snprintf(msg, sizeof msg, "xlatrain: %s%lld line%s of output dropped while stopping: "
+                     "stdout had no room (its reader had stopped reading); results.json has the summary\n",
+                     who, g_dropped, g_dropped == 1 ? "" : "s");
+    put(STDERR_FILENO, msg, (size_t)n);
+}
+
 /* 1 when a progress bar may be on the terminal (set by xt_progress_enabled
  * in every worker, though only the master draws it): each line then starts
  * by erasing the bar's row, in the same write, so no worker's line is ever
@@ -73,11 +140,7 @@ void xt_out(const char *fmt, ...) {
     line[len++] = '\n';
     xt_progress_clear();
     fflush(stdout);
-    for (size_t off = 0; off < len;) {
-        ssize_t w = write(STDOUT_FILENO, line + off, len - off);
-        if (w <= 0) break;
-        off += (size_t)w;
-    }
+    put(STDOUT_FILENO, line, len);
     if (line != small) free(line);
 }
 
@@ -174,18 +237,17 @@ void xt_progress(int epoch, int nepochs, long long done, long long total, double
         bar[2 + width] = ']';
         bar[3 + width] = 0;
     }
-    char line[sizeof head + sizeof bar + sizeof tail];
+    char line[sizeof head + sizeof bar + sizeof tail], frame[sizeof line + 8];
     snprintf(line, sizeof line, "%s%s%s", head, bar, tail);
     if ((int)strlen(line) > cols - 1) line[cols > 1 ? cols - 1 : 0] = 0;
-    fprintf(stderr, "\r%s\033[K", line); /* erase what a longer earlier frame left */
-    fflush(stderr);
+    int n = snprintf(frame, sizeof frame, "\r%s\033[K", line); /* erase what a longer earlier frame left */
+    put(STDERR_FILENO, frame, (size_t)n);
     g_progress_shown = 1;
 }
 
 void xt_progress_clear(void) {
     if (!g_progress_shown) return;
-    fputs("\r\033[K", stderr);
-    fflush(stderr);
+    put(STDERR_FILENO, "\r\033[K", 4);
     g_progress_shown = 0;
 }
 

@@ -26,8 +26,21 @@ void xt_progress_clear(void);
 /* Whether this run shows the bar; call it in every worker (only the master
  * draws), so that every worker's lines erase the bar's row first. */
 int xt_progress_enabled(const xt_config *c);
-/* Print one whole line to stdout with a single write (workers share it). */
+/* Print one whole line to stdout with a single write (workers share it).
+ * While stdout has no room it waits, unless a stop has been asked for (see
+ * xt_out_watch_stop): then the line is dropped rather than hold up the
+ * checkpoint. The progress bar's frames follow the same rule. */
 void xt_out(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Who says whether a stop has been asked for (NULL: nobody; lines then
+ * always wait for room). Set per process, by the worker. */
+void xt_out_watch_stop(int (*stop_asked)(void *ctx), void *ctx);
+/* From now on this process is stopping (as if the watch had said so):
+ * for what is printed after the worker's watch has ended. */
+void xt_out_stopping(void);
+/* Say on stderr (by the same rule) how many lines (and bar frames) this
+ * process dropped while stopping, if any, naming worker `rank` (none if
+ * negative). */
+void xt_out_note_dropped(int rank);
 /* Append one JSON line to <outdir>/metrics.jsonl. */
 int xt_append_jsonl(const char *outdir, const char *line, xt_err *e);
 

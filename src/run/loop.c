@@ -65,6 +65,13 @@ static int stop_requested(const worker *w) {
     return w->r->dist ? xt_dist_should_stop(w->r->dist) : xt_stop_requested();
 }
 
+/* Asked for anywhere, agreed on a step or not: what a log line waiting for
+ * room on stdout asks (log.h), so that it never holds up the checkpoint. */
+static int stop_asked(void *ctx) {
+    const worker *w = ctx;
+    return w->r->dist ? xt_dist_stop_asked(w->r->dist) : xt_stop_requested();
+}
+
 /* ---- setup ---------------------------------------------------------------- */
 
 static int open_engine(worker *w, xt_err *e) {
@@ -394,10 +401,13 @@ int xt_worker_main(int local, void *arg) {
     xt_run *r = arg;
     worker w = {.r = r, .rank = r->rank_offset + local, .local = local};
     xt_err e = {0};
+    xt_out_watch_stop(stop_asked, &w);
     int rc = open_worker(&w, &e);
     if (!rc) rc = r->cli->eval_only ? eval_only(&w, &e) : train_epochs(&w, &e);
     if (!rc) rc = finish(&w, &e);
     xt_progress_clear();
+    if (r->dist) xt_out_note_dropped(w.rank); /* a forked worker's last word; alone, xt_train_main says it */
+    xt_out_watch_stop(NULL, NULL); /* w ends here */
     close_worker(&w);
     if (rc) {
         if (r->dist) xt_dist_report(r->dist, local, &e);

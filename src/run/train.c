@@ -212,7 +212,9 @@ int xt_train_main(const xt_config *c, const xt_cli *cli, xt_err *e) {
             rc = run_replicas(&r, e);
         }
     }
+    if (rc == XT_EINTR) xt_out_stopping(); /* the summary line must not hold up the exit either */
     if (rc) failure_summary(&r, e, in_replicas);
+    xt_out_note_dropped(r.world == 1 && r.hosts == 1 ? r.rank_offset : -1);
     xt_run_close(&r);
     return rc;
 }
