@@ -60,6 +60,7 @@ double xt_rate_global(const xt_rate *t) {
 static int (*g_stop_asked)(void *ctx);
 static void *g_stop_ctx;
 static long long g_dropped;
+static int g_cut; /* a line was cut short: the note starts on a line of its own */
 
 void xt_out_watch_stop(int (*stop_asked)(void *ctx), void *ctx) {
     g_stop_asked = stop_asked;
@@ -87,6 +88,7 @@ static void put(int fd, const char *buf, size_t len) {
         if (ready == 0 || (ready < 0 && errno == EINTR)) { /* no room yet, or a signal: ask again */
             if (ready == 0 && stop_asked()) {
                 g_dropped++;
+                if (off) g_cut = 1;
                 return;
             }
             continue;
@@ -104,9 +106,9 @@ void xt_out_note_dropped(int rank) {
     if (!g_dropped) return;
     char msg[256], who[32] = "";
     if (rank >= 0) snprintf(who, sizeof who, "[xla:%d] ", rank);
-    int n = snprintf(msg, sizeof msg, "xlatrain: %s%lld line%s of output dropped while stopping: "
+    int n = snprintf(msg, sizeof msg, "%sxlatrain: %s%lld line%s of output dropped while stopping: "
                      "stdout had no room (its reader had stopped reading); results.json has the summary\n",
-                     who, g_dropped, g_dropped == 1 ? "" : "s");
+                     g_cut ? "\n" : "", who, g_dropped, g_dropped == 1 ? "" : "s");
     put(STDERR_FILENO, msg, (size_t)n);
 }
 

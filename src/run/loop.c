@@ -10,6 +10,7 @@
 #include <cblas.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "data/loader.h"
@@ -317,7 +318,22 @@ static int evaluate_and_log(worker *w, xt_eval_counts *ec, xt_err *e) {
     return 0;
 }
 
+/* Formatted in memory, then printed as one xt_out (one write, and never
+ * holding up a stop); straight to stdout if memory is short. */
 static void metrics_debug_report(void) {
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (f) {
+        xt_metrics_report(f);
+        if (fclose(f) == 0 && text) {
+            if (len && text[len - 1] == '\n') text[--len] = 0; /* xt_out ends the line */
+            xt_out("%s", text);
+            free(text);
+            return;
+        }
+        free(text);
+    }
     xt_progress_clear();
     fflush(stdout);
     xt_metrics_report(stdout);
