@@ -16,6 +16,7 @@
 #include "run/cli.h"
 #include "run/export.h"
 #include "run/hosts.h"
+#include "run/log.h"
 #include "run/predict.h"
 #include "run/record.h"
 #include "run/sweep.h"
@@ -399,7 +400,8 @@ static int run(xt_cli *cli, xt_err *err) {
              : cli->predict ? xt_predict_main(&cfg, cli, err)
                             : xt_train_main(&cfg, cli, err);
         fflush(stdout);
-        if (rc && err->msg[0]) fprintf(stderr, "xlatrain: %s\n", err->msg);
+        /* after a stop, a stderr nobody reads must not keep the run from exiting */
+        if (rc && err->msg[0]) xt_out_err("xlatrain: %s", err->msg);
     }
     xt_config_free(&cfg);
     return rc;

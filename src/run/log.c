@@ -6,6 +6,7 @@
 #include "run/log.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
@@ -15,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "engine/metrics.h"
@@ -76,30 +78,75 @@ static int stop_asked(void) {
     return g_stopping;
 }
 
+/* fd's non-blocking twin: a second open file description of the same pipe,
+ * FIFO or terminal (reopened through /proc/self/fd/N) with O_NONBLOCK set on
+ * it alone. Setting O_NONBLOCK on fd itself would change it for everyone
+ * who shares the description: the shell, the other workers, mpirun. poll()
+ * alone is not enough: a pty polls writable with less room than a line, and
+ * a write that then blocks would wait for good in a worker that no signal
+ * interrupts. -1 where there is none: a regular file never blocks, and a
+ * socket cannot be reopened (it keeps poll and a blocking write). Opened on
+ * first use by each process that writes (close-on-exec). */
+static int nonblocking_twin(int fd) {
+    static int twin[3] = {-2, -2, -2};
+    if (fd < 0 || fd > 2) return -1;
+    if (twin[fd] == -2) {
+        struct stat st;
+        char path[32];
+        twin[fd] = -1;
+        if (fstat(fd, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode))) {
+            snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+            twin[fd] = open(path, O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+        }
+    }
+    return twin[fd];
+}
+
 /* Write all of buf to fd unless a stop is asked for while fd has no room;
  * a line cut short that way is counted as dropped. Each write is at most
- * PIPE_BUF bytes: a pipe that polls writable has a free page, so such a
- * write never blocks there (and longer writes were never atomic anyway). A
- * pty promises less; a write that blocks there still ends at a signal. */
+ * PIPE_BUF bytes, so a line written to a pipe stays whole (atomic) when
+ * workers share it. Without a twin, the write waits for poll's word that
+ * there is room, which a pipe keeps (a free page) and a socket mostly. */
 static void put(int fd, const char *buf, size_t len) {
+    int twin = nonblocking_twin(fd), wait = twin < 0;
     for (size_t off = 0; off < len;) {
-        struct pollfd p = {.fd = fd, .events = POLLOUT};
-        int ready = poll(&p, 1, stop_asked() ? 0 : 100);
-        if (ready == 0 || (ready < 0 && errno == EINTR)) { /* no room yet, or a signal: ask again */
-            if (ready == 0 && stop_asked()) {
-                g_dropped++;
-                if (off) g_cut = 1;
-                return;
+        if (wait) {
+            struct pollfd p = {.fd = fd, .events = POLLOUT};
+            int ready = poll(&p, 1, stop_asked() ? 0 : 100);
+            if (ready == 0 || (ready < 0 && errno == EINTR)) { /* no room yet, or a signal: ask again */
+                if (ready == 0 && stop_asked()) {
+                    g_dropped++;
+                    if (off) g_cut = 1;
+                    return;
+                }
+                continue;
             }
+            /* room, or an error the write itself reports (a closed or bad fd) */
+        }
+        size_t chunk = len - off < PIPE_BUF ? len - off : PIPE_BUF;
+        ssize_t w = write(twin >= 0 ? twin : fd, buf + off, chunk);
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) { /* full: wait for room, or drop */
+            wait = 1;
             continue;
         }
-        /* room, or an error the write itself reports (a closed or bad fd) */
-        size_t chunk = len - off < PIPE_BUF ? len - off : PIPE_BUF;
-        ssize_t w = write(fd, buf + off, chunk);
-        if (w < 0 && errno == EINTR) continue;
         if (w <= 0) return;
         off += (size_t)w;
+        wait = twin < 0;
     }
+}
+
+void xt_out_err(const char *fmt, ...) {
+    char msg[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(msg, sizeof msg - 1, fmt, ap);
+    va_end(ap);
+    if (n < 0) return;
+    if (n > (int)sizeof msg - 2) n = (int)sizeof msg - 2; /* one line: as far as it fits */
+    msg[n++] = '\n';
+    xt_progress_clear();
+    put(STDERR_FILENO, msg, (size_t)n);
 }
 
 void xt_out_note_dropped(int rank) {
