@@ -136,19 +136,6 @@ static void put(int fd, const char *buf, size_t len) {
     }
 }
 
-void xt_out_err(const char *fmt, ...) {
-    char msg[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(msg, sizeof msg - 1, fmt, ap);
-    va_end(ap);
-    if (n < 0) return;
-    if (n > (int)sizeof msg - 2) n = (int)sizeof msg - 2; /* one line: as far as it fits */
-    msg[n++] = '\n';
-    xt_progress_clear();
-    put(STDERR_FILENO, msg, (size_t)n);
-}
-
 void xt_out_note_dropped(int rank) {
     if (!g_dropped) return;
     char msg[256], who[32] = "";
@@ -165,17 +152,16 @@ void xt_out_note_dropped(int rank) {
  * appended to the master's bar. */
 static int g_erase_bar_row;
 
-void xt_out(const char *fmt, ...) {
-    /* one write per line (workers share stdout); a line longer than the
-     * stack buffer (results.json's summary grows with per-class figures) is
-     * formatted on the heap, never cut */
+/* One whole line to fd with a single write (workers share stdout), the bar's
+ * row erased first when erase_row; a line longer than the stack buffer
+ * (results.json's summary grows with per-class figures) is formatted on the
+ * heap, never cut. */
+static void vline(int fd, int erase_row, const char *fmt, va_list ap) {
     char small[2048], *line = small;
-    size_t o = g_erase_bar_row ? 4 : 0, cap = sizeof small;
-    va_list ap, again;
-    va_start(ap, fmt);
+    size_t o = erase_row ? 4 : 0, cap = sizeof small;
+    va_list again;
     va_copy(again, ap);
     int n = vsnprintf(line + o, cap - 1 - o, fmt, ap);
-    va_end(ap);
     if (n >= 0 && (size_t)n >= cap - 1 - o && (line = malloc(cap = (size_t)n + o + 2)))
         n = vsnprintf(line + o, cap - 1 - o, fmt, again);
     va_end(again);
@@ -189,8 +175,22 @@ void xt_out(const char *fmt, ...) {
     line[len++] = '\n';
     xt_progress_clear();
     fflush(stdout);
-    put(STDOUT_FILENO, line, len);
+    put(fd, line, len);
     if (line != small) free(line);
+}
+
+void xt_out(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vline(STDOUT_FILENO, g_erase_bar_row, fmt, ap);
+    va_end(ap);
+}
+
+void xt_out_err(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vline(STDERR_FILENO, 0, fmt, ap); /* the bar is cleared, never drawn over */
+    va_end(ap);
 }
 
 void xt_log_train_update(int ordinal, long long step, double loss, double rate, double global_rate) {

@@ -31,8 +31,8 @@ int xt_progress_enabled(const xt_config *c);
  * xt_out_watch_stop): then the line is dropped rather than hold up the
  * checkpoint. The progress bar's frames follow the same rule. */
 void xt_out(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* Print one line to stderr by the same rule (the run's last message, which
- * follows its checkpoint; a line longer than 2 KB is cut). */
+/* Print one whole line to stderr by the same rule (the run's last message,
+ * which follows its checkpoint). */
 void xt_out_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Who says whether a stop has been asked for (NULL: nobody; lines then
  * always wait for room). Set per process, by the worker. */
