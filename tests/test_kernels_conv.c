@@ -424,6 +424,13 @@ TEST(conv_fwd_relu_epilogue_is_relu_of_the_plain_forward) {
     }
 }
 
+/* the 2x2, stride-2 max pool of conv s's output */
+static k_pool_shape pool2_of(const k_conv_shape *s) {
+    k_pool_shape ps = {.N = s->N, .C = s->Co, .H = s->Ho, .W = s->Wo, .kh = 2, .kw = 2, .sh = 2, .sw = 2};
+    CHECK_EQ(k_pool_shape_infer(&ps), 0);
+    return ps;
+}
+
 /* k_conv2d_fwd_pool2 (the conv -> 2x2/2 max pool epilogue) gives the bits of
  * k_conv2d_fwd_act followed by k_maxpool2d_fwd, values and indices, at every
  * SIMD level (the generic level pools one image at a time through scratch),
@@ -436,8 +443,7 @@ TEST(conv_fwd_pool2_epilogue_equals_conv_then_maxpool) {
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         k_conv_shape s = shapes[i];
         CHECK_EQ(k_conv_shape_infer(&s), 0);
-        k_pool_shape ps = {.N = s.N, .C = s.Co, .H = s.Ho, .W = s.Wo, .kh = 2, .kw = 2, .sh = 2, .sw = 2};
-        CHECK_EQ(k_pool_shape_infer(&ps), 0);
+        k_pool_shape ps = pool2_of(&s);
         size_t xs = (size_t)s.N * s.Ci * s.H * s.W, ys = (size_t)s.N * s.Co * s.Ho * s.Wo;
         size_t ps_n = (size_t)ps.N * ps.C * ps.Ho * ps.Wo;
         float *x = rand_buf(xs, &seed), *w = rand_buf((size_t)s.Co * s.Ci * s.kh * s.kw, &seed),
@@ -457,5 +463,57 @@ TEST(conv_fwd_pool2_epilogue_equals_conv_then_maxpool) {
             }
         k_simd_force(-1);
         free(x), free(w), free(b), free(scr);
+    }
+}
+
+/* The backward passes with dy given as a 2x2/2 max pool's gradient and argmax
+ * (k_conv2d_*_unpool2, the engine's pass_conv_unpool.c) give the bits of
+ * k_maxpool2d_bwd then the plain pass, at every SIMD level: backward-data on
+ * both direct paths (seed conv2 one pixel at a time, wide conv2 over rows)
+ * and image by image where im2col runs (fewer than 8 input channels, or no
+ * AVX2), the weight gradient in micro-batch parts, a partial block of
+ * images, conv outputs of odd height and width (a row and a column no
+ * window reaches), and -0 in the gradient. */
+TEST(conv_backward_unpool2_equals_pool_backward_then_the_pass) {
+    k_conv_shape shapes[] = {SHAPE(37, 1, 28, 28, 10, 5, 5, 1, 1, 0, 0), SHAPE(21, 10, 12, 12, 20, 5, 5, 1, 1, 0, 0),
+                             SHAPE(19, 32, 14, 14, 16, 3, 3, 1, 1, 0, 0), SHAPE(5, 3, 11, 9, 4, 3, 3, 1, 1, 0, 0),
+                             SHAPE(18, 9, 9, 10, 12, 3, 3, 1, 1, 1, 1)};
+    unsigned seed = 13;
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        k_conv_shape s = shapes[i];
+        CHECK_EQ(k_conv_shape_infer(&s), 0);
+        k_pool_shape ps = pool2_of(&s);
+        size_t xi = (size_t)s.Ci * s.H * s.W, yi = (size_t)s.Co * s.Ho * s.Wo, gi = (size_t)ps.C * ps.Ho * ps.Wo;
+        size_t ws = (size_t)s.Co * s.Ci * s.kh * s.kw;
+        float *x = rand_buf(xi * s.N, &seed), *w = rand_buf(ws, &seed), *y = rand_buf(yi * s.N, &seed);
+        float *g = rand_buf(gi * s.N, &seed), *vals = nan_buf(gi * s.N), *dy = nan_buf(yi * s.N);
+        int32_t *idx = malloc(gi * s.N * sizeof *idx);
+        g[3] = -0.0f;
+        k_maxpool2d_fwd(&ps, vals, idx, y); /* real indices: one cell of each window */
+        k_maxpool2d_bwd(&ps, dy, g, idx);
+        k_unpool2 up = {g, idx};
+        float *scr = nan_buf(k_conv2d_unpool2_scratch(&s)), *acc = nan_buf(k_conv2d_bwd_weight_acc_floats(&s));
+        for (int lvl = 0; lvl <= k_simd_detect(); lvl++) {
+            k_simd_force(lvl);
+            float *want = nan_buf(xi * s.N), *got = nan_buf(xi * s.N);
+            k_conv2d_bwd_data(&s, want, dy, w, scr);
+            k_conv2d_bwd_data_unpool2(&s, got, up, w, scr);
+            CHECK_MSG(!memcmp(want, got, xi * s.N * sizeof *got), "shape %zu simd %d (%s): backward-data differs", i,
+                      lvl, k_conv_method_name(k_conv_choose(&s, K_CONV_BWD_DATA)));
+            free(want), free(got);
+            float *whole = nan_buf(ws), *parts = nan_buf(ws);
+            k_conv2d_bwd_weight(&s, whole, NULL, x, dy, scr);
+            for (int n0 = 0; n0 < s.N; n0 += 16) {
+                k_conv_shape part = s;
+                part.N = s.N - n0 < 16 ? s.N - n0 : 16;
+                k_unpool2 pu = {g + n0 * gi, idx + n0 * gi};
+                k_conv2d_bwd_weight_unpool2_part(&part, parts, x + n0 * xi, pu, scr, acc, n0 == 0, n0 + part.N == s.N);
+            }
+            CHECK_MSG(!memcmp(whole, parts, ws * sizeof(float)), "shape %zu simd %d (%s): the weight gradient differs",
+                      i, lvl, k_conv_method_name(k_conv_choose(&s, K_CONV_BWD_WEIGHT)));
+            free(whole), free(parts);
+        }
+        k_simd_force(-1);
+        free(x), free(w), free(y), free(g), free(vals), free(dy), free(idx), free(scr), free(acc);
     }
 }

@@ -140,6 +140,20 @@ KERNEL(CONV2D_BWD_WEIGHT) {
     else k_conv2d_bwd_weight_part(&s, out, in[0], in[1], scratch, kc->state, first, last);
 }
 
+/* The same two with dy given as a 2x2/2 max pool's gradient and argmax,
+ * scattered as the kernel packs it (pass_conv_unpool.c). */
+KERNEL(CONV2D_BWD_DATA_UNPOOL2) {
+    k_conv_shape s = conv_shape(n->shape, IN(2)->shape, n->iattr); /* (g, argmax, w) -> dx shaped like x */
+    s.N = ROWS(s.N);
+    k_conv2d_bwd_data_unpool2(&s, out, (k_unpool2){in[0], in[1]}, in[2], scratch);
+}
+KERNEL(CONV2D_BWD_WEIGHT_UNPOOL2) {
+    k_conv_shape s = conv_shape(IN(0)->shape, n->shape, n->iattr); /* (x, g, argmax) -> dw shaped like w */
+    s.N = ROWS(s.N);
+    int first = kc->row0 == 0, last = !kc->rows || kc->row0 + kc->rows == kc->batch;
+    k_conv2d_bwd_weight_unpool2_part(&s, out, in[0], (k_unpool2){in[1], in[2]}, scratch, kc->state, first, last);
+}
+
 static k_pool_shape pool_shape(const int32_t *xs, const int32_t *a) {
     k_pool_shape s = {.N = xs[0], .C = xs[1], .H = xs[2], .W = xs[3], .kh = a[0], .kw = a[1], .sh = a[2], .sw = a[3], .ph = a[4], .pw = a[5]};
     k_pool_shape_infer(&s);
@@ -296,6 +310,14 @@ static size_t scratch_CONV2D_BWD_WEIGHT(const xt_plan *p, const xt_node *n) {
     k_conv_shape s = conv_shape(IN(0)->shape, n->shape, n->iattr);
     return conv_scratch(p, n, &s);
 }
+static size_t scratch_CONV2D_BWD_DATA_UNPOOL2(const xt_plan *p, const xt_node *n) {
+    k_conv_shape s = conv_shape(n->shape, IN(2)->shape, n->iattr);
+    return k_conv2d_unpool2_scratch(&s) * sizeof(float);
+}
+static size_t scratch_CONV2D_BWD_WEIGHT_UNPOOL2(const xt_plan *p, const xt_node *n) {
+    k_conv_shape s = conv_shape(IN(0)->shape, n->shape, n->iattr);
+    return k_conv2d_unpool2_scratch(&s) * sizeof(float);
+}
 /* a matrix product packs its operands (bf16: or widens them) */
 static size_t scratch_MATMUL(const xt_plan *p, const xt_node *n) {
     const xt_node *A = IN(0);
@@ -332,7 +354,9 @@ double xt_kernel_macs(const xt_plan *p, const xt_node *n) {
     case XT_OP_CONV2D:
     case XT_OP_CONV2D_POOL2: s = conv_shape(IN(0)->shape, IN(1)->shape, n->iattr); break;
     case XT_OP_CONV2D_BWD_DATA: s = conv_shape(n->shape, IN(1)->shape, n->iattr); break;
-    case XT_OP_CONV2D_BWD_WEIGHT: s = conv_shape(IN(0)->shape, n->shape, n->iattr); break;
+    case XT_OP_CONV2D_BWD_DATA_UNPOOL2: s = conv_shape(n->shape, IN(2)->shape, n->iattr); break;
+    case XT_OP_CONV2D_BWD_WEIGHT:
+    case XT_OP_CONV2D_BWD_WEIGHT_UNPOOL2: s = conv_shape(IN(0)->shape, n->shape, n->iattr); break;
     case XT_OP_MATMUL: return (double)n->shape[0] * n->shape[1] * (n->iattr[0] ? IN(0)->shape[0] : IN(0)->shape[1]);
     default: return 0.0;
     }
@@ -340,7 +364,7 @@ double xt_kernel_macs(const xt_plan *p, const xt_node *n) {
 }
 
 size_t xt_kernel_tile_state_bytes(const xt_plan *p, const xt_node *n) {
-    if (n->op != XT_OP_CONV2D_BWD_WEIGHT) return 0;
+    if (n->op != XT_OP_CONV2D_BWD_WEIGHT && n->op != XT_OP_CONV2D_BWD_WEIGHT_UNPOOL2) return 0;
     k_conv_shape s = conv_shape(IN(0)->shape, n->shape, n->iattr);
     return (IN(0)->dtype == XT_BF16 ? k_conv2d_bwd_weight_bf16_acc_floats(&s) : k_conv2d_bwd_weight_acc_floats(&s)) *
            sizeof(float);

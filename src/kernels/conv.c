@@ -144,3 +144,56 @@ void k_conv2d_bwd_weight_part(const k_conv_shape *s, float *dw, const float *x, 
     else
         k_conv_im2col_bwd_weight_part(s, IM2COL_GROUP, dw, x, dy, scratch, first);
 }
+
+/* ---- dy as a 2x2/2 max pool's gradient and argmax (k_unpool2) ---------------------- */
+
+/* The conv scratch, then one image's dy for the image-by-image path. */
+size_t k_conv2d_unpool2_scratch(const k_conv_shape *s) {
+    return k_conv2d_scratch(s) + (size_t)s->Co * s->Ho * s->Wo + 16;
+}
+
+/* Where im2col runs (no AVX2, or backward-data into fewer than 8 channels),
+ * one image at a time: its dy scattered by the pool's backward into scratch,
+ * then the plain pass (im2col runs one image per GEMM anyway). */
+typedef struct {
+    k_conv_shape one;
+    k_pool_shape pool;
+    size_t img_x, img_g;
+    float *dy1;
+} unpool_images;
+
+static unpool_images unpool_images_of(const k_conv_shape *s, float *scratch) {
+    unpool_images u = {.one = *s};
+    u.one.N = 1;
+    u.pool = (k_pool_shape){.N = 1, .C = s->Co, .H = s->Ho, .W = s->Wo, .kh = 2, .kw = 2, .sh = 2, .sw = 2};
+    k_pool_shape_infer(&u.pool);
+    u.img_x = (size_t)s->Ci * s->H * s->W;
+    u.img_g = (size_t)s->Co * u.pool.Ho * u.pool.Wo;
+    u.dy1 = scratch + k_conv2d_scratch(s);
+    return u;
+}
+
+void k_conv2d_bwd_data_unpool2(const k_conv_shape *s, float *dx, k_unpool2 dy, const float *w, float *scratch) {
+    if (k_conv_choose(s, K_CONV_BWD_DATA) == K_CONV_DIRECT) {
+        k_conv_direct_bwd_data_unpool2(s, dx, dy, w, scratch);
+        return;
+    }
+    unpool_images u = unpool_images_of(s, scratch);
+    for (int n = 0; n < s->N; n++) {
+        k_maxpool2d_bwd(&u.pool, u.dy1, dy.g + n * u.img_g, dy.argmax + n * u.img_g);
+        k_conv_im2col_bwd_data(&u.one, IM2COL_GROUP, dx + n * u.img_x, u.dy1, w, scratch);
+    }
+}
+
+void k_conv2d_bwd_weight_unpool2_part(const k_conv_shape *s, float *dw, const float *x, k_unpool2 dy, float *scratch,
+                                      float *acc, int first, int last) {
+    if (k_conv_choose(s, K_CONV_BWD_WEIGHT) == K_CONV_DIRECT) {
+        k_conv_direct_bwd_weight_unpool2_part(s, dw, x, dy, scratch, acc, first, last);
+        return;
+    }
+    unpool_images u = unpool_images_of(s, scratch);
+    for (int n = 0; n < s->N; n++) {
+        k_maxpool2d_bwd(&u.pool, u.dy1, dy.g + n * u.img_g, dy.argmax + n * u.img_g);
+        k_conv_im2col_bwd_weight_part(&u.one, IM2COL_GROUP, dw, x + n * u.img_x, u.dy1, scratch, first && n == 0);
+    }
+}

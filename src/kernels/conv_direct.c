@@ -310,6 +310,103 @@ void k_conv_direct_from_blocked16(float *x, size_t img, const float *t, int nb, 
 }
 #endif
 
+/* ---- dy from a max pool's backward --------------------------------------------- */
+
+/* Where a backward pass's dy comes from: a tensor (up.g NULL), or a 2x2/2 max
+ * pool's gradient and argmax (k_unpool2), scattered here as k_maxpool2d_bwd
+ * would: g where the argmax points, +0 in the window's other cells and in a
+ * last row or column no window reaches. The blocked dy is then the same bits
+ * either way, and the (N, Co, Ho, Wo) tensor is never written (seed conv1:
+ * 2.9 MB per step at batch 128; wide_cnn conv2: 18.9 MB). */
+typedef struct {
+    const float *dy;
+    k_unpool2 up;
+} dy_source;
+
+/* The last column and row of an odd-sized plane, which no window reaches: +0 */
+static void zero_unreached(int NB, float *t, int Wd, int P, int H, int W) {
+    if (W & 1)
+        for (int h = 0; h < H; h++) memset(t + ((size_t)h * Wd + P + W - 1) * NB, 0, sizeof(float) * NB);
+    if (H & 1) memset(t + ((size_t)(H - 1) * Wd + P) * NB, 0, sizeof(float) * NB * W);
+}
+
+/* One channel: blocked t[(h*Wd + P + w)*NB] for h < H, w < W <- the pooled
+ * gradient gb and argmax ib, blocked [(r*Wq + q)*NB]. Every interior cell is
+ * written once. */
+static void unpool_scatter(int NB, float *t, int Wd, int P, const float *gb, const int32_t *ib, int H, int W) {
+    int Hq = H / 2, Wq = W / 2;
+    for (int r = 0; r < Hq; r++)
+        for (int q = 0; q < Wq; q++) {
+            const float *v = gb + ((size_t)r * Wq + q) * NB;
+            const int32_t *a = ib + ((size_t)r * Wq + q) * NB;
+            for (int c = 0; c < 4; c++) {
+                int oh = 2 * r + (c >> 1), ow = 2 * q + (c & 1);
+                int32_t e = oh * W + ow;
+                float *o = t + ((size_t)oh * Wd + P + ow) * NB;
+                for (int l = 0; l < NB; l++) o[l] = a[l] == e ? v[l] : 0.0f;
+            }
+        }
+    zero_unreached(NB, t, Wd, P, H, W);
+}
+
+#ifdef XT_DIRECT_X86
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq"))) static void unpool_scatter16(
+    float *t, int Wd, int P, const float *gb, const int32_t *ib, int H, int W) {
+    int Hq = H / 2, Wq = W / 2;
+    for (int r = 0; r < Hq; r++) {
+        float *o0 = t + ((size_t)(2 * r) * Wd + P) * 16, *o1 = o0 + (size_t)Wd * 16;
+        __m512i e0 = _mm512_set1_epi32(2 * r * W), e1 = _mm512_set1_epi32((2 * r + 1) * W), one = _mm512_set1_epi32(1);
+        for (int q = 0; q < Wq; q++, o0 += 32, o1 += 32) {
+            __m512 v = _mm512_loadu_ps(gb + ((size_t)r * Wq + q) * 16);
+            __m512i a = _mm512_loadu_si512(ib + ((size_t)r * Wq + q) * 16);
+            __m512i c = _mm512_set1_epi32(2 * q);
+            __m512i i00 = _mm512_add_epi32(e0, c), i10 = _mm512_add_epi32(e1, c);
+            _mm512_storeu_ps(o0, _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(a, i00), v));
+            _mm512_storeu_ps(o0 + 16, _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(a, _mm512_add_epi32(i00, one)), v));
+            _mm512_storeu_ps(o1, _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(a, i10), v));
+            _mm512_storeu_ps(o1 + 16, _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(a, _mm512_add_epi32(i10, one)), v));
+        }
+    }
+    zero_unreached(16, t, Wd, P, H, W);
+}
+#endif
+
+/* floats of one channel's blocked pooled gradient (and as many for its argmax) */
+static size_t unpool_plane_floats(const k_conv_shape *s) {
+    return (size_t)(s->Ho / 2) * (s->Wo / 2) * NB_MAX;
+}
+
+/* Blocked dy t[c][h][P + w][NB] (channel stride cstride, rows Wo + 2P wide)
+ * of images n0 .. n0+nb from `src`; idle lanes read `zeros`. Unpooling goes
+ * channel by channel: the channel's gradient and argmax planes are packed
+ * (the argmax's int32 bits through float lanes, which packing only moves)
+ * into gb and ib, then scattered while they are in L1. */
+static void dy_to_blocked(const nisa *isa, float *t, size_t cstride, const dy_source *src, int n0, int nb,
+                          const k_conv_shape *s, int P, const float *zeros, float *gb, float *ib) {
+    size_t img_y = (size_t)s->Co * s->Ho * s->Wo;
+    if (!src->up.g) {
+        to_blocked_strided(isa, t, cstride, src->dy + n0 * img_y, img_y, nb, s->Co, s->Ho, s->Wo, 0, P, zeros);
+        return;
+    }
+    int NB = isa->vl, Hq = s->Ho / 2, Wq = s->Wo / 2, Wd = s->Wo + 2 * P;
+    size_t plane = (size_t)Hq * Wq, img_g = (size_t)s->Co * plane;
+    const float *g = src->up.g + n0 * img_g, *a = (const float *)(src->up.argmax + n0 * img_g);
+    const float *from[NB_MAX];
+    for (int c = 0; c < s->Co; c++) {
+        for (int l = 0; l < NB; l++) from[l] = l < nb ? g + l * img_g + c * plane : zeros;
+        isa->pack(gb, from, Hq, Wq, Wq, 0, 0);
+        for (int l = 0; l < NB; l++) from[l] = l < nb ? a + l * img_g + c * plane : zeros;
+        isa->pack(ib, from, Hq, Wq, Wq, 0, 0);
+#ifdef XT_DIRECT_X86
+        if (NB == 16) {
+            unpool_scatter16(t + c * cstride, Wd, P, gb, (const int32_t *)ib, s->Ho, s->Wo);
+            continue;
+        }
+#endif
+        unpool_scatter(NB, t + c * cstride, Wd, P, gb, (const int32_t *)ib, s->Ho, s->Wo);
+    }
+}
+
 /* ---- forward ------------------------------------------------------------------- */
 
 /* Per tap and tile: CT*PT FMAs (one 512-bit FMA per cycle on Zen 4) against PT
@@ -515,7 +612,7 @@ size_t k_conv_direct_bwd_weight_acc_floats(const k_conv_shape *s) {
 }
 
 typedef struct {
-    float *xb, *dyb, *accv, *zeros;
+    float *xb, *dyb, *accv, *zeros, *gb, *ib;
     int32_t *off;
 } bww_mem;
 
@@ -527,12 +624,14 @@ static size_t bww_carve(const k_conv_shape *s, float *p, bww_mem *m) {
     m->dyb = carve(&p, &total, (size_t)(s->Co + 8) * s->Ho * s->Wo * NB_MAX);
     m->accv = carve(&p, &total, k_conv_direct_bwd_weight_acc_floats(s));
     m->zeros = carve(&p, &total, plane_floats(s));
+    m->gb = carve(&p, &total, unpool_plane_floats(s));
+    m->ib = carve(&p, &total, unpool_plane_floats(s));
     m->off = (int32_t *)carve(&p, &total, K + 8);
     return total;
 }
 
-void k_conv_direct_bwd_weight_part(const k_conv_shape *s, float *dw, float *db, const float *x, const float *dy,
-                                   float *scratch, float *acc, int first, int last) {
+static void bwd_weight_part(const k_conv_shape *s, float *dw, float *db, const float *x, const dy_source *dy,
+                            float *scratch, float *acc, int first, int last) {
     const nisa *isa = nisa_now();
     const nbww_cfg *cfg = pick_bww(isa, s);
     int NB = isa->vl, ct = cfg->ct, tt = cfg->tt, K = s->Ci * s->kh * s->kw;
@@ -546,7 +645,7 @@ void k_conv_direct_bwd_weight_part(const k_conv_shape *s, float *dw, float *db, 
         for (int i = 0; i < s->kh; i++)
             for (int j = 0; j < s->kw; j++) m.off[k++] = (int32_t)((((size_t)ci * Hp + i) * Wp + j) * NB);
     for (; k < k_pad; k++) m.off[k] = 0; /* padding taps: read valid memory, results dropped */
-    size_t img_x = (size_t)s->Ci * s->H * s->W, img_y = (size_t)s->Co * s->Ho * s->Wo;
+    size_t img_x = (size_t)s->Ci * s->H * s->W;
     clear_xb_border(s, m.xb, NB);
     memset(m.dyb + (size_t)s->Co * dstride, 0, sizeof(float) * (size_t)(co_pad - s->Co) * dstride); /* channels past Co stay zero */
     if (first) memset(m.accv, 0, sizeof(float) * (size_t)co_pad * k_pad * NB);
@@ -556,7 +655,7 @@ void k_conv_direct_bwd_weight_part(const k_conv_shape *s, float *dw, float *db, 
     for (int n0 = 0; n0 < s->N; n0 += NB) {
         int nb = s->N - n0 < NB ? s->N - n0 : NB;
         to_blocked(isa, m.xb, x + n0 * img_x, img_x, nb, s->Ci, s->H, s->W, s->ph, s->pw, m.zeros);
-        to_blocked(isa, m.dyb, dy + n0 * img_y, img_y, nb, s->Co, s->Ho, s->Wo, 0, 0, m.zeros);
+        dy_to_blocked(isa, m.dyb, dstride, dy, n0, nb, s, 0, m.zeros, m.gb, m.ib);
         if (db) /* the bias gradient from the blocked dy while it is in cache (idle lanes are 0) */
             for (int co = 0; co < s->Co; co++) db[co] += (float)isa->sum(m.dyb + co * dstride, dstride);
         for (int co0 = 0; co0 < co_pad; co0 += ct)
@@ -575,6 +674,18 @@ void k_conv_direct_bwd_weight_part(const k_conv_shape *s, float *dw, float *db, 
                     for (int l = 0; l < NB; l++) t += v[l];
                     dw[(size_t)(co0 + c) * K + k0 + u] = (float)t;
                 }
+}
+
+void k_conv_direct_bwd_weight_part(const k_conv_shape *s, float *dw, float *db, const float *x, const float *dy,
+                                   float *scratch, float *acc, int first, int last) {
+    dy_source src = {.dy = dy};
+    bwd_weight_part(s, dw, db, x, &src, scratch, acc, first, last);
+}
+
+void k_conv_direct_bwd_weight_unpool2_part(const k_conv_shape *s, float *dw, const float *x, k_unpool2 dy,
+                                           float *scratch, float *acc, int first, int last) {
+    dy_source src = {.up = dy};
+    bwd_weight_part(s, dw, NULL, x, &src, scratch, acc, first, last);
 }
 
 void k_conv_direct_bwd_weight(const k_conv_shape *s, float *dw, float *db, const float *x, const float *dy,
@@ -603,7 +714,7 @@ static const nbwd_cfg *pick_bwd(const nisa *isa, const k_conv_shape *s) {
 }
 
 typedef struct {
-    float *dyb, *dxb, *wpk, *zeros, *sink;
+    float *dyb, *dxb, *wpk, *zeros, *sink, *gb, *ib;
     int32_t *rows, *cols, *off;
 } bwd_mem;
 
@@ -621,6 +732,8 @@ static size_t bwd_carve(const k_conv_shape *s, float *p, bwd_mem *m) {
     m->wpk = carve(&p, &total, khw * s->Co * (s->Ci + CT_MAX));
     m->zeros = carve(&p, &total, plane_floats(s));
     m->sink = carve(&p, &total, plane_floats(s));
+    m->gb = carve(&p, &total, unpool_plane_floats(s));
+    m->ib = carve(&p, &total, unpool_plane_floats(s));
     m->rows = (int32_t *)carve(&p, &total, 2 * (size_t)s->kh);
     m->cols = (int32_t *)carve(&p, &total, 2 * (size_t)s->kw);
     m->off = (int32_t *)carve(&p, &total, khw * s->Co);
@@ -673,7 +786,7 @@ static int use_bwd_rows(const k_conv_shape *s) {
 /* Stride 1: dx row h, pixels [w0, w0+pt) x ct input channels, is the fwd tile
  * over dy (columns zero-padded by P each side) with the weights transposed,
  * over K = (the taps i whose dy row exists) x kw x Co. */
-static void bwd_data_rows(const nisa *isa, const k_conv_shape *s, float *dx, const float *dy, const float *w,
+static void bwd_data_rows(const nisa *isa, const k_conv_shape *s, float *dx, const dy_source *dy, const float *w,
                           const bwd_mem *m) {
     k_conv_shape as_fwd = *s; /* the tile choice of a forward pass that writes dx */
     as_fwd.Co = s->Ci;
@@ -690,10 +803,10 @@ static void bwd_data_rows(const nisa *isa, const k_conv_shape *s, float *dx, con
                 m->off[(i * s->kw + j) * s->Co + co] =
                     (int32_t)((((long)co * s->Ho + s->ph - i) * Wp + s->kw - 1 - j) * NB);
     memset(m->dyb, 0, sizeof(float) * ((size_t)s->Co * s->Ho * Wp + PT_MAX + 1) * NB); /* the padding columns */
-    size_t img_x = (size_t)s->Ci * s->H * s->W, img_y = (size_t)s->Co * s->Ho * s->Wo;
+    size_t img_x = (size_t)s->Ci * s->H * s->W;
     for (int n0 = 0; n0 < s->N; n0 += NB) {
         int nb = s->N - n0 < NB ? s->N - n0 : NB;
-        to_blocked(isa, m->dyb, dy + n0 * img_y, img_y, nb, s->Co, s->Ho, s->Wo, 0, P, m->zeros);
+        dy_to_blocked(isa, m->dyb, (size_t)s->Ho * Wp * NB, dy, n0, nb, s, P, m->zeros, m->gb, m->ib);
         for (int h = 0; h < s->H; h++) {
             int ilo = h + s->ph - s->Ho + 1 > 0 ? h + s->ph - s->Ho + 1 : 0, ihi = h + s->ph < s->kh - 1 ? h + s->ph : s->kh - 1;
             int k0 = ilo * kwc, kn = ihi >= ilo ? (ihi - ilo + 1) * kwc : 0;
@@ -706,7 +819,7 @@ static void bwd_data_rows(const nisa *isa, const k_conv_shape *s, float *dx, con
     }
 }
 
-void k_conv_direct_bwd_data(const k_conv_shape *s, float *dx, const float *dy, const float *w, float *scratch) {
+static void bwd_data(const k_conv_shape *s, float *dx, const dy_source *dy, const float *w, float *scratch) {
     const nisa *isa = nisa_now();
     bwd_mem m;
     bwd_carve(s, scratch, &m);
@@ -719,10 +832,10 @@ void k_conv_direct_bwd_data(const k_conv_shape *s, float *dx, const float *dy, c
     int NB = isa->vl, ct = cfg->ct, ci_tiles = div_up(s->Ci, ct), khw = s->kh * s->kw;
     size_t dstride = k_conv_direct_spread_stride((size_t)s->Ho * s->Wo, NB), xstride = (size_t)s->H * s->W * NB;
     pack_bwd_weights(s, ct, w, m.wpk);
-    size_t img_x = (size_t)s->Ci * s->H * s->W, img_y = (size_t)s->Co * s->Ho * s->Wo;
+    size_t img_x = (size_t)s->Ci * s->H * s->W;
     for (int n0 = 0; n0 < s->N; n0 += NB) {
         int nb = s->N - n0 < NB ? s->N - n0 : NB;
-        to_blocked_strided(isa, m.dyb, dstride, dy + n0 * img_y, img_y, nb, s->Co, s->Ho, s->Wo, 0, 0, m.zeros);
+        dy_to_blocked(isa, m.dyb, dstride, dy, n0, nb, s, 0, m.zeros, m.gb, m.ib);
         for (int h = 0; h < s->H; h++) {
             int nr = k_conv_taps_for(h, s->kh, s->sh, s->ph, s->Ho, m.rows);
             for (int ww = 0; ww < s->W; ww++) {
@@ -734,6 +847,16 @@ void k_conv_direct_bwd_data(const k_conv_shape *s, float *dx, const float *dy, c
         }
         from_blocked(isa, dx + n0 * img_x, img_x, m.dxb, nb, s->Ci, s->H, s->W, s->W, NULL, 0, m.sink);
     }
+}
+
+void k_conv_direct_bwd_data(const k_conv_shape *s, float *dx, const float *dy, const float *w, float *scratch) {
+    dy_source src = {.dy = dy};
+    bwd_data(s, dx, &src, w, scratch);
+}
+
+void k_conv_direct_bwd_data_unpool2(const k_conv_shape *s, float *dx, k_unpool2 dy, const float *w, float *scratch) {
+    dy_source src = {.up = dy};
+    bwd_data(s, dx, &src, w, scratch);
 }
 
 size_t k_conv_direct_scratch(const k_conv_shape *s) {

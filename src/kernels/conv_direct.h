@@ -37,6 +37,11 @@ void k_conv_direct_bwd_weight(const k_conv_shape *s, float *dw, float *db, const
 size_t k_conv_direct_bwd_weight_acc_floats(const k_conv_shape *s);
 void k_conv_direct_bwd_weight_part(const k_conv_shape *s, float *dw, float *db, const float *x, const float *dy,
                                    float *scratch, float *acc, int first, int last);
+/* The backward passes with dy given as a 2x2/2 max pool's gradient and argmax
+ * (k_unpool2), scattered into the blocked layout block by block. */
+void k_conv_direct_bwd_data_unpool2(const k_conv_shape *s, float *dx, k_unpool2 dy, const float *w, float *scratch);
+void k_conv_direct_bwd_weight_unpool2_part(const k_conv_shape *s, float *dw, const float *x, k_unpool2 dy,
+                                           float *scratch, float *acc, int first, int last);
 /* Tests only: make `pass` (enum k_conv_pass) use entry `index` of the current
  * SIMD flavour's tile list instead of the cost model's pick (index -1: back to
  * the model). Returns 0 when the list has no such entry. */

@@ -68,6 +68,21 @@ void k_conv2d_bwd_weight(const k_conv_shape *s, float *dw, float *db, const floa
 size_t k_conv2d_bwd_weight_acc_floats(const k_conv_shape *s);
 void k_conv2d_bwd_weight_part(const k_conv_shape *s, float *dw, const float *x, const float *dy, float *scratch,
                               float *acc, int first, int last);
+/* The gradient dy of a conv output that a 2x2, stride-2 max pool without
+ * padding read, not yet scattered: the pool's gradient g (N, Co, Ho/2, Wo/2)
+ * and its argmax (the index in each Ho x Wo plane, as k_maxpool2d_fwd
+ * writes). dy is k_maxpool2d_bwd(g, argmax); the _unpool2 passes below
+ * scatter it block by block as they pack it, so the (N, Co, Ho, Wo) dy is
+ * never written: the same bits as the pool's backward then the plain pass.
+ * scratch: k_conv2d_unpool2_scratch(s) floats. */
+typedef struct k_unpool2 {
+    const float *g;
+    const int32_t *argmax;
+} k_unpool2;
+size_t k_conv2d_unpool2_scratch(const k_conv_shape *s);
+void k_conv2d_bwd_data_unpool2(const k_conv_shape *s, float *dx, k_unpool2 dy, const float *w, float *scratch);
+void k_conv2d_bwd_weight_unpool2_part(const k_conv_shape *s, float *dw, const float *x, k_unpool2 dy, float *scratch,
+                                      float *acc, int first, int last);
 
 void k_conv2d_fwd_ref(const k_conv_shape *s, float *y, const float *x, const float *w, const float *b);
 void k_conv2d_bwd_data_ref(const k_conv_shape *s, float *dx, const float *dy, const float *w);
