@@ -61,8 +61,9 @@ double k_conv_direct_bww_cost(const k_conv_shape *s, int ct, int tt); /* bwd_wei
  * AVX-512 CPUs only); idle lanes go to `sink` (one plane). */
 void k_conv_direct_from_blocked16(float *x, size_t img, const float *t, int nb, int C, int H, int W, int Wd,
                                   const float *bias, int relu, float *sink);
-/* The 2x2, stride-2 max pool (+ bias, then relu) of one block's blocked conv
- * output yb[Co][Ho][wo_pad][16] -> nb images' values y and argmax, plain
+/* The 2x2, stride-2 max pool (+ bias, then relu) of channels c0 .. c0+cn of
+ * one block's blocked conv output, yb[cn][Ho][wo_pad][16] -> nb images' values
+ * y and argmax (of all Co channels: written at channel c0), plain
  * [c][h][w], bit for bit as k_maxpool2d_fwd on the written output (AVX-512
  * only). pooled and pa: blocked scratch of k_conv_direct_pool16_floats(s)
  * elements each; sink: one pooled plane. */
@@ -78,7 +79,8 @@ size_t k_conv_direct_pool16_floats(const k_conv_shape *s);
 static inline size_t k_conv_direct_spread_stride(size_t lines, int NB) {
     return (lines | 1) * (size_t)NB;
 }
-void k_conv_direct_pool_from_blocked16(const k_conv_shape *s, const float *yb, int wo_pad, int nb, const float *b,
-                                       int relu, float *y, int32_t *argmax, float *pooled, int32_t *pa, float *sink);
+void k_conv_direct_pool_from_blocked16(const k_conv_shape *s, int c0, int cn, const float *yb, int wo_pad, int nb,
+                                       const float *b, int relu, float *y, int32_t *argmax, float *pooled, int32_t *pa,
+                                       float *sink);
 
 #endif

@@ -373,7 +373,7 @@ static size_t carve(const k_conv_shape *s, void *scratch, dmem *m) {
     char *base = scratch ? (char *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63) : NULL;
     size_t at = 0, K2 = (size_t)div_up(s->Ci, 2) * s->kh * s->kw, khw = (size_t)s->kh * s->kw;
     size_t dyb = (size_t)div_up(s->Co, 2) * (s->Ho * s->Wo + 1) * NB, xb = xb_elems(s);
-    size_t yb = (size_t)(s->Co + CT_MAX) * s->Ho * (s->Wo + PT_MAX) * NB;
+    size_t yb = (size_t)CT_MAX * s->Ho * (s->Wo + PT_MAX) * NB; /* one tile of channels */
     size_t dxb = (size_t)(s->Ci + CT_MAX) * s->H * s->W * NB;
     size_t wf = (size_t)(s->Co + CT_MAX) * K2, wb = khw * div_up(s->Co, 2) * (s->Ci + CT_MAX);
     size_t idx = K2 > 2 * (size_t)(s->kh + s->kw) ? K2 : 2 * (size_t)(s->kh + s->kw);
@@ -507,19 +507,23 @@ void k_conv_direct_bf16_fwd_pool(const k_conv_shape *s, float *y, int32_t *argma
             pack_shifted_planes(s, m.xb, x + n0 * img_x, img_x, nb, m.zeros, 1);
         else
             to_blocked_pairs(m.xb, x + n0 * img_x, img_x, nb, s->Ci, s->H, s->W, s->ph, s->pw, m.zeros);
-        for (int t = 0; t < div_up(s->Co, ct); t++)
+        /* one tile of channels at a time, through a tile-sized part of yb that stays in L2 (conv_direct.c) */
+        for (int t = 0; t < div_up(s->Co, ct); t++) {
+            int c0 = t * ct, cn = s->Co - c0 < ct ? s->Co - c0 : ct;
             for (int oh = 0; oh < s->Ho; oh++)
                 for (int ow = 0; ow < wo_pad; ow += pt)
                     cfg->fn(m.xb + ((size_t)oh * s->sh * Wp + (size_t)ow * s->sw) * NB, m.off, K2,
-                            m.wpk + (size_t)t * K2 * ct, (size_t)s->sw * NB,
-                            m.yb + (((size_t)t * ct * s->Ho + oh) * wo_pad + ow) * NB, ystride);
-        if (argmax) { /* pooled in the blocked layout (conv_direct.c): the conv output never leaves it */
-            size_t img_p = k_conv_direct_pool16_floats(s) / NB; /* one image's pooled values */
-            k_conv_direct_pool_from_blocked16(s, m.yb, wo_pad, nb, b, relu, y + n0 * img_p, argmax + n0 * img_p,
-                                              m.pooled, m.pa, m.sink);
-            continue;
+                            m.wpk + (size_t)t * K2 * ct, (size_t)s->sw * NB, m.yb + ((size_t)oh * wo_pad + ow) * NB,
+                            ystride);
+            if (argmax) { /* pooled in the blocked layout (conv_direct.c): the conv output never leaves it */
+                size_t img_p = k_conv_direct_pool16_floats(s) / NB; /* one image's pooled values */
+                k_conv_direct_pool_from_blocked16(s, c0, cn, m.yb, wo_pad, nb, b, relu, y + n0 * img_p,
+                                                  argmax + n0 * img_p, m.pooled, m.pa, m.sink);
+                continue;
+            }
+            k_conv_direct_from_blocked16(y + n0 * img_y + (size_t)c0 * s->Ho * s->Wo, img_y, m.yb, nb, cn, s->Ho, s->Wo,
+                                         wo_pad, b ? b + c0 : NULL, relu, m.sink);
         }
-        k_conv_direct_from_blocked16(y + n0 * img_y, img_y, m.yb, nb, s->Co, s->Ho, s->Wo, wo_pad, b, relu, m.sink);
     }
 }
 
