@@ -122,6 +122,8 @@ TEST(tiling_trains_dropout_bit_identically) {
     xt_exec_stats st;
     tiled_equals_untiled("models/wide_cnn.yaml", 40, 256 * 1024, &st); /* the mask follows the whole batch's index */
     CHECK_EQ(st.sums_through_pool, 1); /* conv2's bias gradient, behind the ReLU swap */
+    CHECK_EQ(st.unpool_prologues, 2);  /* conv2's weight gradient and backward-data (pass_conv_unpool.c) */
+    CHECK_EQ(st.relu_bwd_epilogues, 1); /* conv2's backward-data masks by conv1's ReLU (pass_conv_epilogue.c) */
 }
 
 TEST(tiling_trains_residual_blocks_bit_identically) {
@@ -282,6 +284,8 @@ TEST(conv_epilogues_train_bit_identically) {
     same_training("models/wide_cnn.yaml", 40, &fused, &plain, &sa, &sb, "the conv epilogues and a separate ReLU and pool");
     CHECK_EQ(sa.relu_epilogues, 2);
     CHECK_EQ(sb.relu_epilogues, 0);
+    CHECK_EQ(sa.relu_bwd_epilogues, 1); /* conv1's ReLU backward in conv2's backward-data */
+    CHECK_EQ(sb.relu_bwd_epilogues, 0);
     /* conv2's output (40 x 64 x 24 x 24 floats, 5.9 MB) is never written */
     CHECK_MSG(sa.intermediate_bytes + 5 * 1024 * 1024 < sb.intermediate_bytes, "%zu vs %zu", sa.intermediate_bytes,
               sb.intermediate_bytes);
@@ -290,6 +294,7 @@ TEST(conv_epilogues_train_bit_identically) {
     xt_engine_opts fused16 = fused, plain16 = plain;
     fused16.precision = plain16.precision = XT_PREC_BF16;
     same_training("models/wide_cnn.yaml", 40, &fused16, &plain16, &sa, &sb, "the bf16 conv epilogues and a separate ReLU and pool");
+    CHECK_EQ(sa.relu_bwd_epilogues, 0); /* the bf16 backward-data has no mask epilogue */
     CHECK_EQ(sa.relu_epilogues, 2);
     CHECK_EQ(sa.pool_epilogues, 1);
     CHECK_EQ(sb.relu_epilogues, 0);

@@ -517,3 +517,42 @@ TEST(conv_backward_unpool2_equals_pool_backward_then_the_pass) {
         free(x), free(w), free(y), free(g), free(vals), free(dy), free(idx), free(scr), free(acc);
     }
 }
+
+/* Backward-data with the ReLU's backward in its epilogue (k_conv2d_bwd_data_masked,
+ * the engine's pass_conv_epilogue.c) gives the bits of the plain pass then
+ * mask > 0 ? dx : 0, with dy plain or as a pool's gradient and argmax, at every
+ * SIMD level (both direct paths, and im2col for fewer than 8 input channels),
+ * a partial block of images, and NaN, -0 and +0 in the mask. */
+TEST(conv_backward_data_relu_mask_epilogue_equals_the_pass_then_the_mask) {
+    k_conv_shape shapes[] = {SHAPE(21, 10, 12, 12, 20, 5, 5, 1, 1, 0, 0), SHAPE(19, 32, 14, 14, 16, 3, 3, 1, 1, 0, 0),
+                             SHAPE(5, 3, 11, 9, 4, 3, 3, 1, 1, 0, 0)};
+    unsigned seed = 17;
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        k_conv_shape s = shapes[i];
+        CHECK_EQ(k_conv_shape_infer(&s), 0);
+        k_pool_shape ps = pool2_of(&s);
+        size_t xs = (size_t)s.N * s.Ci * s.H * s.W, ys = (size_t)s.N * s.Co * s.Ho * s.Wo;
+        size_t gs = (size_t)ps.N * ps.C * ps.Ho * ps.Wo;
+        float *w = rand_buf((size_t)s.Co * s.Ci * s.kh * s.kw, &seed), *y = rand_buf(ys, &seed);
+        float *g = rand_buf(gs, &seed), *mask = rand_buf(xs, &seed), *vals = nan_buf(gs), *dy = nan_buf(ys);
+        int32_t *idx = malloc(gs * sizeof *idx);
+        mask[0] = NAN, mask[1] = -0.0f, mask[2] = 0.0f;
+        k_maxpool2d_fwd(&ps, vals, idx, y);
+        k_maxpool2d_bwd(&ps, dy, g, idx);
+        float *scr = nan_buf(k_conv2d_unpool2_scratch(&s));
+        for (int lvl = 0; lvl <= k_simd_detect(); lvl++)
+            for (int pooled = 0; pooled < 2; pooled++) {
+                k_simd_force(lvl);
+                float *want = nan_buf(xs), *got = nan_buf(xs);
+                k_conv2d_bwd_data(&s, want, dy, w, scr);
+                for (size_t j = 0; j < xs; j++) want[j] = mask[j] > 0.0f ? want[j] : 0.0f;
+                k_unpool2 up = {pooled ? g : NULL, pooled ? idx : NULL};
+                k_conv2d_bwd_data_masked(&s, got, pooled ? NULL : dy, up, w, mask, scr);
+                CHECK_MSG(!memcmp(want, got, xs * sizeof *got), "shape %zu simd %d (%s), dy %s: differs", i, lvl,
+                          k_conv_method_name(k_conv_choose(&s, K_CONV_BWD_DATA)), pooled ? "unpooled" : "plain");
+                free(want), free(got);
+            }
+        k_simd_force(-1);
+        free(w), free(y), free(g), free(mask), free(vals), free(dy), free(idx), free(scr);
+    }
+}

@@ -147,6 +147,7 @@ xt_plan *xt_compile(const xt_graph *g, const xt_compile_opts *o, xt_err *e) {
     if (o->fuse) xt_pass_conv_relu(p, live);
     if (o->fuse && !o->literal_sums) p->sums_through_pool = xt_pass_sum_through_pool(p, live);
     if (o->fuse && (p->unpool_prologues = xt_pass_conv_unpool(p, live)) < 0) goto oom;
+    if (o->fuse && (p->relu_bwd_epilogues = xt_pass_conv_relu_bwd(p, live)) < 0) goto oom;
     if (o->fuse && (p->made_in_bf16 = xt_pass_bf16_outputs(p, live)) < 0) goto oom;
     if (xt_pass_fuse(p, live, o->fuse)) goto oom;
     if (xt_pass_tile(p, o->plan_memory ? o->tile_cache_bytes : 0)) goto oom;

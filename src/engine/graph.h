@@ -208,6 +208,7 @@ typedef struct xt_exec_stats {
     int relu_epilogues;      /* convolutions that apply their ReLU as they write (pass_conv_epilogue.c) */
     int pool_epilogues;      /* convolutions that write only their 2x2 max pool (pass_conv_epilogue.c) */
     int sums_through_pool;   /* per-channel sums of a pool's backward that read its gradient (pass_sum_pool.c) */
+    int relu_bwd_epilogues;  /* backward-data passes that apply the ReLU's backward as they write (pass_conv_epilogue.c) */
     int unpool_prologues;    /* conv backward passes that scatter a max pool's backward themselves (pass_conv_unpool.c) */
     int made_in_bf16;        /* values their kernel writes in bf16 instead of a cast (pass_bf16_out.c) */
 } xt_exec_stats;

@@ -42,6 +42,17 @@
  * Both with bf16 operands too (the precision pass's casts): the bf16
  * kernels have the same epilogues (kernels/conv_bf16.c).
  *
+ * The ReLU's backward after a backward-data pass (xt_pass_conv_relu_bwd;
+ * wide_cnn's conv2 backward-data, whose dx is the gradient of conv1's
+ * ReLU): for d = CONV2D_BWD_DATA (or its _UNPOOL2 form, pass_conv_unpool.c)
+ * read only by r = RELU_BWD(d, m) as its gradient, the kernel applies
+ * m > 0 ? dx : 0 to each plane as dx leaves its blocked layout (m appended
+ * as its last operand, iattr[4] = 1), and r becomes a view of d. The same
+ * bits, without the ReLU backward's own pass over dx (wide_cnn: 11 MB read
+ * twice and written once per step at batch 128). fp32 only: under bf16 the
+ * mask is the ReLU output's bf16 copy (pass_precision.c) and the backward
+ * runs in the bf16 kernels, which have no such epilogue.
+ *
  * Is not: fusion of other activations or pools, or of ReLUs after batch norm
  * (cifar_cnn's conv -> BN -> ReLU -> pool).
  * Runs before elementwise fusion, which then no longer sees them.
@@ -234,4 +245,40 @@ int xt_pass_conv_relu_pool(xt_plan *p, uint8_t *live) {
         live[r] = 0;
     }
     return 0;
+}
+
+static int is_backward_data(const xt_plan *p, const uint8_t *live, int d) {
+    const xt_node *n = &p->nodes[d];
+    if (!live[d] || n->dtype != XT_F32 || n->iattr[4]) return 0;
+    if (n->op == XT_OP_CONV2D_BWD_DATA) return p->nodes[operand(p, d, 0)].dtype == XT_F32 && n->nin == 2;
+    return n->op == XT_OP_CONV2D_BWD_DATA_UNPOOL2 && n->nin == 3;
+}
+
+int xt_pass_conv_relu_bwd(xt_plan *p, uint8_t *live) {
+    int fused = 0;
+    for (int r = 0; r < p->nnodes; r++) {
+        xt_node *rn = &p->nodes[r];
+        if (!live[r] || rn->op != XT_OP_RELU_BWD || rn->dtype != XT_F32 || rn->nin != 2) continue;
+        int d = operand(p, r, 0), m = operand(p, r, 1);
+        const xt_node *dn = &p->nodes[d], *mn = &p->nodes[m];
+        if (d == m || !is_backward_data(p, live, d) || xt_plan_escapes(p, d) || sole_reader(p, live, d) != r) continue;
+        if (mn->dtype != XT_F32 || mn->rank != dn->rank || memcmp(mn->shape, dn->shape, sizeof(int32_t) * (size_t)dn->rank))
+            continue;
+        int nin = dn->nin;
+        int32_t *ops = realloc(p->operands, sizeof *ops * ((size_t)p->nops + (size_t)nin + 1));
+        if (!ops) return -1;
+        p->operands = ops;
+        xt_node *d2 = &p->nodes[d];
+        memcpy(ops + p->nops, ops + d2->in_off, sizeof *ops * (size_t)nin); /* d's operands, then the mask */
+        ops[p->nops + nin] = m;
+        d2->in_off = p->nops;
+        d2->nin = nin + 1;
+        d2->iattr[4] = 1;
+        p->nops += nin + 1;
+        rn->op = XT_OP_VIEW; /* of d, whole: its first operand */
+        rn->nin = 1;
+        for (int k = 0; k < 6; k++) rn->iattr[k] = 0;
+        fused++;
+    }
+    return fused;
 }

@@ -53,9 +53,9 @@ static uint32_t batched_operands(int op) {
     case XT_OP_SUM_TO:          return 1u | ACCUMULATES;   /* when it sums over the batch (node_batch checks) */
     case XT_OP_CONV2D:          return 1u;      /* x; weights and bias whole */
     case XT_OP_CONV2D_POOL2:    return 1u;
-    case XT_OP_CONV2D_BWD_DATA: return 1u;      /* dy; weights whole */
+    case XT_OP_CONV2D_BWD_DATA: return 5u;      /* dy[, relu mask]; weights whole */
     case XT_OP_CONV2D_BWD_WEIGHT_UNPOOL2: return 7u | ACCUMULATES; /* (x, g, argmax) -> dw */
-    case XT_OP_CONV2D_BWD_DATA_UNPOOL2: return 3u; /* g, argmax; weights whole */
+    case XT_OP_CONV2D_BWD_DATA_UNPOOL2: return 11u; /* g, argmax[, relu mask]; weights whole */
     case XT_OP_MAXPOOL2D:       return 1u;
     case XT_OP_MAXPOOL2D_BWD:   return 3u;      /* dy, argmax */
     case XT_OP_AVGPOOL2D:       return 1u;

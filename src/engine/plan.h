@@ -117,6 +117,7 @@ typedef struct xt_plan {
      * run one at a time and nothing in an arena outlives its step */
     int fused_kernels;
     int sums_through_pool;    /* SUM_TOs that read a pool's gradient, not its backward (pass_sum_pool.c) */
+    int relu_bwd_epilogues;   /* backward-data passes that apply the ReLU's backward as they write (pass_conv_epilogue.c) */
     int unpool_prologues;     /* conv backward passes that scatter a pool's backward as they pack it (pass_conv_unpool.c) */
     int made_in_bf16;         /* values their kernel writes in bf16, a cast fewer each (pass_bf16_out.c) */
     /* execution scratch, sized when the plan is compiled so that running it
@@ -145,6 +146,7 @@ int xt_pass_conv_pool(xt_plan *p, uint8_t *live);                   /* pass_conv
 int xt_pass_conv_relu_pool(xt_plan *p, uint8_t *live);              /* pass_conv_epilogue.c */
 int xt_pass_sum_through_pool(xt_plan *p, uint8_t *live);            /* pass_sum_pool.c; returns the sums rewritten */
 int xt_pass_conv_unpool(xt_plan *p, uint8_t *live);                 /* pass_conv_unpool.c; the passes rewritten, or -1 */
+int xt_pass_conv_relu_bwd(xt_plan *p, uint8_t *live);               /* pass_conv_epilogue.c; the ReLU backwards taken, or -1 */
 int xt_pass_bf16_outputs(xt_plan *p, const uint8_t *live);          /* pass_bf16_out.c; values made in bf16, or -1 */
 int xt_pass_fuse(xt_plan *p, const uint8_t *live, int fuse);         /* pass_fuse.c */
 int xt_pass_tile(xt_plan *p, size_t cache_bytes);                       /* pass_tile.c; cache_bytes 0 = no tiling */

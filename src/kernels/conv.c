@@ -197,3 +197,14 @@ void k_conv2d_bwd_weight_unpool2_part(const k_conv_shape *s, float *dw, const fl
         k_conv_im2col_bwd_weight_part(&u.one, IM2COL_GROUP, dw, x + n * u.img_x, u.dy1, scratch, first && n == 0);
     }
 }
+
+void k_conv2d_bwd_data_masked(const k_conv_shape *s, float *dx, const float *dy, k_unpool2 up, const float *w,
+                              const float *relu_mask, float *scratch) {
+    if (k_conv_choose(s, K_CONV_BWD_DATA) == K_CONV_DIRECT) {
+        k_conv_direct_bwd_data_masked(s, dx, dy, up, w, relu_mask, scratch);
+        return;
+    }
+    if (up.g) k_conv2d_bwd_data_unpool2(s, dx, up, w, scratch);
+    else k_conv2d_bwd_data(s, dx, dy, w, scratch);
+    k_relu_bwd_inplace(dx, relu_mask, (size_t)s->N * s->Ci * s->H * s->W);
+}

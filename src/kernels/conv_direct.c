@@ -288,25 +288,28 @@ static void to_blocked(const nisa *isa, float *t, const float *x, size_t img, in
 }
 
 /* Plain [c][h][w] (+ bias[c]) of nb images <- blocked t[c][H][Wd][NB]; idle lanes go to `sink`.
- * relu: each channel's planes go through max(., 0) while they are in L1.
+ * relu: each channel's planes go through max(., 0) while they are in L1;
+ * mask (laid out as x, or NULL): each plane becomes mask > 0 ? plane : 0
+ * there instead (the ReLU's backward, k_relu_bwd_inplace).
  * Without a bias the unpack adds -0.0, which leaves every float's bits as
  * they are (-0 included, and int32 indices moved through float lanes: no
  * flush-to-zero is ever enabled). */
 static void from_blocked(const nisa *isa, float *x, size_t img, const float *t, int nb, int C, int H, int W, int Wd,
-                         const float *bias, int relu, float *sink) {
+                         const float *bias, int relu, const float *mask, float *sink) {
     int NB = isa->vl;
     float *dst[NB_MAX];
     for (int c = 0; c < C; c++) {
         for (int l = 0; l < NB; l++) dst[l] = l < nb ? x + l * img + (size_t)c * H * W : sink;
         isa->unpack(dst, t + (size_t)c * H * Wd * NB, H, W, Wd, bias ? bias[c] : -0.0f);
         for (int l = 0; relu && l < nb; l++) k_relu_inplace(dst[l], (size_t)H * W);
+        for (int l = 0; mask && l < nb; l++) k_relu_bwd_inplace(dst[l], mask + l * img + (size_t)c * H * W, (size_t)H * W);
     }
 }
 
 #ifdef XT_DIRECT_X86
 void k_conv_direct_from_blocked16(float *x, size_t img, const float *t, int nb, int C, int H, int W, int Wd,
                                   const float *bias, int relu, float *sink) {
-    from_blocked(&nisa_avx512, x, img, t, nb, C, H, W, Wd, bias, relu, sink);
+    from_blocked(&nisa_avx512, x, img, t, nb, C, H, W, Wd, bias, relu, NULL, sink);
 }
 #endif
 
@@ -529,8 +532,8 @@ static void pool_out_channels(const nisa *isa, const k_conv_shape *s, int c0, in
     int pho = pool2_out(s->Ho), pwo = pool2_out(s->Wo);
     size_t plane = (size_t)pho * pwo, img_p = (size_t)s->Co * plane;
     pool_blocked(&part, isa->vl, yb, wo_pad, b ? b + c0 : NULL, relu, pooled, pa);
-    from_blocked(isa, y + c0 * plane, img_p, pooled, nb, cn, pho, pwo, pwo, NULL, 0, sink);
-    from_blocked(isa, (float *)(argmax + c0 * plane), img_p, (const float *)pa, nb, cn, pho, pwo, pwo, NULL, 0, sink);
+    from_blocked(isa, y + c0 * plane, img_p, pooled, nb, cn, pho, pwo, pwo, NULL, 0, NULL, sink);
+    from_blocked(isa, (float *)(argmax + c0 * plane), img_p, (const float *)pa, nb, cn, pho, pwo, pwo, NULL, 0, NULL, sink);
 }
 
 #ifdef XT_DIRECT_X86
@@ -594,7 +597,7 @@ void k_conv_direct_fwd_pool(const k_conv_shape *s, float *y, int32_t *argmax, co
                 continue;
             }
             from_blocked(isa, y + n0 * img_y + (size_t)c0 * s->Ho * s->Wo, img_y, m.yb, nb, cn, s->Ho, s->Wo, wo_pad,
-                         b ? b + c0 : NULL, relu, m.sink);
+                         b ? b + c0 : NULL, relu, NULL, m.sink);
         }
     }
 }
@@ -801,7 +804,7 @@ static int use_bwd_rows(const k_conv_shape *s) {
  * over dy (columns zero-padded by P each side) with the weights transposed,
  * over K = (the taps i whose dy row exists) x kw x Co. */
 static void bwd_data_rows(const nisa *isa, const k_conv_shape *s, float *dx, const dy_source *dy, const float *w,
-                          const bwd_mem *m) {
+                          const float *mask, const bwd_mem *m) {
     k_conv_shape as_fwd = *s; /* the tile choice of a forward pass that writes dx */
     as_fwd.Co = s->Ci;
     as_fwd.Wo = s->W;
@@ -829,17 +832,20 @@ static void bwd_data_rows(const nisa *isa, const k_conv_shape *s, float *dx, con
                     cfg->fn(m->dyb + ((size_t)h * Wp + w0) * NB, m->off + k0, kn, m->wpk + ((size_t)t * K + k0) * ct,
                             (size_t)NB, m->dxb + (((size_t)t * ct * s->H + h) * w_pad + w0) * NB, ystride);
         }
-        from_blocked(isa, dx + n0 * img_x, img_x, m->dxb, nb, s->Ci, s->H, s->W, w_pad, NULL, 0, m->sink);
+        from_blocked(isa, dx + n0 * img_x, img_x, m->dxb, nb, s->Ci, s->H, s->W, w_pad, NULL, 0,
+                     mask ? mask + n0 * img_x : NULL, m->sink);
     }
 }
 
-static void bwd_data(const k_conv_shape *s, float *dx, const dy_source *dy, const float *w, float *scratch) {
+/* mask non-NULL: the ReLU's backward as dx leaves the blocked layout */
+static void bwd_data(const k_conv_shape *s, float *dx, const dy_source *dy, const float *w, const float *mask,
+                     float *scratch) {
     const nisa *isa = nisa_now();
     bwd_mem m;
     bwd_carve(s, scratch, &m);
     memset(m.zeros, 0, sizeof(float) * plane_floats(s));
     if (use_bwd_rows(s)) {
-        bwd_data_rows(isa, s, dx, dy, w, &m);
+        bwd_data_rows(isa, s, dx, dy, w, mask, &m);
         return;
     }
     const nbwd_cfg *cfg = pick_bwd(isa, s);
@@ -859,18 +865,25 @@ static void bwd_data(const k_conv_shape *s, float *dx, const dy_source *dy, cons
                             s->kw, m.dxb + (((size_t)t * ct * s->H + h) * s->W + ww) * NB, xstride);
             }
         }
-        from_blocked(isa, dx + n0 * img_x, img_x, m.dxb, nb, s->Ci, s->H, s->W, s->W, NULL, 0, m.sink);
+        from_blocked(isa, dx + n0 * img_x, img_x, m.dxb, nb, s->Ci, s->H, s->W, s->W, NULL, 0,
+                     mask ? mask + n0 * img_x : NULL, m.sink);
     }
 }
 
 void k_conv_direct_bwd_data(const k_conv_shape *s, float *dx, const float *dy, const float *w, float *scratch) {
     dy_source src = {.dy = dy};
-    bwd_data(s, dx, &src, w, scratch);
+    bwd_data(s, dx, &src, w, NULL, scratch);
 }
 
 void k_conv_direct_bwd_data_unpool2(const k_conv_shape *s, float *dx, k_unpool2 dy, const float *w, float *scratch) {
     dy_source src = {.up = dy};
-    bwd_data(s, dx, &src, w, scratch);
+    bwd_data(s, dx, &src, w, NULL, scratch);
+}
+
+void k_conv_direct_bwd_data_masked(const k_conv_shape *s, float *dx, const float *dy, k_unpool2 up, const float *w,
+                                   const float *mask, float *scratch) {
+    dy_source src = {.dy = dy, .up = up};
+    bwd_data(s, dx, &src, w, mask, scratch);
 }
 
 size_t k_conv_direct_scratch(const k_conv_shape *s) {

@@ -46,6 +46,8 @@ size_t k_conv2d_scratch(const k_conv_shape *s);
 void k_conv2d_fwd(const k_conv_shape *s, float *y, const float *x, const float *w, const float *b, float *scratch);
 /* x = relu(x) in place (act.c): x > 0 ? x : 0, as the engine's RELU */
 void k_relu_inplace(float *x, size_t n);
+/* dy = x > 0 ? dy : 0 in place (act.c), as the engine's RELU_BWD(dy, x) */
+void k_relu_bwd_inplace(float *dy, const float *x, size_t n);
 /* vals, argmax = the 2x2, stride-2 max pool (as k_maxpool2d_fwd) of
  * conv(x, w) + b (relu'd when relu is 1), without writing the conv output
  * where the direct method runs (else one image at a time through scratch).
@@ -81,6 +83,12 @@ typedef struct k_unpool2 {
 } k_unpool2;
 size_t k_conv2d_unpool2_scratch(const k_conv_shape *s);
 void k_conv2d_bwd_data_unpool2(const k_conv_shape *s, float *dx, k_unpool2 dy, const float *w, float *scratch);
+/* Backward-data with the ReLU's backward in its epilogue: dx = relu_mask > 0 ?
+ * conv_transpose(dy, w) : 0, as RELU_BWD(dx, relu_mask) would give it; the
+ * mask (shaped like dx) is applied channel by channel as dx leaves the blocked
+ * layout. dy plain (dy != NULL) or unpooled (up.g != NULL, as above). */
+void k_conv2d_bwd_data_masked(const k_conv_shape *s, float *dx, const float *dy, k_unpool2 up, const float *w,
+                              const float *relu_mask, float *scratch);
 void k_conv2d_bwd_weight_unpool2_part(const k_conv_shape *s, float *dw, const float *x, k_unpool2 dy, float *scratch,
                                       float *acc, int first, int last);
 
