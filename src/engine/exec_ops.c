@@ -130,8 +130,7 @@ KERNEL(CONV2D_BWD_DATA) {
     k_conv_shape s = conv_shape(n->shape, IN(1)->shape, n->iattr); /* (dy, w) -> dx shaped like x */
     s.N = ROWS(s.N);
     if (IN(0)->dtype == XT_BF16) k_conv2d_bwd_data_bf16(&s, out, in[0], in[1], scratch);
-    else if (n->iattr[4]) k_conv2d_bwd_data_masked(&s, out, in[0], (k_unpool2){0}, in[1], in[2], scratch);
-    else k_conv2d_bwd_data(&s, out, in[0], in[1], scratch);
+    else k_conv2d_bwd_data_masked(&s, out, in[0], (k_unpool2){0}, in[1], n->iattr[4] ? in[2] : NULL, scratch);
 }
 /* Tiled, the sum over the batch runs on across tiles in kc->state. */
 KERNEL(CONV2D_BWD_WEIGHT) {
@@ -147,8 +146,7 @@ KERNEL(CONV2D_BWD_WEIGHT) {
 KERNEL(CONV2D_BWD_DATA_UNPOOL2) {
     k_conv_shape s = conv_shape(n->shape, IN(2)->shape, n->iattr); /* (g, argmax, w) -> dx shaped like x */
     s.N = ROWS(s.N);
-    if (n->iattr[4]) k_conv2d_bwd_data_masked(&s, out, NULL, (k_unpool2){in[0], in[1]}, in[2], in[3], scratch);
-    else k_conv2d_bwd_data_unpool2(&s, out, (k_unpool2){in[0], in[1]}, in[2], scratch);
+    k_conv2d_bwd_data_masked(&s, out, NULL, (k_unpool2){in[0], in[1]}, in[2], n->iattr[4] ? in[3] : NULL, scratch);
 }
 KERNEL(CONV2D_BWD_WEIGHT_UNPOOL2) {
     k_conv_shape s = conv_shape(IN(0)->shape, n->shape, n->iattr); /* (x, g, argmax) -> dw shaped like w */

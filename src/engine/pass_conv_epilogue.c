@@ -175,12 +175,10 @@ int xt_pass_conv_pool(xt_plan *p, uint8_t *live) {
     return 0;
 }
 
-static int32_t operand(const xt_plan *p, int node, int k) { return p->operands[p->nodes[node].in_off + k]; }
-
 /* Is v a view of pool m's indices (the int32 half of its packed output)? */
 static int is_indices_view(const xt_plan *p, int v, int m) {
     const xt_node *n = &p->nodes[v];
-    return n->op == XT_OP_VIEW && n->dtype == XT_I32 && operand(p, v, 0) == m &&
+    return n->op == XT_OP_VIEW && n->dtype == XT_I32 && xt_plan_operand(p, v, 0) == m &&
            n->iattr[0] == xt_numel(&p->nodes[m]) / 2;
 }
 
@@ -191,7 +189,7 @@ static int is_indices_view(const xt_plan *p, int v, int m) {
 static int swappable_values_view(const xt_plan *p, const uint8_t *live, int y, int m) {
     int v = -1;
     for (int i = m + 1; i < p->nnodes && v < 0; i++)
-        if (live[i] && p->nodes[i].op == XT_OP_VIEW && p->nodes[i].dtype == XT_F32 && operand(p, i, 0) == m &&
+        if (live[i] && p->nodes[i].op == XT_OP_VIEW && p->nodes[i].dtype == XT_F32 && xt_plan_operand(p, i, 0) == m &&
             p->nodes[i].iattr[0] == 0)
             v = i;
     if (v < 0) return -1;
@@ -199,20 +197,20 @@ static int swappable_values_view(const xt_plan *p, const uint8_t *live, int y, i
     for (int i = m + 1; i < p->nnodes; i++) {
         const xt_node *n = &p->nodes[i];
         if (!live[i]) continue;
-        if (n->op == XT_OP_RELU_BWD && operand(p, i, 1) == y) { /* y's mask readers (only_relu_reads checked the rest) */
-            int M = operand(p, i, 0);
-            if (p->nodes[M].op != XT_OP_MAXPOOL2D_BWD || !is_indices_view(p, operand(p, M, 1), m) ||
+        if (n->op == XT_OP_RELU_BWD && xt_plan_operand(p, i, 1) == y) { /* y's mask readers (only_relu_reads checked the rest) */
+            int M = xt_plan_operand(p, i, 0);
+            if (p->nodes[M].op != XT_OP_MAXPOOL2D_BWD || !is_indices_view(p, xt_plan_operand(p, M, 1), m) ||
                 sole_reader(p, live, M) != i || xt_plan_escapes(p, M))
                 return -1;
-            const xt_node *g = &p->nodes[operand(p, M, 0)];
+            const xt_node *g = &p->nodes[xt_plan_operand(p, M, 0)];
             if (g->rank != vn->rank || memcmp(g->shape, vn->shape, sizeof(int32_t) * (size_t)g->rank)) return -1;
         }
         for (int k = 0; k < n->nin; k++) { /* readers of m's indices: only those pool backwards */
-            int iv = operand(p, i, k);
+            int iv = xt_plan_operand(p, i, k);
             if (!is_indices_view(p, iv, m)) continue;
             if (n->op != XT_OP_MAXPOOL2D_BWD || k != 1) return -1;
             int R = sole_reader(p, live, i);
-            if (R < 0 || p->nodes[R].op != XT_OP_RELU_BWD || operand(p, R, 0) != i || operand(p, R, 1) != y) return -1;
+            if (R < 0 || p->nodes[R].op != XT_OP_RELU_BWD || xt_plan_operand(p, R, 0) != i || xt_plan_operand(p, R, 1) != y) return -1;
         }
     }
     return v;
@@ -222,8 +220,8 @@ static int swappable_values_view(const xt_plan *p, const uint8_t *live, int y, i
  * the pooled shape, R keeps its own (the readers of R see the same value). */
 static void swap_backward(xt_plan *p, int M, int R, int v) {
     xt_node *mn = &p->nodes[M], *rn = &p->nodes[R];
-    int32_t idx = operand(p, M, 1);
-    const xt_node *g = &p->nodes[operand(p, M, 0)];
+    int32_t idx = xt_plan_operand(p, M, 1);
+    const xt_node *g = &p->nodes[xt_plan_operand(p, M, 0)];
     for (int k = 0; k < 6; k++) rn->iattr[k] = mn->iattr[k], mn->iattr[k] = 0;
     mn->op = XT_OP_RELU_BWD;
     mn->rank = g->rank;
@@ -240,7 +238,7 @@ int xt_pass_conv_relu_pool(xt_plan *p, uint8_t *live) {
         if ((m = sole_reader(p, live, r)) < 0 || !is_pool2(&p->nodes[m]) || xt_plan_escapes(p, m)) continue;
         if ((v = swappable_values_view(p, live, c, m)) < 0) continue;
         for (int R = m + 1; R < p->nnodes; R++)
-            if (live[R] && p->nodes[R].op == XT_OP_RELU_BWD && operand(p, R, 1) == c) swap_backward(p, operand(p, R, 0), R, v);
+            if (live[R] && p->nodes[R].op == XT_OP_RELU_BWD && xt_plan_operand(p, R, 1) == c) swap_backward(p, xt_plan_operand(p, R, 0), R, v);
         pool_in_conv(p, live, m, c, 1); /* relu(y) pooled: what m pooled */
         live[r] = 0;
     }
@@ -250,7 +248,7 @@ int xt_pass_conv_relu_pool(xt_plan *p, uint8_t *live) {
 static int is_backward_data(const xt_plan *p, const uint8_t *live, int d) {
     const xt_node *n = &p->nodes[d];
     if (!live[d] || n->dtype != XT_F32 || n->iattr[4]) return 0;
-    if (n->op == XT_OP_CONV2D_BWD_DATA) return p->nodes[operand(p, d, 0)].dtype == XT_F32 && n->nin == 2;
+    if (n->op == XT_OP_CONV2D_BWD_DATA) return p->nodes[xt_plan_operand(p, d, 0)].dtype == XT_F32 && n->nin == 2;
     return n->op == XT_OP_CONV2D_BWD_DATA_UNPOOL2 && n->nin == 3;
 }
 
@@ -259,22 +257,16 @@ int xt_pass_conv_relu_bwd(xt_plan *p, uint8_t *live) {
     for (int r = 0; r < p->nnodes; r++) {
         xt_node *rn = &p->nodes[r];
         if (!live[r] || rn->op != XT_OP_RELU_BWD || rn->dtype != XT_F32 || rn->nin != 2) continue;
-        int d = operand(p, r, 0), m = operand(p, r, 1);
+        int d = xt_plan_operand(p, r, 0), m = xt_plan_operand(p, r, 1);
         const xt_node *dn = &p->nodes[d], *mn = &p->nodes[m];
         if (d == m || !is_backward_data(p, live, d) || xt_plan_escapes(p, d) || sole_reader(p, live, d) != r) continue;
         if (mn->dtype != XT_F32 || mn->rank != dn->rank || memcmp(mn->shape, dn->shape, sizeof(int32_t) * (size_t)dn->rank))
             continue;
-        int nin = dn->nin;
-        int32_t *ops = realloc(p->operands, sizeof *ops * ((size_t)p->nops + (size_t)nin + 1));
-        if (!ops) return -1;
-        p->operands = ops;
-        xt_node *d2 = &p->nodes[d];
-        memcpy(ops + p->nops, ops + d2->in_off, sizeof *ops * (size_t)nin); /* d's operands, then the mask */
-        ops[p->nops + nin] = m;
-        d2->in_off = p->nops;
-        d2->nin = nin + 1;
-        d2->iattr[4] = 1;
-        p->nops += nin + 1;
+        int32_t list[4]; /* d's operands (2 or 3), then the mask */
+        for (int k = 0; k < dn->nin; k++) list[k] = xt_plan_operand(p, d, k);
+        list[dn->nin] = m;
+        if (xt_plan_set_operands(p, d, list, dn->nin + 1)) return -1;
+        p->nodes[d].iattr[4] = 1;
         rn->op = XT_OP_VIEW; /* of d, whole: its first operand */
         rn->nin = 1;
         for (int k = 0; k < 6; k++) rn->iattr[k] = 0;

@@ -32,14 +32,13 @@
 
 #include "engine/plan.h"
 
-static int32_t operand(const xt_plan *p, int node, int k) { return p->operands[p->nodes[node].in_off + k]; }
 
 static int is_unpool2(const xt_plan *p, const uint8_t *live, int d) {
     const xt_node *n = &p->nodes[d];
     const int32_t *a = n->iattr; /* kh kw sh sw ph pw */
     if (!live[d] || n->op != XT_OP_MAXPOOL2D_BWD || n->dtype != XT_F32 || n->rank != 4) return 0;
     if (a[0] != 2 || a[1] != 2 || a[2] != 2 || a[3] != 2 || a[4] || a[5]) return 0;
-    return p->nodes[operand(p, d, 0)].dtype == XT_F32 && !xt_plan_escapes(p, d);
+    return p->nodes[xt_plan_operand(p, d, 0)].dtype == XT_F32 && !xt_plan_escapes(p, d);
 }
 
 /* Does reader r take d as its dy, and nothing else from it, with fp32 operands? */
@@ -47,8 +46,8 @@ static int reads_as_dy(const xt_plan *p, int r, int d) {
     const xt_node *n = &p->nodes[r];
     if (n->nin != 2 || n->dtype != XT_F32) return 0;
     int dy = n->op == XT_OP_CONV2D_BWD_DATA ? 0 : n->op == XT_OP_CONV2D_BWD_WEIGHT ? 1 : -1;
-    if (dy < 0 || operand(p, r, dy) != d || operand(p, r, 1 - dy) == d) return 0;
-    return p->nodes[operand(p, r, 1 - dy)].dtype == XT_F32;
+    if (dy < 0 || xt_plan_operand(p, r, dy) != d || xt_plan_operand(p, r, 1 - dy) == d) return 0;
+    return p->nodes[xt_plan_operand(p, r, 1 - dy)].dtype == XT_F32;
 }
 
 /* d's live readers, when every one reads it as described; else 0. */
@@ -57,7 +56,7 @@ static int conv_readers(const xt_plan *p, const uint8_t *live, int d, int32_t *o
     for (int i = d + 1; i < p->nnodes; i++) {
         if (!live[i]) continue;
         int reads = 0;
-        for (int k = 0; k < p->nodes[i].nin; k++) reads |= operand(p, i, k) == d;
+        for (int k = 0; k < p->nodes[i].nin; k++) reads |= xt_plan_operand(p, i, k) == d;
         if (!reads) continue;
         if (!reads_as_dy(p, i, d)) return 0;
         out[n++] = i;
@@ -65,25 +64,14 @@ static int conv_readers(const xt_plan *p, const uint8_t *live, int d, int32_t *o
     return n;
 }
 
-/* Reader r of d = MAXPOOL2D_BWD(g, idx) reads (g, idx) in its place, through
- * a new 3-operand list at the end of p->operands. */
+/* Reader r of d = MAXPOOL2D_BWD(g, idx) reads (g, idx) in its place. */
 static int rewrite(xt_plan *p, int r, int d) {
-    int32_t g = operand(p, d, 0), idx = operand(p, d, 1), *ops = realloc(p->operands, sizeof *ops * (p->nops + 3));
-    if (!ops) return -1;
-    p->operands = ops;
+    int32_t g = xt_plan_operand(p, d, 0), idx = xt_plan_operand(p, d, 1);
     xt_node *n = &p->nodes[r];
-    int32_t *list = ops + p->nops;
-    if (n->op == XT_OP_CONV2D_BWD_DATA) {
-        list[0] = g, list[1] = idx, list[2] = operand(p, r, 1);
-        n->op = XT_OP_CONV2D_BWD_DATA_UNPOOL2;
-    } else {
-        list[0] = operand(p, r, 0), list[1] = g, list[2] = idx;
-        n->op = XT_OP_CONV2D_BWD_WEIGHT_UNPOOL2;
-    }
-    n->in_off = p->nops;
-    n->nin = 3;
-    p->nops += 3;
-    return 0;
+    int data = n->op == XT_OP_CONV2D_BWD_DATA;
+    int32_t list[3] = {data ? g : xt_plan_operand(p, r, 0), data ? idx : g, data ? xt_plan_operand(p, r, 1) : idx};
+    n->op = data ? XT_OP_CONV2D_BWD_DATA_UNPOOL2 : XT_OP_CONV2D_BWD_WEIGHT_UNPOOL2;
+    return xt_plan_set_operands(p, r, list, 3);
 }
 
 int xt_pass_conv_unpool(xt_plan *p, uint8_t *live) {

@@ -138,6 +138,11 @@ typedef struct xt_plan {
 int xt_pass_precision(const xt_graph *g, int precision, xt_graph *out, int32_t *map);
 int xt_pass_live(const xt_plan *p, uint8_t *live);                  /* pass_dce.c */
 int xt_plan_escapes(const xt_plan *p, int c);                       /* pass_dce.c: node c fetched or assigned? */
+/* Operand k of node `node`. */
+static inline int32_t xt_plan_operand(const xt_plan *p, int node, int k) { return p->operands[p->nodes[node].in_off + k]; }
+/* compile.c: node `node` reads ops[0..n) from now on, a new list at the end
+ * of p->operands (ops may point into it); 0, or -1 without memory. */
+int xt_plan_set_operands(xt_plan *p, int node, const int32_t *ops, int n);
 /* pass_dce.c: is node v a view that renames its operand whole (offset 0, same dtype and element count: a ReLU a
  * conv epilogue absorbed, a flatten), so that whoever reads v reads the operand's elements where they are? */
 int xt_plan_renames_whole(const xt_plan *p, int v);

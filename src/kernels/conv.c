@@ -175,7 +175,7 @@ static unpool_images unpool_images_of(const k_conv_shape *s, float *scratch) {
 
 void k_conv2d_bwd_data_unpool2(const k_conv_shape *s, float *dx, k_unpool2 dy, const float *w, float *scratch) {
     if (k_conv_choose(s, K_CONV_BWD_DATA) == K_CONV_DIRECT) {
-        k_conv_direct_bwd_data_unpool2(s, dx, dy, w, scratch);
+        k_conv_direct_bwd_data_masked(s, dx, NULL, dy, w, NULL, scratch);
         return;
     }
     unpool_images u = unpool_images_of(s, scratch);
@@ -206,5 +206,5 @@ void k_conv2d_bwd_data_masked(const k_conv_shape *s, float *dx, const float *dy,
     }
     if (up.g) k_conv2d_bwd_data_unpool2(s, dx, up, w, scratch);
     else k_conv2d_bwd_data(s, dx, dy, w, scratch);
-    k_relu_bwd_inplace(dx, relu_mask, (size_t)s->N * s->Ci * s->H * s->W);
+    if (relu_mask) k_relu_bwd_inplace(dx, relu_mask, (size_t)s->N * s->Ci * s->H * s->W);
 }

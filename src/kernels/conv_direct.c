@@ -574,6 +574,7 @@ void k_conv_direct_fwd_pool(const k_conv_shape *s, float *y, int32_t *argmax, co
     clear_xb_border(s, m.xb, NB);
     memset(m.zeros, 0, sizeof(float) * plane_floats(s));
     size_t img_x = (size_t)s->Ci * s->H * s->W, img_y = (size_t)s->Co * s->Ho * s->Wo;
+    size_t img_p = (size_t)s->Co * pool2_out(s->Ho) * pool2_out(s->Wo); /* pooled */
     for (int n0 = 0; n0 < s->N; n0 += NB) {
         int nb = s->N - n0 < NB ? s->N - n0 : NB;
         to_blocked(isa, m.xb, x + n0 * img_x, img_x, nb, s->Ci, s->H, s->W, s->ph, s->pw, m.zeros);
@@ -591,7 +592,6 @@ void k_conv_direct_fwd_pool(const k_conv_shape *s, float *y, int32_t *argmax, co
                             m.wpk + (size_t)t * K * ct, (size_t)s->sw * NB, m.yb + ((size_t)oh * wo_pad + ow) * NB,
                             ystride);
             if (argmax) { /* pooled: values and indices leave the blocked layout, the conv output never does */
-                size_t img_p = (size_t)s->Co * pool2_out(s->Ho) * pool2_out(s->Wo);
                 pool_out_channels(isa, s, c0, cn, m.yb, wo_pad, nb, b, relu, y + n0 * img_p, argmax + n0 * img_p,
                                   m.pooled, m.argmax, m.sink);
                 continue;
@@ -872,11 +872,6 @@ static void bwd_data(const k_conv_shape *s, float *dx, const dy_source *dy, cons
 
 void k_conv_direct_bwd_data(const k_conv_shape *s, float *dx, const float *dy, const float *w, float *scratch) {
     dy_source src = {.dy = dy};
-    bwd_data(s, dx, &src, w, NULL, scratch);
-}
-
-void k_conv_direct_bwd_data_unpool2(const k_conv_shape *s, float *dx, k_unpool2 dy, const float *w, float *scratch) {
-    dy_source src = {.up = dy};
     bwd_data(s, dx, &src, w, NULL, scratch);
 }
 

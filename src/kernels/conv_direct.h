@@ -39,8 +39,7 @@ void k_conv_direct_bwd_weight_part(const k_conv_shape *s, float *dw, float *db, 
                                    float *scratch, float *acc, int first, int last);
 /* The backward passes with dy given as a 2x2/2 max pool's gradient and argmax
  * (k_unpool2), scattered into the blocked layout block by block. */
-void k_conv_direct_bwd_data_unpool2(const k_conv_shape *s, float *dx, k_unpool2 dy, const float *w, float *scratch);
-/* Either dy form (dy, or up.g non-NULL), then dx = mask > 0 ? dx : 0 as it leaves the blocked layout. */
+/* Either dy form (dy, or up.g non-NULL); mask non-NULL: then dx = mask > 0 ? dx : 0 as it leaves the blocked layout. */
 void k_conv_direct_bwd_data_masked(const k_conv_shape *s, float *dx, const float *dy, k_unpool2 up, const float *w,
                                    const float *mask, float *scratch);
 void k_conv_direct_bwd_weight_unpool2_part(const k_conv_shape *s, float *dw, const float *x, k_unpool2 dy,

@@ -86,7 +86,8 @@ void k_conv2d_bwd_data_unpool2(const k_conv_shape *s, float *dx, k_unpool2 dy, c
 /* Backward-data with the ReLU's backward in its epilogue: dx = relu_mask > 0 ?
  * conv_transpose(dy, w) : 0, as RELU_BWD(dx, relu_mask) would give it; the
  * mask (shaped like dx) is applied channel by channel as dx leaves the blocked
- * layout. dy plain (dy != NULL) or unpooled (up.g != NULL, as above). */
+ * layout (relu_mask NULL: no mask). dy plain (dy != NULL) or unpooled
+ * (up.g != NULL, as above). */
 void k_conv2d_bwd_data_masked(const k_conv_shape *s, float *dx, const float *dy, k_unpool2 up, const float *w,
                               const float *relu_mask, float *scratch);
 void k_conv2d_bwd_weight_unpool2_part(const k_conv_shape *s, float *dw, const float *x, k_unpool2 dy, float *scratch,
