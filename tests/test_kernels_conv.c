@@ -284,10 +284,13 @@ TEST(conv_fast_matches_ref_strided) {
 
 TEST(conv_direct_every_tile_matches_ref) {
     /* the cost model picks few of the instantiated tiles; force each one in turn */
-    /* the seed CNN's conv2 (bwd_data one pixel at a time), a strided one, and two stride-1 shapes whose
-     * bwd_data takes the row path (3x3 pad 1; 3x2 pad (2,1) with a partial pixel tile) */
+    /* the seed CNN's conv2 (bwd_data one pixel at a time), a strided one, and stride-1 shapes whose
+     * bwd_data takes the row path (3x3 pad 1; 3x2 pad (2,1) with a partial pixel tile; 3x5 pad (1,2),
+     * whose edge tiles leave out up to two of the five column taps, in five column classes with one-pixel tiles;
+     * wide_cnn's conv2 (3x3 unpadded: dx 26 wide from dy 24), fewer images and channels) */
     k_conv_shape shapes[] = {SHAPE(3, 10, 12, 12, 20, 5, 5, 1, 1, 0, 0), SHAPE(5, 3, 9, 11, 13, 3, 2, 2, 1, 1, 0),
-                             SHAPE(17, 9, 7, 13, 11, 3, 3, 1, 1, 1, 1), SHAPE(2, 5, 6, 9, 7, 3, 2, 1, 1, 2, 1)};
+                             SHAPE(17, 9, 7, 13, 11, 3, 3, 1, 1, 1, 1), SHAPE(2, 5, 6, 9, 7, 3, 2, 1, 1, 2, 1),
+                             SHAPE(4, 3, 6, 11, 5, 3, 5, 1, 1, 1, 2),   SHAPE(3, 6, 26, 26, 10, 3, 3, 1, 1, 0, 0)};
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         k_conv_shape s = shapes[i];
         CHECK_EQ(k_conv_shape_infer(&s), 0);

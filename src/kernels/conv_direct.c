@@ -23,6 +23,7 @@
 #include "kernels/conv_direct.h"
 #include "kernels/simd.h"
 
+#include <assert.h>
 #include <stdint.h>
 #include <string.h>
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -418,22 +419,33 @@ static void dy_to_blocked(const nisa *isa, float *t, size_t cstride, const dy_so
  * the tile with fewer loads wins (conv1 of the seed CNN: 5x4 and 2x8 do the same
  * FMAs; with aligned scratch they ran equal, with loads straddling cache lines
  * 5x4 ran 15-35% faster). */
-double k_conv_direct_fwd_cost(const k_conv_shape *s, int ct, int pt) {
+/* one CT x PT tile's relative cycles per k: its FMAs or its loads, whichever bind */
+static double fwd_tile_cost(int ct, int pt) {
     double per = ct * pt, ld = pt + 0.5 * ct;
-    return (double)div_up(s->Co, ct) * div_up(s->Wo, pt) * ((per > ld ? per : ld) + 0.25 * ld);
+    return (per > ld ? per : ld) + 0.25 * ld;
 }
 
-static const nfwd_cfg *pick_fwd(const nisa *isa, const k_conv_shape *s) {
+double k_conv_direct_fwd_cost(const k_conv_shape *s, int ct, int pt) {
+    return (double)div_up(s->Co, ct) * div_up(s->Wo, pt) * fwd_tile_cost(ct, pt);
+}
+
+/* The fwd tile of least cost (the forced one in tests); the forward pass's
+ * model, or the backward-data row path's (bwd_rows_cost). */
+typedef double (*fwd_cost_fn)(const k_conv_shape *s, int ct, int pt);
+static const nfwd_cfg *pick_fwd_by(const nisa *isa, const k_conv_shape *s, fwd_cost_fn cost_of) {
     int forced = g_forced_tile[K_CONV_FWD];
     if (forced >= 0 && forced < isa->nfwd) return &isa->fwd[forced];
     const nfwd_cfg *best = &isa->fwd[0];
     double best_cost = 0;
     for (int i = 0; i < isa->nfwd; i++) {
         const nfwd_cfg *c = &isa->fwd[i];
-        double cost = k_conv_direct_fwd_cost(s, c->ct, c->pt);
+        double cost = cost_of(s, c->ct, c->pt);
         if (i == 0 || cost < best_cost) best = c, best_cost = cost;
     }
     return best;
+}
+static const nfwd_cfg *pick_fwd(const nisa *isa, const k_conv_shape *s) {
+    return pick_fwd_by(isa, s, k_conv_direct_fwd_cost);
 }
 
 typedef struct {
@@ -730,30 +742,53 @@ static const nbwd_cfg *pick_bwd(const nisa *isa, const k_conv_shape *s) {
     return best;
 }
 
+/* The row path's column classes. For a pixel tile, the taps j whose dy
+ * column exists for some pixel of the tile form one range [jlo, jlo + jn);
+ * the others would only multiply the zero padding, so the tile's k list
+ * leaves them out. Tiles with the same range (consecutive ones: both ends
+ * grow with the tile's position) share a packing of the weights for just
+ * those taps, i outermost so a row's existing dy rows stay one run of k:
+ *   wpk[ci tile][i][j - jlo][co][c],  off[(i*jn + j - jlo)*Co + co].
+ * Along a row the ranges only grow at one end or the other, so their jn add
+ * up to at most kw*kw (kw classes widening, then kw narrowing) in at most
+ * 2*kw + 1 classes: the carve's bounds. */
+typedef struct {
+    int jlo, jn;
+    float *wpk;
+    int32_t *off;
+} col_class;
+
 typedef struct {
     float *dyb, *dxb, *wpk, *zeros, *sink, *gb, *ib;
-    int32_t *rows, *cols, *off;
+    int32_t *rows, *cols, *off, *tile_class;
+    col_class *classes;
 } bwd_mem;
 
 /* Column padding of dy in the row path: dx column w reads dy columns
  * w + pw - j for taps j, i.e. padded columns w + kw-1-j with P = kw-1-pw. */
 static int bwd_rows_pad(const k_conv_shape *s) { return s->kw - 1 - s->pw; }
+static int use_bwd_rows(const k_conv_shape *s);
 
 /* dyb sized for either path: the row path's padded rows plus slack for a
- * partial pixel tile reading past the last row; dxb with whole pixel tiles */
+ * partial pixel tile reading past the last row; dxb with whole pixel tiles;
+ * the row path's weights and offsets for every column class */
 static size_t bwd_carve(const k_conv_shape *s, float *p, bwd_mem *m) {
     size_t total = 0, khw = (size_t)s->kh * s->kw, P = bwd_rows_pad(s) > 0 ? (size_t)bwd_rows_pad(s) : 0;
+    int rows = use_bwd_rows(s);
+    size_t taps = rows ? (size_t)s->kh * s->kw * s->kw : khw, nclass = 2 * (size_t)s->kw + 1;
     p = align_scratch(p, &total);
     m->dyb = carve(&p, &total, ((size_t)s->Co * (s->Ho * (s->Wo + 2 * P) + 1) + PT_MAX + 1) * NB_MAX);
     m->dxb = carve(&p, &total, (size_t)(s->Ci + CT_MAX) * s->H * (s->W + PT_MAX) * NB_MAX);
-    m->wpk = carve(&p, &total, khw * s->Co * (s->Ci + CT_MAX));
+    m->wpk = carve(&p, &total, taps * s->Co * (s->Ci + CT_MAX));
     m->zeros = carve(&p, &total, plane_floats(s));
     m->sink = carve(&p, &total, plane_floats(s));
     m->gb = carve(&p, &total, unpool_plane_floats(s));
     m->ib = carve(&p, &total, unpool_plane_floats(s));
     m->rows = (int32_t *)carve(&p, &total, 2 * (size_t)s->kh);
     m->cols = (int32_t *)carve(&p, &total, 2 * (size_t)s->kw);
-    m->off = (int32_t *)carve(&p, &total, khw * s->Co);
+    m->off = (int32_t *)carve(&p, &total, rows ? taps * s->Co : 0);
+    m->tile_class = (int32_t *)carve(&p, &total, rows ? (size_t)s->W : 0);
+    m->classes = (col_class *)carve(&p, &total, rows ? nclass * (sizeof(col_class) + 3) / 4 : 0);
     return total;
 }
 
@@ -770,8 +805,8 @@ int k_conv_taps_for(int h, int k, int stride, int pad, int out, int32_t *list) {
     return n;
 }
 
-/* Both backward-data paths' weights: wpk[tile][i][j][co][c] = w[co][tile*ct + c][i][j],
- * zero past Ci (the row path reads k = (i*kw + j)*Co + co as one index). */
+/* The one-pixel path's weights: wpk[tile][i][j][co][c] = w[co][tile*ct + c][i][j],
+ * zero past Ci (the row path packs its own, per column class). */
 static void pack_bwd_weights(const k_conv_shape *s, int ct, const float *w, float *wpk) {
     int khw = s->kh * s->kw, ci_tiles = div_up(s->Ci, ct);
     for (int t = 0; t < ci_tiles; t++)
@@ -784,12 +819,14 @@ static void pack_bwd_weights(const k_conv_shape *s, int ct, const float *w, floa
                 }
 }
 
-/* The row path wastes the multiplies of the padded columns: W*kw per row
- * against the (j, ow) pairs that exist. MEASURED (kernel_bench, Zen 5): the
- * fwd tiles run ~200 GFLOP/s where the one-pixel kernel runs ~145-155, so the
- * row path pays while it wastes less than a quarter: wide_cnn's conv2 (26
- * columns from 24, 3 taps: 78 against 72) and 3x3 pad-1 layers take it; the
- * seed CNN's conv2 (12 from 8, 5 taps: 60 against 40) does not. */
+/* The row path computes the padded columns' multiplies where a pixel tile
+ * straddles an edge (its k list is the union of its pixels' taps) and the
+ * pixels of a partial last tile: W*kw per row at worst against the (j, ow)
+ * pairs that exist. MEASURED (kernel_bench, Zen 5): the fwd tiles run ~200
+ * GFLOP/s where the one-pixel kernel runs ~145-155, so the row path pays
+ * while it wastes less than a quarter: wide_cnn's conv2 (26 columns from 24,
+ * 3 taps: 78 against 72) and 3x3 pad-1 layers take it; the seed CNN's conv2
+ * (12 from 8, 5 taps: 60 against 40) does not. */
 static int use_bwd_rows(const k_conv_shape *s) {
     if (s->sh != 1 || s->sw != 1 || bwd_rows_pad(s) < 0) return 0;
     long valid = 0;
@@ -800,25 +837,74 @@ static int use_bwd_rows(const k_conv_shape *s) {
     return (long)s->W * s->kw * 4 <= valid * 5;
 }
 
+/* The taps j that reach a real dy column from some pixel of the tile
+ * [w0, w0 + pt) (pixels past W do not count): w + pw - Wo < j <= w + pw. */
+static void tile_taps(const k_conv_shape *s, int w0, int pt, int *jlo, int *jn) {
+    int wl = (w0 + pt < s->W ? w0 + pt : s->W) - 1, lo = w0 + s->pw - s->Wo + 1, hi = wl + s->pw;
+    lo = lo < 0 ? 0 : lo > s->kw ? s->kw : lo;
+    hi = hi > s->kw - 1 ? s->kw - 1 : hi < -1 ? -1 : hi;
+    *jlo = lo;
+    *jn = hi >= lo ? hi - lo + 1 : 0;
+}
+
+/* The fwd tile for dx: pick_fwd's model, counting for each pixel tile only
+ * the taps it runs (the edges' shorter k lists, a partial tile's whole cost). */
+static double bwd_rows_cost(const k_conv_shape *s, int ct, int pt) {
+    long taps = 0;
+    for (int w0 = 0; w0 < s->W; w0 += pt) {
+        int jlo, jn;
+        tile_taps(s, w0, pt, &jlo, &jn);
+        taps += jn;
+    }
+    return (double)div_up(s->Ci, ct) * fwd_tile_cost(ct, pt) * (double)taps;
+}
+
+/* Classes for the tiles of a row (tile_class[q] for the tile at q*pt), their
+ * weights and offsets packed; returns how many. */
+static int build_col_classes(const k_conv_shape *s, int ct, int pt, int NB, int Wp, const float *w, const bwd_mem *m) {
+    int n = 0, ci_tiles = div_up(s->Ci, ct);
+    float *wpk = m->wpk;
+    int32_t *off = m->off;
+    for (int q = 0; q * pt < s->W; q++) {
+        int jlo, jn;
+        tile_taps(s, q * pt, pt, &jlo, &jn);
+        if (n == 0 || m->classes[n - 1].jlo != jlo || m->classes[n - 1].jn != jn) {
+            assert(n < 2 * s->kw + 1);
+            col_class *c = &m->classes[n++];
+            *c = (col_class){jlo, jn, wpk, off};
+            int kpi = jn * s->Co, Kc = s->kh * kpi; /* k per dy row, k in all */
+            for (int t = 0; t < ci_tiles; t++)
+                for (int i = 0; i < s->kh; i++)
+                    for (int jj = 0; jj < jn; jj++)
+                        for (int co = 0; co < s->Co; co++)
+                            for (int cc = 0; cc < ct; cc++) {
+                                int ci = t * ct + cc;
+                                wpk[((size_t)t * Kc + (size_t)i * kpi + (size_t)jj * s->Co + co) * ct + cc] =
+                                    ci < s->Ci ? w[(((size_t)co * s->Ci + ci) * s->kh + i) * s->kw + jlo + jj] : 0.0f;
+                            }
+            for (int i = 0; i < s->kh; i++)
+                for (int jj = 0; jj < jn; jj++)
+                    for (int co = 0; co < s->Co; co++)
+                        off[(size_t)i * kpi + (size_t)jj * s->Co + co] =
+                            (int32_t)((((long)co * s->Ho + s->ph - i) * Wp + s->kw - 1 - (jlo + jj)) * NB);
+            wpk += (size_t)ci_tiles * Kc * ct;
+            off += Kc;
+        }
+        m->tile_class[q] = n - 1;
+    }
+    return n;
+}
+
 /* Stride 1: dx row h, pixels [w0, w0+pt) x ct input channels, is the fwd tile
  * over dy (columns zero-padded by P each side) with the weights transposed,
- * over K = (the taps i whose dy row exists) x kw x Co. */
+ * over K = (the taps i whose dy row exists) x (the tile's taps j) x Co. */
 static void bwd_data_rows(const nisa *isa, const k_conv_shape *s, float *dx, const dy_source *dy, const float *w,
                           const float *mask, const bwd_mem *m) {
-    k_conv_shape as_fwd = *s; /* the tile choice of a forward pass that writes dx */
-    as_fwd.Co = s->Ci;
-    as_fwd.Wo = s->W;
-    const nfwd_cfg *cfg = pick_fwd(isa, &as_fwd);
-    int NB = isa->vl, ct = cfg->ct, pt = cfg->pt, P = bwd_rows_pad(s), Wp = s->Wo + 2 * P, kwc = s->kw * s->Co;
-    int K = s->kh * kwc, ci_tiles = div_up(s->Ci, ct), w_pad = div_up(s->W, pt) * pt;
+    const nfwd_cfg *cfg = pick_fwd_by(isa, s, bwd_rows_cost);
+    int NB = isa->vl, ct = cfg->ct, pt = cfg->pt, P = bwd_rows_pad(s), Wp = s->Wo + 2 * P;
+    int ci_tiles = div_up(s->Ci, ct), w_pad = div_up(s->W, pt) * pt;
     size_t ystride = (size_t)s->H * w_pad * NB;
-    /* off: dy (co, row h+ph-i, padded column w+kw-1-j) relative to dx (h, w) */
-    pack_bwd_weights(s, ct, w, m->wpk);
-    for (int i = 0; i < s->kh; i++)
-        for (int j = 0; j < s->kw; j++)
-            for (int co = 0; co < s->Co; co++)
-                m->off[(i * s->kw + j) * s->Co + co] =
-                    (int32_t)((((long)co * s->Ho + s->ph - i) * Wp + s->kw - 1 - j) * NB);
+    build_col_classes(s, ct, pt, NB, Wp, w, m);
     memset(m->dyb, 0, sizeof(float) * ((size_t)s->Co * s->Ho * Wp + PT_MAX + 1) * NB); /* the padding columns */
     size_t img_x = (size_t)s->Ci * s->H * s->W;
     for (int n0 = 0; n0 < s->N; n0 += NB) {
@@ -826,11 +912,16 @@ static void bwd_data_rows(const nisa *isa, const k_conv_shape *s, float *dx, con
         dy_to_blocked(isa, m->dyb, (size_t)s->Ho * Wp * NB, dy, n0, nb, s, P, m->zeros, m->gb, m->ib);
         for (int h = 0; h < s->H; h++) {
             int ilo = h + s->ph - s->Ho + 1 > 0 ? h + s->ph - s->Ho + 1 : 0, ihi = h + s->ph < s->kh - 1 ? h + s->ph : s->kh - 1;
-            int k0 = ilo * kwc, kn = ihi >= ilo ? (ihi - ilo + 1) * kwc : 0;
+            int ni = ihi >= ilo ? ihi - ilo + 1 : 0;
+            ilo = ni ? ilo : 0;
             for (int t = 0; t < ci_tiles; t++)
-                for (int w0 = 0; w0 < w_pad; w0 += pt)
-                    cfg->fn(m->dyb + ((size_t)h * Wp + w0) * NB, m->off + k0, kn, m->wpk + ((size_t)t * K + k0) * ct,
-                            (size_t)NB, m->dxb + (((size_t)t * ct * s->H + h) * w_pad + w0) * NB, ystride);
+                for (int q = 0, w0 = 0; w0 < w_pad; q++, w0 += pt) {
+                    const col_class *c = &m->classes[m->tile_class[q]];
+                    int kpi = c->jn * s->Co;
+                    cfg->fn(m->dyb + ((size_t)h * Wp + w0) * NB, c->off + (size_t)ilo * kpi, ni * kpi,
+                            c->wpk + ((size_t)t * s->kh * kpi + (size_t)ilo * kpi) * ct, (size_t)NB,
+                            m->dxb + (((size_t)t * ct * s->H + h) * w_pad + w0) * NB, ystride);
+                }
         }
         from_blocked(isa, dx + n0 * img_x, img_x, m->dxb, nb, s->Ci, s->H, s->W, w_pad, NULL, 0,
                      mask ? mask + n0 * img_x : NULL, m->sink);
