@@ -825,8 +825,11 @@ static void pack_bwd_weights(const k_conv_shape *s, int ct, const float *w, floa
  * pairs that exist. MEASURED (kernel_bench, Zen 5): the fwd tiles run ~200
  * GFLOP/s where the one-pixel kernel runs ~145-155, so the row path pays
  * while it wastes less than a quarter: wide_cnn's conv2 (26 columns from 24,
- * 3 taps: 78 against 72) and 3x3 pad-1 layers take it; the seed CNN's conv2
- * (12 from 8, 5 taps: 60 against 40) does not. */
+ * 3 taps: 78 against 72 at worst, 74 with its 2-pixel tiles) and 3x3 pad-1
+ * layers take it. The seed CNN's conv2 (12 from 8, 5 taps: 60 against 40 at
+ * worst) does not: with column classes its best tile, 5 channels x 4 pixels,
+ * still computes 52, and ran 182 GFLOP/s against the one-pixel path's 195-200
+ * (N=128, Zen 5, 2 runs). */
 static int use_bwd_rows(const k_conv_shape *s) {
     if (s->sh != 1 || s->sw != 1 || bwd_rows_pad(s) < 0) return 0;
     long valid = 0;
