@@ -410,7 +410,7 @@ TEST(conv_fwd_relu_epilogue_is_relu_of_the_plain_forward) {
             k_simd_force(lvl);
             float *plain = nan_buf(ys), *fused = nan_buf(ys);
             k_conv2d_fwd(&s, plain, x, w, b, scr);
-            k_conv2d_fwd_act(&s, fused, x, w, b, 1, scr);
+            k_conv2d_fwd_act(&s, fused, x, w, b, 1, scr, K_CONV_PACK_PER_CALL);
             size_t bad = ys, zeros = 0;
             for (size_t j = 0; j < ys && bad == ys; j++) {
                 float want = plain[j] > 0.0f ? plain[j] : 0.0f;
@@ -457,9 +457,9 @@ TEST(conv_fwd_pool2_epilogue_equals_conv_then_maxpool) {
                 k_simd_force(lvl);
                 float *y = nan_buf(ys), *want = nan_buf(ps_n), *got = nan_buf(ps_n);
                 int32_t *wa = malloc(ps_n * sizeof *wa), *ga = malloc(ps_n * sizeof *ga);
-                k_conv2d_fwd_act(&s, y, x, w, b, relu, scr);
+                k_conv2d_fwd_act(&s, y, x, w, b, relu, scr, K_CONV_PACK_PER_CALL);
                 k_maxpool2d_fwd(&ps, want, wa, y);
-                k_conv2d_fwd_pool2(&s, got, ga, x, w, b, relu, scr);
+                k_conv2d_fwd_pool2(&s, got, ga, x, w, b, relu, scr, K_CONV_PACK_PER_CALL);
                 CHECK_MSG(!memcmp(want, got, ps_n * sizeof *got), "shape %zu simd %d relu %d: values differ", i, lvl, relu);
                 CHECK_MSG(!memcmp(wa, ga, ps_n * sizeof *ga), "shape %zu simd %d relu %d: indices differ", i, lvl, relu);
                 free(y), free(want), free(got), free(wa), free(ga);
@@ -550,12 +550,68 @@ TEST(conv_backward_data_relu_mask_epilogue_equals_the_pass_then_the_mask) {
                 k_conv2d_bwd_data(&s, want, dy, w, scr);
                 for (size_t j = 0; j < xs; j++) want[j] = mask[j] > 0.0f ? want[j] : 0.0f;
                 k_unpool2 up = {pooled ? g : NULL, pooled ? idx : NULL};
-                k_conv2d_bwd_data_masked(&s, got, pooled ? NULL : dy, up, w, mask, scr);
+                k_conv2d_bwd_data_masked(&s, got, pooled ? NULL : dy, up, w, mask, scr, K_CONV_PACK_PER_CALL);
                 CHECK_MSG(!memcmp(want, got, xs * sizeof *got), "shape %zu simd %d (%s), dy %s: differs", i, lvl,
                           k_conv_method_name(k_conv_choose(&s, K_CONV_BWD_DATA)), pooled ? "unpooled" : "plain");
                 free(want), free(got);
             }
         k_simd_force(-1);
         free(w), free(y), free(g), free(mask), free(vals), free(dy), free(idx), free(scr);
+    }
+}
+
+/* Weights packed once for a step's micro-batch tiles (k_conv_packed): a call
+ * on the first 16 images packs them into buf, a call on the rest uses them
+ * as they are, and together they give the bits of one call over the whole
+ * batch, packing per call. The second call gets weights of NaN: it must not
+ * read them. Forward with and without the pool epilogue, backward-data
+ * through the row path (wide_cnn's conv2 geometry, a 3x3 pad-1 layer) and
+ * the one-pixel path (the seed CNN's conv2), at every SIMD level. */
+TEST(conv_weights_packed_once_for_a_steps_tiles_give_the_bits_of_one_call) {
+    k_conv_shape shapes[] = {SHAPE(37, 8, 26, 26, 10, 3, 3, 1, 1, 0, 0), SHAPE(35, 12, 9, 9, 13, 3, 3, 1, 1, 1, 1),
+                             SHAPE(33, 10, 12, 12, 20, 5, 5, 1, 1, 0, 0)};
+    unsigned seed = 41;
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        k_conv_shape s = shapes[i];
+        CHECK_EQ(k_conv_shape_infer(&s), 0);
+        k_conv_shape head = s, tail = s;
+        head.N = 16, tail.N = s.N - 16;
+        size_t ix = (size_t)s.Ci * s.H * s.W, iy = (size_t)s.Co * s.Ho * s.Wo, ws = (size_t)s.Co * s.Ci * s.kh * s.kw;
+        size_t ip = (size_t)s.Co * (s.Ho / 2) * (s.Wo / 2);
+        float *x = rand_buf(ix * s.N, &seed), *w = rand_buf(ws, &seed), *b = rand_buf((size_t)s.Co, &seed);
+        float *dy = rand_buf(iy * s.N, &seed), *nanw = nan_buf(ws), *scr = nan_buf(k_conv2d_pool2_scratch(&s));
+        size_t scr_floats = k_conv2d_pool2_scratch(&s);
+        float *scr2 = nan_buf(scr_floats);
+        for (int lvl = 0; lvl <= k_simd_detect(); lvl++) {
+            k_simd_force(lvl);
+            size_t nf = k_conv2d_fwd_packed_floats(&s), nd = k_conv2d_bwd_data_packed_floats(&s);
+            CHECK(lvl == K_SIMD_GENERIC ? nf == 0 : nf > 0);
+            float *fbuf = nan_buf(nf ? nf : 1), *dbuf = nan_buf(nd ? nd : 1);
+            /* forward, then forward + pool */
+            float *want = nan_buf(iy * s.N), *got = nan_buf(iy * s.N);
+            k_conv2d_fwd_act(&s, want, x, w, b, 1, scr, K_CONV_PACK_PER_CALL);
+            k_conv2d_fwd_act(&head, got, x, w, b, 1, scr, (k_conv_packed){nf ? fbuf : NULL, 1});
+            k_conv2d_fwd_act(&tail, got + 16 * iy, x + 16 * ix, nf ? nanw : w, b, 1, scr2, (k_conv_packed){nf ? fbuf : NULL, 0});
+            CHECK_MSG(!memcmp(want, got, sizeof(float) * iy * s.N), "fwd, shape %zu, simd %d", i, lvl);
+            float *pv = nan_buf(ip * s.N), *gv = nan_buf(ip * s.N);
+            int32_t *pa = malloc(sizeof(int32_t) * ip * s.N), *ga = malloc(sizeof(int32_t) * ip * s.N);
+            k_conv2d_fwd_pool2(&s, pv, pa, x, w, b, 0, scr, K_CONV_PACK_PER_CALL);
+            k_conv2d_fwd_pool2(&head, gv, ga, x, w, b, 0, scr, (k_conv_packed){nf ? fbuf : NULL, 1});
+            k_conv2d_fwd_pool2(&tail, gv + 16 * ip, ga + 16 * ip, x + 16 * ix, nf ? nanw : w, b, 0, scr2,
+                               (k_conv_packed){nf ? fbuf : NULL, 0});
+            CHECK_MSG(!memcmp(pv, gv, sizeof(float) * ip * s.N) && !memcmp(pa, ga, sizeof(int32_t) * ip * s.N),
+                      "fwd + pool, shape %zu, simd %d", i, lvl);
+            /* backward-data */
+            float *wdx = nan_buf(ix * s.N), *gdx = nan_buf(ix * s.N);
+            k_conv2d_bwd_data_masked(&s, wdx, dy, (k_unpool2){0}, w, NULL, scr, K_CONV_PACK_PER_CALL);
+            k_conv2d_bwd_data_masked(&head, gdx, dy, (k_unpool2){0}, w, NULL, scr, (k_conv_packed){nd ? dbuf : NULL, 1});
+            k_conv2d_bwd_data_masked(&tail, gdx + 16 * ix, dy + 16 * iy, (k_unpool2){0}, nd ? nanw : w, NULL, scr2,
+                                     (k_conv_packed){nd ? dbuf : NULL, 0});
+            CHECK_MSG(!memcmp(wdx, gdx, sizeof(float) * ix * s.N), "bwd_data, shape %zu, simd %d", i, lvl);
+            free(fbuf), free(dbuf), free(want), free(got), free(pv), free(gv), free(pa), free(ga), free(wdx), free(gdx);
+            for (size_t j = 0; j < scr_floats; j++) scr2[j] = NAN; /* the next level starts from a foreign scratch too */
+        }
+        k_simd_force(-1);
+        free(x), free(w), free(b), free(dy), free(nanw), free(scr), free(scr2);
     }
 }

@@ -105,11 +105,17 @@ static k_conv_shape conv_shape(const int32_t *xs, const int32_t *ws, const int32
     return s;
 }
 
+/* A tiled convolution's packed weights live in its state (xt_kernel_tile_state_bytes):
+ * packed on the step's first tile, read by the rest. Untiled: state NULL, packed per call. */
+static k_conv_packed packed_in(const xt_kcall *kc) {
+    return (k_conv_packed){kc->state, kc->row0 == 0};
+}
+
 KERNEL(CONV2D) {
     k_conv_shape s = conv_shape(IN(0)->shape, IN(1)->shape, n->iattr);
     s.N = ROWS(s.N);
     if (IN(0)->dtype == XT_BF16) k_conv2d_fwd_bf16_act(&s, out, in[0], in[1], n->nin > 2 ? in[2] : NULL, n->iattr[4], scratch);
-    else k_conv2d_fwd_act(&s, out, in[0], in[1], n->nin > 2 ? in[2] : NULL, n->iattr[4], scratch);
+    else k_conv2d_fwd_act(&s, out, in[0], in[1], n->nin > 2 ? in[2] : NULL, n->iattr[4], scratch, packed_in(kc));
 }
 /* CONV2D then a 2x2/2 max pool, pooled in the conv's epilogue (pass_conv_epilogue.c);
  * the output is MAXPOOL2D's [values | int32 argmax], each batch-major. */
@@ -123,14 +129,15 @@ KERNEL(CONV2D_POOL2) {
                                 scratch);
     else
         k_conv2d_fwd_pool2(&s, y, (int32_t *)(y + values), in[0], in[1], n->nin > 2 ? in[2] : NULL, n->iattr[4],
-                           scratch);
+                           scratch, packed_in(kc));
 }
 /* iattr[4]: the ReLU's backward in the epilogue, its mask the last operand (fp32 only) */
 KERNEL(CONV2D_BWD_DATA) {
     k_conv_shape s = conv_shape(n->shape, IN(1)->shape, n->iattr); /* (dy, w) -> dx shaped like x */
     s.N = ROWS(s.N);
     if (IN(0)->dtype == XT_BF16) k_conv2d_bwd_data_bf16(&s, out, in[0], in[1], scratch);
-    else k_conv2d_bwd_data_masked(&s, out, in[0], (k_unpool2){0}, in[1], n->iattr[4] ? in[2] : NULL, scratch);
+    else k_conv2d_bwd_data_masked(&s, out, in[0], (k_unpool2){0}, in[1], n->iattr[4] ? in[2] : NULL, scratch,
+                                  packed_in(kc));
 }
 /* Tiled, the sum over the batch runs on across tiles in kc->state. */
 KERNEL(CONV2D_BWD_WEIGHT) {
@@ -146,7 +153,8 @@ KERNEL(CONV2D_BWD_WEIGHT) {
 KERNEL(CONV2D_BWD_DATA_UNPOOL2) {
     k_conv_shape s = conv_shape(n->shape, IN(2)->shape, n->iattr); /* (g, argmax, w) -> dx shaped like x */
     s.N = ROWS(s.N);
-    k_conv2d_bwd_data_masked(&s, out, NULL, (k_unpool2){in[0], in[1]}, in[2], n->iattr[4] ? in[3] : NULL, scratch);
+    k_conv2d_bwd_data_masked(&s, out, NULL, (k_unpool2){in[0], in[1]}, in[2], n->iattr[4] ? in[3] : NULL, scratch,
+                             packed_in(kc));
 }
 KERNEL(CONV2D_BWD_WEIGHT_UNPOOL2) {
     k_conv_shape s = conv_shape(IN(0)->shape, n->shape, n->iattr); /* (x, g, argmax) -> dw shaped like w */
@@ -365,8 +373,24 @@ double xt_kernel_macs(const xt_plan *p, const xt_node *n) {
 }
 
 size_t xt_kernel_tile_state_bytes(const xt_plan *p, const xt_node *n) {
-    if (n->op != XT_OP_CONV2D_BWD_WEIGHT && n->op != XT_OP_CONV2D_BWD_WEIGHT_UNPOOL2) return 0;
-    k_conv_shape s = conv_shape(IN(0)->shape, n->shape, n->iattr);
-    return (IN(0)->dtype == XT_BF16 ? k_conv2d_bwd_weight_bf16_acc_floats(&s) : k_conv2d_bwd_weight_acc_floats(&s)) *
-           sizeof(float);
+    k_conv_shape s;
+    switch (n->op) {
+    case XT_OP_CONV2D_BWD_WEIGHT:
+    case XT_OP_CONV2D_BWD_WEIGHT_UNPOOL2: /* the per-lane sums */
+        s = conv_shape(IN(0)->shape, n->shape, n->iattr);
+        return (IN(0)->dtype == XT_BF16 ? k_conv2d_bwd_weight_bf16_acc_floats(&s) : k_conv2d_bwd_weight_acc_floats(&s)) *
+               sizeof(float);
+    case XT_OP_CONV2D:
+    case XT_OP_CONV2D_POOL2: /* the packed weights (fp32: the bf16 kernels pack their own) */
+        s = conv_shape(IN(0)->shape, IN(1)->shape, n->iattr);
+        return IN(0)->dtype == XT_BF16 ? 0 : k_conv2d_fwd_packed_floats(&s) * sizeof(float);
+    case XT_OP_CONV2D_BWD_DATA:
+        s = conv_shape(n->shape, IN(1)->shape, n->iattr);
+        return IN(0)->dtype == XT_BF16 ? 0 : k_conv2d_bwd_data_packed_floats(&s) * sizeof(float);
+    case XT_OP_CONV2D_BWD_DATA_UNPOOL2:
+        s = conv_shape(n->shape, IN(2)->shape, n->iattr);
+        return k_conv2d_bwd_data_packed_floats(&s) * sizeof(float);
+    default:
+        return 0;
+    }
 }

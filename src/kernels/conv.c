@@ -70,10 +70,16 @@ size_t k_conv2d_scratch(const k_conv_shape *s) {
     return a > b ? a : b;
 }
 
+static size_t packed_floats(const k_conv_shape *s, int pass) {
+    return k_conv_choose(s, pass) == K_CONV_DIRECT ? k_conv_direct_packed_floats(s, pass) : 0;
+}
+size_t k_conv2d_fwd_packed_floats(const k_conv_shape *s) { return packed_floats(s, K_CONV_FWD); }
+size_t k_conv2d_bwd_data_packed_floats(const k_conv_shape *s) { return packed_floats(s, K_CONV_BWD_DATA); }
+
 void k_conv2d_fwd_act(const k_conv_shape *s, float *y, const float *x, const float *w, const float *b, int relu,
-                      float *scratch) {
+                      float *scratch, k_conv_packed pk) {
     if (k_conv_choose(s, K_CONV_FWD) == K_CONV_DIRECT) {
-        k_conv_direct_fwd_act(s, y, x, w, b, relu, scratch);
+        k_conv_direct_fwd_act(s, y, x, w, b, relu, scratch, pk);
         return;
     }
     k_conv_im2col_fwd(s, IM2COL_GROUP, y, x, w, b, scratch);
@@ -101,13 +107,13 @@ void k_conv_pool2_image_by_image(const k_conv_shape *s, float *vals, int32_t *ar
 
 static void fwd_act(const k_conv_shape *s, float *y, const void *x, const void *w, const float *b, int relu,
                     void *scratch) {
-    k_conv2d_fwd_act(s, y, x, w, b, relu, scratch);
+    k_conv2d_fwd_act(s, y, x, w, b, relu, scratch, K_CONV_PACK_PER_CALL);
 }
 
 void k_conv2d_fwd_pool2(const k_conv_shape *s, float *vals, int32_t *argmax, const float *x, const float *w,
-                        const float *b, int relu, float *scratch) {
+                        const float *b, int relu, float *scratch, k_conv_packed pk) {
     if (k_conv_choose(s, K_CONV_FWD) == K_CONV_DIRECT) {
-        k_conv_direct_fwd_pool(s, vals, argmax, x, w, b, relu, scratch);
+        k_conv_direct_fwd_pool(s, vals, argmax, x, w, b, relu, scratch, pk);
         return;
     }
     k_conv_pool2_image_by_image(s, vals, argmax, x, sizeof *x, w, b, relu, scratch, scratch + k_conv2d_scratch(s),
@@ -115,7 +121,7 @@ void k_conv2d_fwd_pool2(const k_conv_shape *s, float *vals, int32_t *argmax, con
 }
 
 void k_conv2d_fwd(const k_conv_shape *s, float *y, const float *x, const float *w, const float *b, float *scratch) {
-    k_conv2d_fwd_act(s, y, x, w, b, 0, scratch);
+    k_conv2d_fwd_act(s, y, x, w, b, 0, scratch, K_CONV_PACK_PER_CALL);
 }
 
 void k_conv2d_bwd_data(const k_conv_shape *s, float *dx, const float *dy, const float *w, float *scratch) {
@@ -175,7 +181,7 @@ static unpool_images unpool_images_of(const k_conv_shape *s, float *scratch) {
 
 void k_conv2d_bwd_data_unpool2(const k_conv_shape *s, float *dx, k_unpool2 dy, const float *w, float *scratch) {
     if (k_conv_choose(s, K_CONV_BWD_DATA) == K_CONV_DIRECT) {
-        k_conv_direct_bwd_data_masked(s, dx, NULL, dy, w, NULL, scratch);
+        k_conv_direct_bwd_data_masked(s, dx, NULL, dy, w, NULL, scratch, K_CONV_PACK_PER_CALL);
         return;
     }
     unpool_images u = unpool_images_of(s, scratch);
@@ -199,9 +205,9 @@ void k_conv2d_bwd_weight_unpool2_part(const k_conv_shape *s, float *dw, const fl
 }
 
 void k_conv2d_bwd_data_masked(const k_conv_shape *s, float *dx, const float *dy, k_unpool2 up, const float *w,
-                              const float *relu_mask, float *scratch) {
+                              const float *relu_mask, float *scratch, k_conv_packed pk) {
     if (k_conv_choose(s, K_CONV_BWD_DATA) == K_CONV_DIRECT) {
-        k_conv_direct_bwd_data_masked(s, dx, dy, up, w, relu_mask, scratch);
+        k_conv_direct_bwd_data_masked(s, dx, dy, up, w, relu_mask, scratch, pk);
         return;
     }
     if (up.g) k_conv2d_bwd_data_unpool2(s, dx, up, w, scratch);

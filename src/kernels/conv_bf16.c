@@ -183,7 +183,7 @@ void k_conv2d_fwd_bf16_act(const k_conv_shape *s, float *y, const k_bf16 *x, con
     }
     if (how != K_BF16_AVX512BF16) {
         ref_area r = widen2(x, (size_t)s->N * d.xs, w, (size_t)s->Co * d.K, scratch, s);
-        k_conv2d_fwd_act(s, y, r.a, r.b, b, relu, r.rest);
+        k_conv2d_fwd_act(s, y, r.a, r.b, b, relu, r.rest, K_CONV_PACK_PER_CALL);
         return;
     }
     k_bf16 *col = scratch;

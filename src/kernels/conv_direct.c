@@ -456,12 +456,17 @@ typedef struct {
 /* the 2x2, stride-2 max pool of a conv output: its size */
 static int pool2_out(int n) { return n >= 2 ? (n - 2) / 2 + 1 : 0; }
 
+/* the packed weights, wpk[co tile][k][c], for any tile choice */
+static size_t fwd_wpk_floats(const k_conv_shape *s) {
+    return (size_t)(s->Co + CT_MAX) * s->Ci * s->kh * s->kw;
+}
+
 static size_t fwd_carve(const k_conv_shape *s, float *p, fwd_mem *m) {
     size_t total = 0, K = (size_t)s->Ci * s->kh * s->kw;
     p = align_scratch(p, &total);
     m->xb = carve(&p, &total, xb_floats(s));
     m->yb = carve(&p, &total, (size_t)CT_MAX * s->Ho * (s->Wo + PT_MAX) * NB_MAX); /* one tile of channels */
-    m->wpk = carve(&p, &total, (size_t)(s->Co + CT_MAX) * K);
+    m->wpk = carve(&p, &total, fwd_wpk_floats(s));
     m->zeros = carve(&p, &total, plane_floats(s));
     m->sink = carve(&p, &total, plane_floats(s));
     m->off = (int32_t *)carve(&p, &total, K);
@@ -473,7 +478,7 @@ static size_t fwd_carve(const k_conv_shape *s, float *p, fwd_mem *m) {
 
 void k_conv_direct_fwd(const k_conv_shape *s, float *y, const float *x, const float *w, const float *b,
                        float *scratch) {
-    k_conv_direct_fwd_act(s, y, x, w, b, 0, scratch);
+    k_conv_direct_fwd_act(s, y, x, w, b, 0, scratch, K_CONV_PACK_PER_CALL);
 }
 
 /* The blocked conv output yb of one block -> its 2x2 max pool, blocked:
@@ -560,12 +565,12 @@ void k_conv_direct_pool_from_blocked16(const k_conv_shape *s, int c0, int cn, co
 #endif
 
 void k_conv_direct_fwd_act(const k_conv_shape *s, float *y, const float *x, const float *w, const float *b, int relu,
-                           float *scratch) {
-    k_conv_direct_fwd_pool(s, y, NULL, x, w, b, relu, scratch);
+                           float *scratch, k_conv_packed pk) {
+    k_conv_direct_fwd_pool(s, y, NULL, x, w, b, relu, scratch, pk);
 }
 
 void k_conv_direct_fwd_pool(const k_conv_shape *s, float *y, int32_t *argmax, const float *x, const float *w,
-                            const float *b, int relu, float *scratch) {
+                            const float *b, int relu, float *scratch, k_conv_packed pk) {
     const nisa *isa = nisa_now();
     const nfwd_cfg *cfg = pick_fwd(isa, s);
     int NB = isa->vl, ct = cfg->ct, pt = cfg->pt, K = s->Ci * s->kh * s->kw;
@@ -573,8 +578,9 @@ void k_conv_direct_fwd_pool(const k_conv_shape *s, float *y, int32_t *argmax, co
     size_t ystride = (size_t)s->Ho * wo_pad * NB;
     fwd_mem m;
     fwd_carve(s, scratch, &m);
+    if (pk.buf) m.wpk = pk.buf;
     /* wpk[tile][k][c] = w[tile*ct + c][k], zero past Co */
-    for (int t = 0; t < co_tiles; t++)
+    for (int t = 0; t < co_tiles && pk.fresh; t++)
         for (int k = 0; k < K; k++)
             for (int c = 0; c < ct; c++) {
                 int co = t * ct + c;
@@ -770,17 +776,26 @@ typedef struct {
 static int bwd_rows_pad(const k_conv_shape *s) { return s->kw - 1 - s->pw; }
 static int use_bwd_rows(const k_conv_shape *s);
 
+/* taps packed: the row path's column classes have at most kw*kw column taps per row tap */
+static size_t bwd_packed_taps(const k_conv_shape *s) {
+    return (size_t)s->kh * s->kw * (use_bwd_rows(s) ? s->kw : 1);
+}
+/* the packed weights of either path, for any tile choice */
+static size_t bwd_wpk_floats(const k_conv_shape *s) {
+    return bwd_packed_taps(s) * s->Co * (s->Ci + CT_MAX);
+}
+
 /* dyb sized for either path: the row path's padded rows plus slack for a
  * partial pixel tile reading past the last row; dxb with whole pixel tiles;
  * the row path's weights and offsets for every column class */
 static size_t bwd_carve(const k_conv_shape *s, float *p, bwd_mem *m) {
-    size_t total = 0, khw = (size_t)s->kh * s->kw, P = bwd_rows_pad(s) > 0 ? (size_t)bwd_rows_pad(s) : 0;
+    size_t total = 0, P = bwd_rows_pad(s) > 0 ? (size_t)bwd_rows_pad(s) : 0;
     int rows = use_bwd_rows(s);
-    size_t taps = rows ? (size_t)s->kh * s->kw * s->kw : khw, nclass = 2 * (size_t)s->kw + 1;
+    size_t taps = bwd_packed_taps(s), nclass = 2 * (size_t)s->kw + 1;
     p = align_scratch(p, &total);
     m->dyb = carve(&p, &total, ((size_t)s->Co * (s->Ho * (s->Wo + 2 * P) + 1) + PT_MAX + 1) * NB_MAX);
     m->dxb = carve(&p, &total, (size_t)(s->Ci + CT_MAX) * s->H * (s->W + PT_MAX) * NB_MAX);
-    m->wpk = carve(&p, &total, taps * s->Co * (s->Ci + CT_MAX));
+    m->wpk = carve(&p, &total, bwd_wpk_floats(s));
     m->zeros = carve(&p, &total, plane_floats(s));
     m->sink = carve(&p, &total, plane_floats(s));
     m->gb = carve(&p, &total, unpool_plane_floats(s));
@@ -862,9 +877,11 @@ static double bwd_rows_cost(const k_conv_shape *s, int ct, int pt) {
     return (double)div_up(s->Ci, ct) * fwd_tile_cost(ct, pt) * (double)taps;
 }
 
-/* The column classes of a row's pixel tiles, their weights and offsets
- * packed; returns how many. */
-static int build_col_classes(const k_conv_shape *s, int ct, int pt, int NB, int Wp, const float *w, const bwd_mem *m) {
+/* The column classes of a row's pixel tiles and their offsets, their
+ * weights packed when `pack` (else they are in place from an earlier call);
+ * returns how many. */
+static int build_col_classes(const k_conv_shape *s, int ct, int pt, int NB, int Wp, const float *w, int pack,
+                             const bwd_mem *m) {
     int n = 0, ci_tiles = div_up(s->Ci, ct);
     float *wpk = m->wpk;
     int32_t *off = m->off;
@@ -880,8 +897,8 @@ static int build_col_classes(const k_conv_shape *s, int ct, int pt, int NB, int 
              * The engine runs this for every micro-batch tile: MEASURED (N=16,
              * ResNet-20's 64-channel 8x8 layer, Zen 5) the index-order loop cost
              * 6.5% of the call. */
-            if (s->Ci % ct) memset(wpk, 0, sizeof(float) * (size_t)ci_tiles * Kc * ct);
-            for (int co = 0; co < s->Co; co++)
+            if (pack && s->Ci % ct) memset(wpk, 0, sizeof(float) * (size_t)ci_tiles * Kc * ct);
+            for (int co = 0; co < s->Co && pack; co++)
                 for (int ci = 0; ci < s->Ci; ci++) {
                     const float *src = w + ((size_t)co * s->Ci + ci) * s->kh * s->kw + jlo;
                     float *dst = wpk + ((size_t)(ci / ct) * Kc + co) * ct + ci % ct;
@@ -905,12 +922,12 @@ static int build_col_classes(const k_conv_shape *s, int ct, int pt, int NB, int 
  * over dy (columns zero-padded by P each side) with the weights transposed,
  * over K = (the taps i whose dy row exists) x (the tile's taps j) x Co. */
 static void bwd_data_rows(const nisa *isa, const k_conv_shape *s, float *dx, const dy_source *dy, const float *w,
-                          const float *mask, const bwd_mem *m) {
+                          int pack, const float *mask, const bwd_mem *m) {
     const nfwd_cfg *cfg = pick_fwd_by(isa, s, bwd_rows_cost);
     int NB = isa->vl, ct = cfg->ct, pt = cfg->pt, P = bwd_rows_pad(s), Wp = s->Wo + 2 * P;
     int ci_tiles = div_up(s->Ci, ct), w_pad = div_up(s->W, pt) * pt;
     size_t ystride = (size_t)s->H * w_pad * NB;
-    int nclass = build_col_classes(s, ct, pt, NB, Wp, w, m);
+    int nclass = build_col_classes(s, ct, pt, NB, Wp, w, pack, m);
     memset(m->dyb, 0, sizeof(float) * ((size_t)s->Co * s->Ho * Wp + PT_MAX + 1) * NB); /* the padding columns */
     size_t img_x = (size_t)s->Ci * s->H * s->W;
     for (int n0 = 0; n0 < s->N; n0 += NB) {
@@ -937,19 +954,20 @@ static void bwd_data_rows(const nisa *isa, const k_conv_shape *s, float *dx, con
 
 /* mask non-NULL: the ReLU's backward as dx leaves the blocked layout */
 static void bwd_data(const k_conv_shape *s, float *dx, const dy_source *dy, const float *w, const float *mask,
-                     float *scratch) {
+                     float *scratch, k_conv_packed pk) {
     const nisa *isa = nisa_now();
     bwd_mem m;
     bwd_carve(s, scratch, &m);
+    if (pk.buf) m.wpk = pk.buf;
     memset(m.zeros, 0, sizeof(float) * plane_floats(s));
     if (use_bwd_rows(s)) {
-        bwd_data_rows(isa, s, dx, dy, w, mask, &m);
+        bwd_data_rows(isa, s, dx, dy, w, pk.fresh, mask, &m);
         return;
     }
     const nbwd_cfg *cfg = pick_bwd(isa, s);
     int NB = isa->vl, ct = cfg->ct, ci_tiles = div_up(s->Ci, ct), khw = s->kh * s->kw;
     size_t dstride = k_conv_direct_spread_stride((size_t)s->Ho * s->Wo, NB), xstride = (size_t)s->H * s->W * NB;
-    pack_bwd_weights(s, ct, w, m.wpk);
+    if (pk.fresh) pack_bwd_weights(s, ct, w, m.wpk);
     size_t img_x = (size_t)s->Ci * s->H * s->W;
     for (int n0 = 0; n0 < s->N; n0 += NB) {
         int nb = s->N - n0 < NB ? s->N - n0 : NB;
@@ -970,13 +988,17 @@ static void bwd_data(const k_conv_shape *s, float *dx, const dy_source *dy, cons
 
 void k_conv_direct_bwd_data(const k_conv_shape *s, float *dx, const float *dy, const float *w, float *scratch) {
     dy_source src = {.dy = dy};
-    bwd_data(s, dx, &src, w, NULL, scratch);
+    bwd_data(s, dx, &src, w, NULL, scratch, K_CONV_PACK_PER_CALL);
 }
 
 void k_conv_direct_bwd_data_masked(const k_conv_shape *s, float *dx, const float *dy, k_unpool2 up, const float *w,
-                                   const float *mask, float *scratch) {
+                                   const float *mask, float *scratch, k_conv_packed pk) {
     dy_source src = {.dy = dy, .up = up};
-    bwd_data(s, dx, &src, w, mask, scratch);
+    bwd_data(s, dx, &src, w, mask, scratch, pk);
+}
+
+size_t k_conv_direct_packed_floats(const k_conv_shape *s, int pass) {
+    return pass == K_CONV_FWD ? fwd_wpk_floats(s) : pass == K_CONV_BWD_DATA ? bwd_wpk_floats(s) : 0;
 }
 
 size_t k_conv_direct_scratch(const k_conv_shape *s) {

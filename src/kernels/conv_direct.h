@@ -23,9 +23,11 @@ void k_conv_direct_fwd(const k_conv_shape *s, float *y, const float *x, const fl
  * output (as k_maxpool2d_fwd, bit for bit), pooled in the blocked layout;
  * the conv output itself is never written. */
 void k_conv_direct_fwd_pool(const k_conv_shape *s, float *y, int32_t *argmax, const float *x, const float *w,
-                            const float *b, int relu, float *scratch);
+                            const float *b, int relu, float *scratch, k_conv_packed pk);
 void k_conv_direct_fwd_act(const k_conv_shape *s, float *y, const float *x, const float *w, const float *b, int relu,
-                           float *scratch);
+                           float *scratch, k_conv_packed pk);
+/* Floats of the packed weights of the fwd and bwd_data passes (k_conv_packed): a bound for every SIMD flavour */
+size_t k_conv_direct_packed_floats(const k_conv_shape *s, int pass);
 void k_conv_direct_bwd_data(const k_conv_shape *s, float *dx, const float *dy, const float *w, float *scratch);
 void k_conv_direct_bwd_weight(const k_conv_shape *s, float *dw, float *db, const float *x, const float *dy,
                               float *scratch);
@@ -41,7 +43,7 @@ void k_conv_direct_bwd_weight_part(const k_conv_shape *s, float *dw, float *db, 
  * (k_unpool2), scattered into the blocked layout block by block. */
 /* Either dy form (dy, or up.g non-NULL); mask non-NULL: then dx = mask > 0 ? dx : 0 as it leaves the blocked layout. */
 void k_conv_direct_bwd_data_masked(const k_conv_shape *s, float *dx, const float *dy, k_unpool2 up, const float *w,
-                                   const float *mask, float *scratch);
+                                   const float *mask, float *scratch, k_conv_packed pk);
 void k_conv_direct_bwd_weight_unpool2_part(const k_conv_shape *s, float *dw, const float *x, k_unpool2 dy,
                                            float *scratch, float *acc, int first, int last);
 /* Tests only: make `pass` (enum k_conv_pass) use entry `index` of the current

@@ -48,16 +48,31 @@ void k_conv2d_fwd(const k_conv_shape *s, float *y, const float *x, const float *
 void k_relu_inplace(float *x, size_t n);
 /* dy = x > 0 ? dy : 0 in place (act.c), as the engine's RELU_BWD(dy, x) */
 void k_relu_bwd_inplace(float *dy, const float *x, size_t n);
+/* The weights a direct convolution packs for its register tiles, kept from
+ * one call to the next across the micro-batch tiles of one step (the engine
+ * gives each tiled convolution such a buffer, as it gives the weight
+ * gradient its running sums): buf holds the pass's k_conv2d_*_packed_floats(s)
+ * floats; fresh 1 packs w into it (the step's first tile), 0 uses what the
+ * fresh call left there and does not read w's values. buf NULL: packed into
+ * scratch on every call (K_CONV_PACK_PER_CALL). The weights are the same
+ * between the calls, so the results are the same bits either way. */
+typedef struct k_conv_packed {
+    float *buf;
+    int fresh;
+} k_conv_packed;
+#define K_CONV_PACK_PER_CALL ((k_conv_packed){NULL, 1})
+size_t k_conv2d_fwd_packed_floats(const k_conv_shape *s);       /* 0 where the method packs nothing */
+size_t k_conv2d_bwd_data_packed_floats(const k_conv_shape *s);  /* the same for backward-data */
 /* vals, argmax = the 2x2, stride-2 max pool (as k_maxpool2d_fwd) of
  * conv(x, w) + b (relu'd when relu is 1), without writing the conv output
  * where the direct method runs (else one image at a time through scratch).
  * scratch: k_conv2d_pool2_scratch(s) floats. */
 size_t k_conv2d_pool2_scratch(const k_conv_shape *s);
 void k_conv2d_fwd_pool2(const k_conv_shape *s, float *vals, int32_t *argmax, const float *x, const float *w,
-                        const float *b, int relu, float *scratch);
+                        const float *b, int relu, float *scratch, k_conv_packed pk);
 /* The same, y = relu(conv(x, w) + b) when relu is 1 (applied as the output is written). */
 void k_conv2d_fwd_act(const k_conv_shape *s, float *y, const float *x, const float *w, const float *b, int relu,
-                      float *scratch);
+                      float *scratch, k_conv_packed pk);
 /* dx = conv_transpose(dy, w) (overwrites dx). */
 void k_conv2d_bwd_data(const k_conv_shape *s, float *dx, const float *dy, const float *w, float *scratch);
 /* dw = sum_n corr(x, dy) (overwrites dw); db = sum over n,h,w of dy when db != NULL. */
@@ -89,7 +104,7 @@ void k_conv2d_bwd_data_unpool2(const k_conv_shape *s, float *dx, k_unpool2 dy, c
  * layout (relu_mask NULL: no mask). dy plain (dy != NULL) or unpooled
  * (up.g != NULL, as above). */
 void k_conv2d_bwd_data_masked(const k_conv_shape *s, float *dx, const float *dy, k_unpool2 up, const float *w,
-                              const float *relu_mask, float *scratch);
+                              const float *relu_mask, float *scratch, k_conv_packed pk);
 void k_conv2d_bwd_weight_unpool2_part(const k_conv_shape *s, float *dw, const float *x, k_unpool2 dy, float *scratch,
                                       float *acc, int first, int last);
 
