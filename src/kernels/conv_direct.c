@@ -12,12 +12,15 @@
  *   bwd_weight: dw tile = CT out channels x TT taps, summed over all output pixels
  *   bwd_data:   stride 1: the fwd tile run over dy (zero-padded by kw-1-pw columns
  *               each side) with the transposed weights, CT in channels x PT dx
- *               pixels of a row, the row's taps exact (bwd_rows); chosen where
- *               the column padding wastes few multiplies (see use_bwd_rows).
+ *               pixels of a row, the row's taps exact, a tile's column taps
+ *               those that reach real dy columns (column classes); chosen where
+ *               the edges still waste few multiplies (see use_bwd_rows).
  *               Otherwise one dx pixel x CT in channels, summed over exactly the
  *               (tap, dy pixel) pairs that reach it, so no multiply is spent on padding
  * The price is the transposes in and out of the blocked layout (16x16 register
  * transposes, ~0.3 cycle per element) against Ci*kh*kw (or Co*kh*kw) FMAs per element.
+ * fwd and bwd_data pack the weights in their tile order on each call, or once
+ * per step into the caller's buffer (k_conv_packed, kernels.h).
  * Is not: the choice of method (conv.c); the micro-kernels live in conv_direct_simd.h.
  */
 #include "kernels/conv_direct.h"
