@@ -892,10 +892,10 @@ static int build_col_classes(const k_conv_shape *s, int ct, int pt, int NB, int 
         int jlo, jn;
         tile_taps(s, q * pt, pt, &jlo, &jn);
         if (n == 0 || m->classes[n - 1].jlo != jlo || m->classes[n - 1].jn != jn) {
-            assert(n < 2 * s->kw + 1);
+            int kpi = jn * s->Co, Kc = s->kh * kpi; /* k per dy row, k in all */
+            assert(n < 2 * s->kw + 1 && (size_t)(off - m->off) + (size_t)Kc <= bwd_packed_taps(s) * s->Co);
             col_class *c = &m->classes[n++];
             *c = (col_class){jlo, jn, q, 0, wpk, off};
-            int kpi = jn * s->Co, Kc = s->kh * kpi; /* k per dy row, k in all */
             /* w read in order (each (co, ci)'s taps), lanes past Ci zeroed first.
              * The engine runs this for every micro-batch tile: MEASURED (N=16,
              * ResNet-20's 64-channel 8x8 layer, Zen 5) the index-order loop cost
