@@ -582,8 +582,8 @@ void k_conv_direct_fwd_pool(const k_conv_shape *s, float *y, int32_t *argmax, co
     fwd_mem m;
     fwd_carve(s, scratch, &m);
     if (pk.buf) m.wpk = pk.buf;
-    /* wpk[tile][k][c] = w[tile*ct + c][k], zero past Co */
-    for (int t = 0; t < co_tiles && pk.fresh; t++)
+    /* wpk[tile][k][c] = w[tile*ct + c][k], zero past Co; packed by the step's first tile only (k_conv_packed) */
+    for (int t = 0; pk.fresh && t < co_tiles; t++)
         for (int k = 0; k < K; k++)
             for (int c = 0; c < ct; c++) {
                 int co = t * ct + c;
@@ -823,18 +823,23 @@ int k_conv_taps_for(int h, int k, int stride, int pad, int out, int32_t *list) {
     return n;
 }
 
-/* The one-pixel path's weights: wpk[tile][i][j][co][c] = w[co][tile*ct + c][i][j],
- * zero past Ci (the row path packs its own, per column class). */
-static void pack_bwd_weights(const k_conv_shape *s, int ct, const float *w, float *wpk) {
-    int khw = s->kh * s->kw, ci_tiles = div_up(s->Ci, ct);
-    for (int t = 0; t < ci_tiles; t++)
-        for (int ij = 0; ij < khw; ij++)
-            for (int co = 0; co < s->Co; co++)
-                for (int c = 0; c < ct; c++) {
-                    int ci = t * ct + c;
-                    wpk[(((size_t)t * khw + ij) * s->Co + co) * ct + c] =
-                        ci < s->Ci ? w[((size_t)co * s->Ci + ci) * khw + ij] : 0.0f;
-                }
+/* Backward-data's weights for the column taps [jlo, jlo + jn):
+ *   wpk[tile][i][j - jlo][co][c] = w[co][tile*ct + c][i][j], zero past Ci.
+ * The one-pixel path packs every tap (0, kw); the row path one column class's.
+ * w is read in order (each (co, ci)'s taps), the lanes past Ci zeroed first:
+ * the engine packs once per step (k_conv_packed), but callers without a buffer
+ * pack on every call, and MEASURED (N=16, ResNet-20's 64-channel 8x8 layer,
+ * Zen 5) the index-order loop cost 6.5% of such a call. */
+static void pack_bwd_taps(const k_conv_shape *s, int ct, const float *w, int jlo, int jn, float *wpk) {
+    int kpi = jn * s->Co, Kc = s->kh * kpi; /* k per dy row, k in all */
+    if (s->Ci % ct) memset(wpk, 0, sizeof(float) * (size_t)div_up(s->Ci, ct) * Kc * ct);
+    for (int co = 0; co < s->Co; co++)
+        for (int ci = 0; ci < s->Ci; ci++) {
+            const float *src = w + ((size_t)co * s->Ci + ci) * s->kh * s->kw + jlo;
+            float *dst = wpk + ((size_t)(ci / ct) * Kc + co) * ct + ci % ct;
+            for (int i = 0; i < s->kh; i++)
+                for (int jj = 0; jj < jn; jj++) dst[((size_t)i * kpi + (size_t)jj * s->Co) * ct] = src[i * s->kw + jj];
+        }
 }
 
 /* The row path computes the padded columns' multiplies where a pixel tile
@@ -894,20 +899,8 @@ static int build_col_classes(const k_conv_shape *s, int ct, int pt, int NB, int 
         if (n == 0 || m->classes[n - 1].jlo != jlo || m->classes[n - 1].jn != jn) {
             int kpi = jn * s->Co, Kc = s->kh * kpi; /* k per dy row, k in all */
             assert(n < 2 * s->kw + 1 && (size_t)(off - m->off) + (size_t)Kc <= bwd_packed_taps(s) * s->Co);
-            col_class *c = &m->classes[n++];
-            *c = (col_class){jlo, jn, q, 0, wpk, off};
-            /* w read in order (each (co, ci)'s taps), lanes past Ci zeroed first.
-             * The engine runs this for every micro-batch tile: MEASURED (N=16,
-             * ResNet-20's 64-channel 8x8 layer, Zen 5) the index-order loop cost
-             * 6.5% of the call. */
-            if (pack && s->Ci % ct) memset(wpk, 0, sizeof(float) * (size_t)ci_tiles * Kc * ct);
-            for (int co = 0; co < s->Co && pack; co++)
-                for (int ci = 0; ci < s->Ci; ci++) {
-                    const float *src = w + ((size_t)co * s->Ci + ci) * s->kh * s->kw + jlo;
-                    float *dst = wpk + ((size_t)(ci / ct) * Kc + co) * ct + ci % ct;
-                    for (int i = 0; i < s->kh; i++)
-                        for (int jj = 0; jj < jn; jj++) dst[((size_t)i * kpi + (size_t)jj * s->Co) * ct] = src[i * s->kw + jj];
-                }
+            m->classes[n++] = (col_class){jlo, jn, q, 0, wpk, off};
+            if (pack) pack_bwd_taps(s, ct, w, jlo, jn, wpk);
             for (int i = 0; i < s->kh; i++)
                 for (int jj = 0; jj < jn; jj++)
                     for (int co = 0; co < s->Co; co++)
@@ -970,7 +963,7 @@ static void bwd_data(const k_conv_shape *s, float *dx, const dy_source *dy, cons
     const nbwd_cfg *cfg = pick_bwd(isa, s);
     int NB = isa->vl, ct = cfg->ct, ci_tiles = div_up(s->Ci, ct), khw = s->kh * s->kw;
     size_t dstride = k_conv_direct_spread_stride((size_t)s->Ho * s->Wo, NB), xstride = (size_t)s->H * s->W * NB;
-    if (pk.fresh) pack_bwd_weights(s, ct, w, m.wpk);
+    if (pk.fresh) pack_bwd_taps(s, ct, w, 0, s->kw, m.wpk);
     size_t img_x = (size_t)s->Ci * s->H * s->W;
     for (int n0 = 0; n0 < s->N; n0 += NB) {
         int nb = s->N - n0 < NB ? s->N - n0 : NB;
