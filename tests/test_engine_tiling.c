@@ -131,6 +131,25 @@ TEST(tiling_trains_residual_blocks_bit_identically) {
     tiled_equals_untiled("models/resnet8_mnist.yaml", 24, 64 * 1024, &st);
 }
 
+/* Batch norm's apply (seed CNN) and apply + ReLU (residual blocks) are made
+ * again in front of their backward readers instead of kept from the forward
+ * (pass_remat.c): the same bits as keeping them, in a smaller arena. */
+static void remat_equals_keeping(const char *spec, int n, int min_copies) {
+    xt_engine_opts on = {.fuse = 1, .tile_cache_bytes = 64 * 1024},
+                   off = {.fuse = 1, .tile_cache_bytes = 64 * 1024, .no_remat = 1};
+    xt_exec_stats sa, sb;
+    same_training(spec, n, &on, &off, &sa, &sb, "copies made again and values kept");
+    CHECK_MSG(sa.remat_copies >= min_copies, "%s: %d copies", spec, sa.remat_copies);
+    CHECK_EQ(sb.remat_copies, 0);
+    CHECK_MSG(sa.arena_bytes < sb.arena_bytes, "%s: arena %zu with copies, %zu without", spec, sa.arena_bytes,
+              sb.arena_bytes);
+}
+
+TEST(remat_copies_give_the_kept_values_bits_in_a_smaller_arena) {
+    remat_equals_keeping("models/fashion_cnn.yaml", 72, 1); /* bn1's apply, for conv2's weight gradient */
+    remat_equals_keeping("models/resnet8_mnist.yaml", 24, 4);
+}
+
 /* Under bf16 the stretches take in the casts and the bf16 convolutions
  * (their weight gradients summed tile by tile on every bf16 path) and still
  * give the untiled plan's bits. */

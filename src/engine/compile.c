@@ -143,8 +143,9 @@ xt_plan *xt_compile(const xt_graph *g, const xt_compile_opts *o, xt_err *e) {
     xt_plan *p = calloc(1, sizeof *p);
     uint8_t *live = NULL;
     int32_t *map = NULL;
-    xt_graph lowered;
+    xt_graph lowered, remat;
     xt_graph_init(&lowered, g->store);
+    xt_graph_init(&remat, g->store);
     const xt_graph *run = g;
     if (!p || copy_key(&p->key, g, o->precision)) goto oom;
     p->hash = xt_plan_key_hash(g, o->precision);
@@ -152,6 +153,27 @@ xt_plan *xt_compile(const xt_graph *g, const xt_compile_opts *o, xt_err *e) {
         if (!(map = malloc(((size_t)g->n + 1) * sizeof *map))) goto oom;
         if (xt_pass_precision(g, o->precision, &lowered, map)) goto oom; /* pushes fail only for memory */
         run = &lowered;
+    }
+    /* Copies of big pointwise values for their backward consumers: only
+     * where tiles can then hold the originals (tiling on). */
+    if (o->remat && o->fuse && o->plan_memory && o->tile_cache_bytes) {
+        int32_t *map2 = malloc(((size_t)run->n + 1) * sizeof *map2);
+        if (!map2) goto oom;
+        int copies = xt_pass_remat(run, o->tile_cache_bytes, &remat, map2);
+        if (copies < 0) {
+            free(map2);
+            goto oom;
+        }
+        p->remat_copies = copies;
+        if (copies > 0) {
+            if (!map && !(map = malloc(((size_t)g->n + 1) * sizeof *map))) {
+                free(map2);
+                goto oom;
+            }
+            for (int i = 0; i < g->n; i++) map[i] = map2[run == g ? i : map[i]];
+            run = &remat;
+        }
+        free(map2);
     }
     if (copy_run_graph(p, run, map) || !(live = malloc((size_t)run->n + 1))) goto oom;
 
@@ -170,11 +192,13 @@ xt_plan *xt_compile(const xt_graph *g, const xt_compile_opts *o, xt_err *e) {
     free(live);
     free(map);
     xt_graph_destroy(&lowered);
+    xt_graph_destroy(&remat);
     return p;
 oom:
     free(live);
     free(map);
     xt_graph_destroy(&lowered);
+    xt_graph_destroy(&remat);
     xt_plan_free(p);
     xt_fail(e, XT_ERUNTIME, "out of memory compiling a graph of %d nodes", g->n);
     return NULL;

@@ -51,6 +51,8 @@ xt_engine *xt_engine_new(xt_store *store, const xt_engine_opts *opts) {
     if (nmp && *nmp && strcmp(nmp, "0")) en->opts.no_memory_planner = 1;
     const char *nt = getenv("XLATRAIN_NO_TILING");
     if (nt && *nt && strcmp(nt, "0")) en->opts.no_tiling = 1;
+    const char *nr = getenv("XLATRAIN_NO_REMAT");
+    if (nr && *nr && strcmp(nr, "0")) en->opts.no_remat = 1;
     return en;
 }
 
@@ -172,7 +174,7 @@ static int find_or_compile(xt_engine *en, xt_plan **out, xt_err *e) {
     }
     if (note_compile(en, g, why, e)) return e->code;
     xt_compile_opts co = {.precision = en->opts.precision, .fuse = en->opts.fuse, .literal_sums = en->opts.literal_sums,
-                          .plan_memory = !en->opts.no_memory_planner, .have_collective = en->opts.collective_buf != NULL,
+                          .plan_memory = !en->opts.no_memory_planner, .remat = !en->opts.no_remat, .have_collective = en->opts.collective_buf != NULL,
                           .tile_cache_bytes = en->opts.no_tiling          ? 0
                                               : en->opts.tile_cache_bytes ? en->opts.tile_cache_bytes
                                                                           : k_cache_l2_bytes()};
@@ -243,6 +245,7 @@ int xt_mark_step(xt_engine *en, xt_err *e) {
     en->last.sums_through_pool = p->sums_through_pool;
     en->last.made_in_bf16 = p->made_in_bf16;
     en->last.unpool_prologues = p->unpool_prologues;
+    en->last.remat_copies = p->remat_copies;
     en->last.relu_bwd_epilogues = p->relu_bwd_epilogues;
     for (int k = 0; k < p->nkernels; k++) {
         const xt_node *n = &p->nodes[p->kernels[k].node];

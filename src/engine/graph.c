@@ -121,7 +121,13 @@ static int ht_rehash(xt_graph *g, int cap) {
     return 0;
 }
 
-xt_t xt_graph_push(xt_graph *g, const xt_node *proto, const xt_t *ins, int nin) {
+static xt_t push(xt_graph *g, const xt_node *proto, const xt_t *ins, int nin, int cse);
+xt_t xt_graph_push(xt_graph *g, const xt_node *proto, const xt_t *ins, int nin) { return push(g, proto, ins, nin, 1); }
+xt_t xt_graph_push_copy(xt_graph *g, const xt_node *proto, const xt_t *ins, int nin) {
+    return push(g, proto, ins, nin, 0);
+}
+
+static xt_t push(xt_graph *g, const xt_node *proto, const xt_t *ins, int nin, int cse) {
     if (g->err[0]) return XT_NONE;
     for (int i = 0; i < nin; i++)
         if (ins[i] < 0 || ins[i] >= g->n) return xt_graph_fail(g, "%s: invalid operand %d", xt_op_table[proto->op].name, i);
@@ -133,7 +139,7 @@ xt_t xt_graph_push(xt_graph *g, const xt_node *proto, const xt_t *ins, int nin) 
     unsigned mask = (unsigned)(g->ht_cap - 1), k = (unsigned)(n.hash & mask);
     for (; g->ht[k]; k = (k + 1) & mask) {
         const xt_node *m = &g->nodes[g->ht[k] - 1];
-        if (same_node(g, m, &n, ins)) return g->ht[k] - 1; /* CSE: reuse the identical node */
+        if (cse && same_node(g, m, &n, ins)) return g->ht[k] - 1; /* CSE: reuse the identical node */
     }
     if (grow((void **)&g->nodes, &g->cap, g->n + 1, sizeof *g->nodes) ||
         grow((void **)&g->operands, &g->ops_cap, g->nops + nin + 1, sizeof *g->operands))

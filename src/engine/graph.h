@@ -153,6 +153,8 @@ typedef struct xt_engine_opts {
                                       NO_MEMORY_PLANNER; also XLATRAIN_NO_MEMORY_PLANNER=1): bisects planner bugs */
     int no_tiling;                 /* 1 = run every kernel over the whole batch, no micro-batch tiles
                                       (also XLATRAIN_NO_TILING=1): bisects tiling bugs, measures what tiling buys */
+    int no_remat;                  /* 1 = keep every forward value for its backward readers, no copies made
+                                      again (pass_remat.c; also XLATRAIN_NO_REMAT=1): bisects, measures */
     size_t tile_cache_bytes;       /* the cache a micro-batch tile is sized for; 0 = this CPU's L2 (tests set it
                                       so that tiling does not depend on the machine) */
     int recompile_warn;            /* warn after this many distinct graphs (default 6) */
@@ -209,6 +211,7 @@ typedef struct xt_exec_stats {
     int pool_epilogues;      /* convolutions that write only their 2x2 max pool (pass_conv_epilogue.c) */
     int sums_through_pool;   /* per-channel sums of a pool's backward that read its gradient (pass_sum_pool.c) */
     int relu_bwd_epilogues;  /* backward-data passes that apply the ReLU's backward as they write (pass_conv_epilogue.c) */
+    int remat_copies;        /* forward values made again for their backward readers (pass_remat.c) */
     int unpool_prologues;    /* conv backward passes that scatter a max pool's backward themselves (pass_conv_unpool.c) */
     int made_in_bf16;        /* values their kernel writes in bf16 instead of a cast (pass_bf16_out.c) */
 } xt_exec_stats;

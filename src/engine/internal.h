@@ -52,6 +52,9 @@ extern const xt_grad_rule xt_grad_rules[XT_OP_COUNT];
 /* Append (or find, CSE) a node; `proto` has op/dtype/rank/shape/attrs set,
  * operands passed separately. Returns the index or XT_NONE on error. */
 xt_t xt_graph_push(xt_graph *g, const xt_node *proto, const xt_t *ins, int nin);
+/* Append a node without CSE: a copy of a value computed again elsewhere
+ * (pass_remat.c), which CSE would hand back as the original. */
+xt_t xt_graph_push_copy(xt_graph *g, const xt_node *proto, const xt_t *ins, int nin);
 /* A zeroed node prototype (padding zeroed too: nodes are compared with memcmp). */
 xt_node xt_proto(xt_op op, int dtype, int rank, const int32_t *shape);
 xt_t xt_maxpool_argmax(xt_graph *g, xt_t pool_node, const xt_node *values);

@@ -134,20 +134,6 @@ int xt_pass_conv_relu(xt_plan *p, const uint8_t *live) {
 }
 
 /* The one live node reading c, when c has exactly one (and it reads c once). */
-static int sole_reader(const xt_plan *p, const uint8_t *live, int c) {
-    int who = -1;
-    for (int i = c + 1; i < p->nnodes; i++) {
-        const xt_node *n = &p->nodes[i];
-        if (!live[i]) continue;
-        for (int k = 0; k < n->nin; k++)
-            if (p->operands[n->in_off + k] == c) {
-                if (who >= 0) return -1;
-                who = i;
-            }
-    }
-    return who;
-}
-
 static int is_pool2(const xt_node *pool) {
     const int32_t *a = pool->iattr; /* kh kw sh sw ph pw */
     return pool->op == XT_OP_MAXPOOL2D && a[0] == 2 && a[1] == 2 && a[2] == 2 && a[3] == 2 && !a[4] && !a[5];
@@ -169,7 +155,7 @@ static void pool_in_conv(xt_plan *p, uint8_t *live, int m, int c, int relu) {
 int xt_pass_conv_pool(xt_plan *p, uint8_t *live) {
     for (int c = 0; c < p->nnodes; c++) {
         if (!is_conv(p, live, c) || xt_plan_escapes(p, c)) continue;
-        int m = sole_reader(p, live, c);
+        int m = xt_plan_sole_reader(p, live, c);
         if (m >= 0 && is_pool2(&p->nodes[m])) pool_in_conv(p, live, m, c, 0);
     }
     return 0;
@@ -200,7 +186,7 @@ static int swappable_values_view(const xt_plan *p, const uint8_t *live, int y, i
         if (n->op == XT_OP_RELU_BWD && xt_plan_operand(p, i, 1) == y) { /* y's mask readers (only_relu_reads checked the rest) */
             int M = xt_plan_operand(p, i, 0);
             if (p->nodes[M].op != XT_OP_MAXPOOL2D_BWD || !is_indices_view(p, xt_plan_operand(p, M, 1), m) ||
-                sole_reader(p, live, M) != i || xt_plan_escapes(p, M))
+                xt_plan_sole_reader(p, live, M) != i || xt_plan_escapes(p, M))
                 return -1;
             const xt_node *g = &p->nodes[xt_plan_operand(p, M, 0)];
             if (g->rank != vn->rank || memcmp(g->shape, vn->shape, sizeof(int32_t) * (size_t)g->rank)) return -1;
@@ -209,7 +195,7 @@ static int swappable_values_view(const xt_plan *p, const uint8_t *live, int y, i
             int iv = xt_plan_operand(p, i, k);
             if (!is_indices_view(p, iv, m)) continue;
             if (n->op != XT_OP_MAXPOOL2D_BWD || k != 1) return -1;
-            int R = sole_reader(p, live, i);
+            int R = xt_plan_sole_reader(p, live, i);
             if (R < 0 || p->nodes[R].op != XT_OP_RELU_BWD || xt_plan_operand(p, R, 0) != i || xt_plan_operand(p, R, 1) != y) return -1;
         }
     }
@@ -235,7 +221,7 @@ int xt_pass_conv_relu_pool(xt_plan *p, uint8_t *live) {
     for (int c = 0; c < p->nnodes; c++) {
         int r, m, v;
         if (!is_conv(p, live, c) || !only_relu_reads(p, live, c, &r) || xt_plan_escapes(p, r)) continue;
-        if ((m = sole_reader(p, live, r)) < 0 || !is_pool2(&p->nodes[m]) || xt_plan_escapes(p, m)) continue;
+        if ((m = xt_plan_sole_reader(p, live, r)) < 0 || !is_pool2(&p->nodes[m]) || xt_plan_escapes(p, m)) continue;
         if ((v = swappable_values_view(p, live, c, m)) < 0) continue;
         for (int R = m + 1; R < p->nnodes; R++)
             if (live[R] && p->nodes[R].op == XT_OP_RELU_BWD && xt_plan_operand(p, R, 1) == c) swap_backward(p, xt_plan_operand(p, R, 0), R, v);
@@ -259,7 +245,10 @@ int xt_pass_conv_relu_bwd(xt_plan *p, uint8_t *live) {
         if (!live[r] || rn->op != XT_OP_RELU_BWD || rn->dtype != XT_F32 || rn->nin != 2) continue;
         int d = xt_plan_operand(p, r, 0), m = xt_plan_operand(p, r, 1);
         const xt_node *dn = &p->nodes[d], *mn = &p->nodes[m];
-        if (d == m || !is_backward_data(p, live, d) || xt_plan_escapes(p, d) || sole_reader(p, live, d) != r) continue;
+        /* m > d: the mask is made after the backward-data pass (a copy made again for the ReLU's backward,
+         * pass_remat.c), too late for its epilogue */
+        if (d == m || m > d || !is_backward_data(p, live, d) || xt_plan_escapes(p, d) || xt_plan_sole_reader(p, live, d) != r)
+            continue;
         if (mn->dtype != XT_F32 || mn->rank != dn->rank || memcmp(mn->shape, dn->shape, sizeof(int32_t) * (size_t)dn->rank))
             continue;
         int32_t list[4]; /* d's operands (2 or 3), then the mask */

@@ -72,6 +72,8 @@ static uint32_t batched_operands(int op) {
     }
 }
 
+int xt_op_tiles(int op) { return batched_operands(op) != 0; }
+
 static int64_t node_bytes(const xt_node *n) { return xt_numel(n) * (int64_t)xt_dtype_size(n->dtype); }
 
 /* Row size of a per-sample value of a batch of B, or -1 when its leading

@@ -118,6 +118,7 @@ typedef struct xt_plan {
     int fused_kernels;
     int sums_through_pool;    /* SUM_TOs that read a pool's gradient, not its backward (pass_sum_pool.c) */
     int relu_bwd_epilogues;   /* backward-data passes that apply the ReLU's backward as they write (pass_conv_epilogue.c) */
+    int remat_copies;         /* values made again for their backward readers (pass_remat.c) */
     int unpool_prologues;     /* conv backward passes that scatter a pool's backward as they pack it (pass_conv_unpool.c) */
     int made_in_bf16;         /* values their kernel writes in bf16, a cast fewer each (pass_bf16_out.c) */
     /* execution scratch, sized when the plan is compiled so that running it
@@ -136,8 +137,17 @@ typedef struct xt_plan {
 /* pass_precision.c: push g's nodes into `out` (an empty graph) with the casts
  * `precision` asks for; map[i] = node i's index in out. 0, or -1 (out->err). */
 int xt_pass_precision(const xt_graph *g, int precision, xt_graph *out, int32_t *map);
+/* pass_remat.c: push g's nodes into `out` (an empty graph) with copies of
+ * pointwise values larger than big_bytes made again in front of their
+ * backward consumers; map[i] = node i's index in out. The values copied
+ * (0: out and map untouched, use g), or -1 (out->err). */
+int xt_pass_remat(const xt_graph *g, size_t big_bytes, xt_graph *out, int32_t *map);
+/* pass_tile.c: can a kernel of this op run on part of the batch at a time? */
+int xt_op_tiles(int op);
 int xt_pass_live(const xt_plan *p, uint8_t *live);                  /* pass_dce.c */
 int xt_plan_escapes(const xt_plan *p, int c);                       /* pass_dce.c: node c fetched or assigned? */
+/* pass_dce.c: the one live node that reads node c (once), or -1 (none, or more than one read). */
+int xt_plan_sole_reader(const xt_plan *p, const uint8_t *live, int c);
 /* Operand k of node `node`. */
 static inline int32_t xt_plan_operand(const xt_plan *p, int node, int k) { return p->operands[p->nodes[node].in_off + k]; }
 /* compile.c: node `node` reads ops[0..n) from now on, a new list at the end
@@ -165,6 +175,7 @@ typedef struct xt_compile_opts {
     int plan_memory;       /* 0: every value its own buffer (bisecting planner bugs) */
     int have_collective;   /* the all-reduce writes into an external block */
     size_t tile_cache_bytes; /* the cache a micro-batch tile should fit (0: no tiling) */
+    int remat;               /* copy big pointwise values for their backward readers (pass_remat.c) */
 } xt_compile_opts;
 xt_plan *xt_compile(const xt_graph *g, const xt_compile_opts *o, xt_err *e);
 void xt_plan_free(xt_plan *p);

@@ -1,0 +1,220 @@
+/* pass_remat.c — rematerialization: recompute a cheap pointwise activation
+ * in the backward pass instead of keeping it from the forward.
+ *
+ * Why. Batch norm's apply, y = x * scale + shift, is an elementwise group
+ * whose output feeds the next convolution (forward, inside a micro-batch
+ * tile) and that convolution's weight gradient (backward, many layers
+ * later). The second use forces a batch-sized buffer for y that lives from
+ * the forward to the backward: the seed CNN at batch 1024 keeps 5.9 MB of it,
+ * written once and read once through L3 or DRAM, although x (which batch
+ * norm's own backward reads anyway) and the per-channel scale and shift are
+ * all it takes to make y again. XLA's rematerialization pass and PyTorch's
+ * activation checkpointing trade the same way: a few pointwise operations
+ * for a buffer and its traffic.
+ *
+ * What. For a pointwise value v larger than the cache a tile is sized for
+ * (smaller ones can stay in cache between their uses anyway), each consumer
+ * that is separated from v's previous consumer by a barrier (a kernel that
+ * needs the whole batch: batch-norm statistics, a GEMM, the loss; it ends
+ * any micro-batch stretch, so v could not stay a tile across it) reads a copy
+ * of v made right in front of it instead of v. The copy recomputes v's cone:
+ * v and the pointwise values it is made from, back to values that are alive
+ * at that consumer anyway (read by some later node of the graph) or that hold
+ * at most one sample's worth of v (a parameter, a statistic). A copy serves
+ * the following consumers too, until the next barrier. A value whose
+ * late consumers cannot all be served so is left alone: a copy helps only if
+ * it lets the original die early. Then the original is read only inside the
+ * forward stretch, and pass_tile.c/pass_memplan.c give it a tile-sized buffer;
+ * so does the copy, inside the backward stretch.
+ *
+ * Same numbers. A copy is the same operations on the same operands, so it
+ * has the same bits as the original; only where it is computed changes.
+ *
+ * The lowered graph is built by pushing the nodes again, in order, with the
+ * copies in front of their consumers (as pass_precision.c does); copies are
+ * pushed without CSE, which would hand back the original.
+ *
+ * Is not: the tiling or the buffer placement (pass_tile.c, pass_memplan.c);
+ * recomputing anything but elementwise ops (a convolution costs far more
+ * than the buffer it would save).
+ */
+#include <stdlib.h>
+
+#include "engine/plan.h"
+#include "engine/store.h"
+
+/* The most nodes one copy recomputes: a pointwise chain of batch norm's
+ * apply and an activation is 2-3 nodes; a longer cone means the value is
+ * not cheap to make again. */
+#define MAX_CONE 8
+
+typedef struct {
+    const xt_graph *g;
+    size_t big;           /* values larger than this many bytes are worth a copy */
+    int32_t *nbar;        /* nbar[i]: barriers among nodes [0, i) */
+    int32_t *last_use;    /* per node: its last consumer's index, or -1 */
+    int32_t *cons_off;    /* per node: its consumers cons[cons_off[v] .. cons_off[v+1]), ascending */
+    int32_t *cons;
+    uint8_t *remat;       /* per node: copied for its late consumers */
+    xt_t *late;           /* per node: its copy in the lowered graph, or -1 */
+    int32_t *late_at;     /* per node: the consumer its copy was made for */
+} remat;
+
+static int64_t bytes_of(const xt_node *n) { return xt_numel(n) * (int64_t)xt_dtype_size(n->dtype); }
+static int is_ew(const xt_node *n) { return xt_op_table[n->op].kind == XT_KIND_EW; }
+
+/* A barrier: a kernel that reads or writes its operands whole. */
+static int is_barrier(const xt_node *n) { return xt_op_table[n->op].kind == XT_KIND_KERNEL && !xt_op_tiles(n->op); }
+
+/* A barrier strictly between nodes a and b (a < b). */
+static int barrier_between(const remat *r, int a, int b) { return a + 1 < b && r->nbar[b] - r->nbar[a + 1] > 0; }
+
+/* w costs nothing to keep alive until consumer i: it is read at or after i
+ * anyway, or holds at most one sample's worth of the value v it helps make. */
+static int available(const remat *r, xt_t w, xt_t v, int i) {
+    const xt_node *wn = &r->g->nodes[w], *vn = &r->g->nodes[v];
+    if (r->last_use[w] >= i) return 1;
+    return vn->rank >= 1 && xt_numel(wn) * vn->shape[0] <= xt_numel(vn);
+}
+
+/* Can v be made again in front of consumer i, within *budget nodes? */
+static int cone_ok(const remat *r, xt_t v, int i, int *budget) {
+    const xt_node *n = &r->g->nodes[v];
+    if (!is_ew(n) || --*budget < 0) return 0;
+    for (int k = 0; k < n->nin; k++) {
+        xt_t w = xt_ins(r->g, n)[k];
+        if (!available(r, w, v, i) && !cone_ok(r, w, i, budget)) return 0;
+    }
+    return 1;
+}
+
+/* The consumer of v before consumer i, or v itself. */
+static int prev_use(const remat *r, xt_t v, int i) {
+    int prev = v;
+    for (int c = r->cons_off[v]; c < r->cons_off[v + 1] && r->cons[c] < i; c++) prev = r->cons[c];
+    return prev;
+}
+
+static int late_valid(const remat *r, xt_t v, int i) { return r->late[v] >= 0 && !barrier_between(r, r->late_at[v], i); }
+
+/* v's copy in `out`, pushed in front of consumer i (cone_ok held). */
+static xt_t make_copy(remat *r, xt_graph *out, const int32_t *map, xt_t v, int i) {
+    const xt_node *n = &r->g->nodes[v];
+    xt_t ins[2]; /* elementwise ops are unary or binary */
+    if (n->nin > 2) return XT_NONE;
+    for (int k = 0; k < n->nin; k++) {
+        xt_t w = xt_ins(r->g, n)[k];
+        if (late_valid(r, w, i)) ins[k] = r->late[w];
+        else if (available(r, w, v, i)) ins[k] = map[w];
+        else ins[k] = make_copy(r, out, map, w, i);
+        if (ins[k] == XT_NONE) return XT_NONE;
+    }
+    r->late[v] = xt_graph_push_copy(out, n, ins, n->nin);
+    r->late_at[v] = i;
+    return r->late[v];
+}
+
+/* v = RELU of a convolution's output, or of its max pool's: the conv's
+ * epilogue computes it into the conv's own buffer (pass_conv_epilogue.c),
+ * so it costs no buffer to keep, and a copy would add a reader of the
+ * conv output that stops the epilogue from taking it. */
+static int conv_epilogue_relu(const xt_graph *g, xt_t v) {
+    if (g->nodes[v].op != XT_OP_RELU) return 0;
+    xt_t y = xt_ins(g, &g->nodes[v])[0];
+    while (g->nodes[y].op == XT_OP_VIEW) y = xt_ins(g, &g->nodes[y])[0];
+    if (g->nodes[y].op == XT_OP_MAXPOOL2D) y = xt_ins(g, &g->nodes[y])[0];
+    return g->nodes[y].op == XT_OP_CONV2D;
+}
+
+/* Which values get copies: pointwise, too big for the cache, and every
+ * consumer past a barrier can have one. 1 if any. */
+static int choose(remat *r) {
+    const xt_graph *g = r->g;
+    int any = 0;
+    for (int v = 0; v < g->n; v++) {
+        const xt_node *n = &g->nodes[v];
+        if (!is_ew(n) || (size_t)bytes_of(n) <= r->big || conv_epilogue_relu(g, v)) continue;
+        int late = 0, ok = 1, prev = v;
+        for (int c = r->cons_off[v]; c < r->cons_off[v + 1] && ok; c++) {
+            int i = r->cons[c], budget = MAX_CONE;
+            if (barrier_between(r, prev, i)) late = 1, ok = cone_ok(r, v, i, &budget);
+            prev = i;
+        }
+        r->remat[v] = (uint8_t)(late && ok);
+        any |= r->remat[v];
+    }
+    return any;
+}
+
+/* Barrier counts, each node's last consumer, and its consumers in order
+ * (a node reading a value twice is one consumer). */
+static int build_uses(remat *r) {
+    const xt_graph *g = r->g;
+    for (int i = 0; i < g->n; i++) {
+        r->nbar[i + 1] = r->nbar[i] + is_barrier(&g->nodes[i]);
+        for (int k = 0; k < g->nodes[i].nin; k++) {
+            xt_t u = xt_ins(g, &g->nodes[i])[k];
+            if (r->last_use[u] != i) r->cons_off[u + 1]++;
+            r->last_use[u] = i;
+        }
+    }
+    for (int v = 0; v < g->n; v++) r->cons_off[v + 1] += r->cons_off[v];
+    int32_t *fill = malloc(((size_t)g->n + 1) * sizeof *fill);
+    if (!fill) return -1;
+    for (int v = 0; v < g->n; v++) fill[v] = r->cons_off[v];
+    for (int i = 0; i < g->n; i++)
+        for (int k = 0; k < g->nodes[i].nin; k++) {
+            xt_t u = xt_ins(g, &g->nodes[i])[k];
+            if (fill[u] == r->cons_off[u] || r->cons[fill[u] - 1] != i) r->cons[fill[u]++] = i;
+        }
+    free(fill);
+    return 0;
+}
+
+int xt_pass_remat(const xt_graph *g, size_t big_bytes, xt_graph *out, int32_t *map) {
+    size_t n1 = (size_t)g->n + 1;
+    remat r = {.g = g, .big = big_bytes};
+    r.nbar = calloc(n1, sizeof *r.nbar);
+    r.last_use = malloc(n1 * sizeof *r.last_use);
+    r.cons_off = calloc(n1 + 1, sizeof *r.cons_off);
+    r.cons = malloc(((size_t)g->nops + 1) * sizeof *r.cons);
+    r.remat = calloc(n1, 1);
+    r.late = malloc(n1 * sizeof *r.late);
+    r.late_at = malloc(n1 * sizeof *r.late_at);
+    int rc = -1, copies = 0;
+    if (!r.nbar || !r.last_use || !r.cons_off || !r.cons || !r.remat || !r.late || !r.late_at) goto done;
+    for (int v = 0; v < g->n; v++) r.last_use[v] = -1, r.late[v] = -1;
+    if (build_uses(&r)) goto done;
+    if (!choose(&r)) {
+        rc = 0;
+        goto done;
+    }
+    xt_t ins[64];
+    for (int i = 0; i < g->n; i++) {
+        const xt_node *n = &g->nodes[i];
+        xt_t *in = ins, *heap = NULL;
+        if (n->nin > (int)(sizeof ins / sizeof *ins) && !(in = heap = malloc((size_t)n->nin * sizeof *in))) goto done;
+        for (int k = 0; k < n->nin && in; k++) {
+            xt_t u = xt_ins(g, n)[k];
+            int budget = MAX_CONE;
+            if (late_valid(&r, u, i)) in[k] = r.late[u];
+            else if (r.remat[u] && barrier_between(&r, prev_use(&r, u, i), i) && cone_ok(&r, u, i, &budget))
+                in[k] = make_copy(&r, out, map, u, i), copies++;
+            else in[k] = map[u];
+            if (in[k] == XT_NONE) in = NULL;
+        }
+        map[i] = in ? xt_graph_push(out, n, in, n->nin) : XT_NONE;
+        free(heap);
+        if (map[i] == XT_NONE) goto done;
+    }
+    rc = copies;
+done:
+    free(r.nbar);
+    free(r.last_use);
+    free(r.cons_off);
+    free(r.cons);
+    free(r.remat);
+    free(r.late);
+    free(r.late_at);
+    return rc;
+}
