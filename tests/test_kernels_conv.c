@@ -382,7 +382,7 @@ TEST(conv_bwd_weight_in_parts_is_bit_identical_to_whole) {
             for (int n0 = 0; n0 < s.N; n0 += 16) {
                 k_conv_shape part = s;
                 part.N = s.N - n0 < 16 ? s.N - n0 : 16;
-                k_conv2d_bwd_weight_part(&part, parts, x + n0 * xi, dy + n0 * yi, scr, acc, n0 == 0, n0 + part.N == s.N);
+                k_conv2d_bwd_weight_part(&part, parts, x + n0 * xi, dy + n0 * yi, scr, acc, n0 == 0, n0 + part.N == s.N, K_CONV_NO_PROLOGUE);
             }
             CHECK_MSG(!memcmp(whole, parts, ws * sizeof(float)), "shape %zu, simd %d (%s): parts differ from the whole",
                       i, lvl, k_conv_method_name(k_conv_choose(&s, K_CONV_BWD_WEIGHT)));
@@ -410,7 +410,7 @@ TEST(conv_fwd_relu_epilogue_is_relu_of_the_plain_forward) {
             k_simd_force(lvl);
             float *plain = nan_buf(ys), *fused = nan_buf(ys);
             k_conv2d_fwd(&s, plain, x, w, b, scr);
-            k_conv2d_fwd_act(&s, fused, x, w, b, 1, scr, K_CONV_PACK_PER_CALL);
+            k_conv2d_fwd_act(&s, fused, x, w, b, 1, scr, K_CONV_PACK_PER_CALL, K_CONV_NO_PROLOGUE);
             size_t bad = ys, zeros = 0;
             for (size_t j = 0; j < ys && bad == ys; j++) {
                 float want = plain[j] > 0.0f ? plain[j] : 0.0f;
@@ -457,9 +457,9 @@ TEST(conv_fwd_pool2_epilogue_equals_conv_then_maxpool) {
                 k_simd_force(lvl);
                 float *y = nan_buf(ys), *want = nan_buf(ps_n), *got = nan_buf(ps_n);
                 int32_t *wa = malloc(ps_n * sizeof *wa), *ga = malloc(ps_n * sizeof *ga);
-                k_conv2d_fwd_act(&s, y, x, w, b, relu, scr, K_CONV_PACK_PER_CALL);
+                k_conv2d_fwd_act(&s, y, x, w, b, relu, scr, K_CONV_PACK_PER_CALL, K_CONV_NO_PROLOGUE);
                 k_maxpool2d_fwd(&ps, want, wa, y);
-                k_conv2d_fwd_pool2(&s, got, ga, x, w, b, relu, scr, K_CONV_PACK_PER_CALL);
+                k_conv2d_fwd_pool2(&s, got, ga, x, w, b, relu, scr, K_CONV_PACK_PER_CALL, K_CONV_NO_PROLOGUE);
                 CHECK_MSG(!memcmp(want, got, ps_n * sizeof *got), "shape %zu simd %d relu %d: values differ", i, lvl, relu);
                 CHECK_MSG(!memcmp(wa, ga, ps_n * sizeof *ga), "shape %zu simd %d relu %d: indices differ", i, lvl, relu);
                 free(y), free(want), free(got), free(wa), free(ga);
@@ -510,7 +510,7 @@ TEST(conv_backward_unpool2_equals_pool_backward_then_the_pass) {
                 k_conv_shape part = s;
                 part.N = s.N - n0 < 16 ? s.N - n0 : 16;
                 k_unpool2 pu = {g + n0 * gi, idx + n0 * gi};
-                k_conv2d_bwd_weight_unpool2_part(&part, parts, x + n0 * xi, pu, scr, acc, n0 == 0, n0 + part.N == s.N);
+                k_conv2d_bwd_weight_unpool2_part(&part, parts, x + n0 * xi, pu, scr, acc, n0 == 0, n0 + part.N == s.N, K_CONV_NO_PROLOGUE);
             }
             CHECK_MSG(!memcmp(whole, parts, ws * sizeof(float)), "shape %zu simd %d (%s): the weight gradient differs",
                       i, lvl, k_conv_method_name(k_conv_choose(&s, K_CONV_BWD_WEIGHT)));
@@ -518,6 +518,99 @@ TEST(conv_backward_unpool2_equals_pool_backward_then_the_pass) {
         }
         k_simd_force(-1);
         free(x), free(w), free(y), free(g), free(vals), free(dy), free(idx), free(scr), free(acc);
+    }
+}
+
+/* Batch norm's apply (and a ReLU) made by the convolution as it packs x
+ * (k_conv_prologue, the engine's pass_conv_prologue.c) gives the bits of the
+ * elementwise ops (x * scale, then + shift, then x > 0 ? x : 0, each rounded:
+ * ops.def's MUL, ADD, RELU) followed by the plain pass: forward with and
+ * without the ReLU epilogue, forward + pool, the weight gradient in
+ * micro-batch parts, plain and with a pooled dy, at every SIMD level (the
+ * generic level runs im2col image by image through the prologue's image),
+ * with padding (the border stays 0, as the convolution pads what batch norm
+ * made), a partial block of images, a negative scale, and NaN and -0 in x. */
+static void bn_apply(const k_conv_shape *s, float *xa, const float *x, const float *scale, const float *shift, int relu) {
+    size_t hw = (size_t)s->H * s->W;
+    for (int n = 0; n < s->N; n++)
+        for (int c = 0; c < s->Ci; c++)
+            for (size_t i = 0; i < hw; i++) {
+                size_t j = ((size_t)n * s->Ci + c) * hw + i;
+                float t = x[j] * scale[c];
+                t = t + shift[c];
+                xa[j] = relu ? (t > 0.0f ? t : 0.0f) : t;
+            }
+}
+
+TEST(conv_batchnorm_prologue_equals_the_elementwise_ops_then_the_pass) {
+    k_conv_shape shapes[] = {SHAPE(21, 10, 12, 12, 20, 5, 5, 1, 1, 0, 0), SHAPE(18, 9, 9, 10, 12, 3, 3, 1, 1, 1, 1),
+                             SHAPE(19, 32, 14, 14, 16, 3, 3, 1, 1, 0, 0), SHAPE(5, 3, 10, 9, 4, 3, 3, 1, 1, 1, 0)};
+    unsigned seed = 21;
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        k_conv_shape s = shapes[i];
+        CHECK_EQ(k_conv_shape_infer(&s), 0);
+        k_pool_shape ps = pool2_of(&s);
+        size_t xi = (size_t)s.Ci * s.H * s.W, yi = (size_t)s.Co * s.Ho * s.Wo, gi = (size_t)ps.C * ps.Ho * ps.Wo;
+        size_t ws = (size_t)s.Co * s.Ci * s.kh * s.kw, sn = k_conv2d_unpool2_scratch(&s);
+        if (k_conv2d_pool2_scratch(&s) > sn) sn = k_conv2d_pool2_scratch(&s);
+        float *x = rand_buf(xi * s.N, &seed), *w = rand_buf(ws, &seed), *b = rand_buf((size_t)s.Co, &seed);
+        float *scale = rand_buf((size_t)s.Ci, &seed), *shift = rand_buf((size_t)s.Ci, &seed);
+        float *dy = rand_buf(yi * s.N, &seed), *g = rand_buf(gi * s.N, &seed), *xa = nan_buf(xi * s.N);
+        float *scr = nan_buf(sn), *acc = nan_buf(k_conv2d_bwd_weight_acc_floats(&s));
+        int32_t *idx = malloc(gi * s.N * sizeof *idx), *wa = malloc(gi * s.N * sizeof *wa), *ga = malloc(gi * s.N * sizeof *ga);
+        scale[0] = -1.5f;
+        x[5] = NAN, x[xi + 7] = -0.0f;
+        { /* real pool indices: one cell of each window */
+            float *vals = nan_buf(gi * s.N);
+            k_maxpool2d_fwd(&ps, vals, idx, dy);
+            free(vals);
+        }
+        for (int relu = 0; relu < 2; relu++) {
+            k_conv_prologue pro = {scale, shift, relu};
+            bn_apply(&s, xa, x, scale, shift, relu);
+            for (int lvl = 0; lvl <= k_simd_detect(); lvl++) {
+                k_simd_force(lvl);
+                const char *m = k_conv_method_name(k_conv_choose(&s, K_CONV_FWD));
+                for (int act = 0; act < 2; act++) {
+                    float *want = nan_buf(yi * s.N), *got = nan_buf(yi * s.N);
+                    k_conv2d_fwd_act(&s, want, xa, w, b, act, scr, K_CONV_PACK_PER_CALL, K_CONV_NO_PROLOGUE);
+                    k_conv2d_fwd_act(&s, got, x, w, b, act, scr, K_CONV_PACK_PER_CALL, pro);
+                    CHECK_MSG(!memcmp(want, got, yi * s.N * sizeof *got), "shape %zu simd %d (%s) relu %d act %d: forward",
+                              i, lvl, m, relu, act);
+                    free(want), free(got);
+                }
+                float *wv = nan_buf(gi * s.N), *gv = nan_buf(gi * s.N);
+                k_conv2d_fwd_pool2(&s, wv, wa, xa, w, b, 1, scr, K_CONV_PACK_PER_CALL, K_CONV_NO_PROLOGUE);
+                k_conv2d_fwd_pool2(&s, gv, ga, x, w, b, 1, scr, K_CONV_PACK_PER_CALL, pro);
+                CHECK_MSG(!memcmp(wv, gv, gi * s.N * sizeof *gv) && !memcmp(wa, ga, gi * s.N * sizeof *ga),
+                          "shape %zu simd %d (%s) relu %d: forward + pool", i, lvl, m, relu);
+                free(wv), free(gv);
+                m = k_conv_method_name(k_conv_choose(&s, K_CONV_BWD_WEIGHT));
+                for (int pooled = 0; pooled < 2; pooled++) {
+                    float *want = nan_buf(ws), *got = nan_buf(ws);
+                    for (int with = 0; with < 2; with++)
+                        for (int n0 = 0; n0 < s.N; n0 += 16) {
+                            k_conv_shape part = s;
+                            part.N = s.N - n0 < 16 ? s.N - n0 : 16;
+                            const float *xp = (with ? x : xa) + n0 * xi;
+                            k_conv_prologue pp = with ? pro : K_CONV_NO_PROLOGUE;
+                            float *dw = with ? got : want;
+                            int first = n0 == 0, last = n0 + part.N == s.N;
+                            if (pooled)
+                                k_conv2d_bwd_weight_unpool2_part(&part, dw, xp, (k_unpool2){g + n0 * gi, idx + n0 * gi},
+                                                                 scr, acc, first, last, pp);
+                            else
+                                k_conv2d_bwd_weight_part(&part, dw, xp, dy + n0 * yi, scr, acc, first, last, pp);
+                        }
+                    CHECK_MSG(!memcmp(want, got, ws * sizeof *got), "shape %zu simd %d (%s) relu %d pooled %d: weight gradient",
+                              i, lvl, m, relu, pooled);
+                    free(want), free(got);
+                }
+            }
+        }
+        k_simd_force(-1);
+        free(x), free(w), free(b), free(scale), free(shift), free(dy), free(g), free(xa), free(scr), free(acc);
+        free(idx), free(wa), free(ga);
     }
 }
 
@@ -589,16 +682,16 @@ TEST(conv_weights_packed_once_for_a_steps_tiles_give_the_bits_of_one_call) {
             float *fbuf = nan_buf(nf ? nf : 1), *dbuf = nan_buf(nd ? nd : 1);
             /* forward, then forward + pool */
             float *want = nan_buf(iy * s.N), *got = nan_buf(iy * s.N);
-            k_conv2d_fwd_act(&s, want, x, w, b, 1, scr, K_CONV_PACK_PER_CALL);
-            k_conv2d_fwd_act(&head, got, x, w, b, 1, scr, (k_conv_packed){nf ? fbuf : NULL, 1});
-            k_conv2d_fwd_act(&tail, got + 16 * iy, x + 16 * ix, nf ? nanw : w, b, 1, scr2, (k_conv_packed){nf ? fbuf : NULL, 0});
+            k_conv2d_fwd_act(&s, want, x, w, b, 1, scr, K_CONV_PACK_PER_CALL, K_CONV_NO_PROLOGUE);
+            k_conv2d_fwd_act(&head, got, x, w, b, 1, scr, (k_conv_packed){nf ? fbuf : NULL, 1}, K_CONV_NO_PROLOGUE);
+            k_conv2d_fwd_act(&tail, got + 16 * iy, x + 16 * ix, nf ? nanw : w, b, 1, scr2, (k_conv_packed){nf ? fbuf : NULL, 0}, K_CONV_NO_PROLOGUE);
             CHECK_MSG(!memcmp(want, got, sizeof(float) * iy * s.N), "fwd, shape %zu, simd %d", i, lvl);
             float *pv = nan_buf(ip * s.N), *gv = nan_buf(ip * s.N);
             int32_t *pa = malloc(sizeof(int32_t) * ip * s.N), *ga = malloc(sizeof(int32_t) * ip * s.N);
-            k_conv2d_fwd_pool2(&s, pv, pa, x, w, b, 0, scr, K_CONV_PACK_PER_CALL);
-            k_conv2d_fwd_pool2(&head, gv, ga, x, w, b, 0, scr, (k_conv_packed){nf ? fbuf : NULL, 1});
+            k_conv2d_fwd_pool2(&s, pv, pa, x, w, b, 0, scr, K_CONV_PACK_PER_CALL, K_CONV_NO_PROLOGUE);
+            k_conv2d_fwd_pool2(&head, gv, ga, x, w, b, 0, scr, (k_conv_packed){nf ? fbuf : NULL, 1}, K_CONV_NO_PROLOGUE);
             k_conv2d_fwd_pool2(&tail, gv + 16 * ip, ga + 16 * ip, x + 16 * ix, nf ? nanw : w, b, 0, scr2,
-                               (k_conv_packed){nf ? fbuf : NULL, 0});
+                               (k_conv_packed){nf ? fbuf : NULL, 0}, K_CONV_NO_PROLOGUE);
             CHECK_MSG(!memcmp(pv, gv, sizeof(float) * ip * s.N) && !memcmp(pa, ga, sizeof(int32_t) * ip * s.N),
                       "fwd + pool, shape %zu, simd %d", i, lvl);
             /* backward-data */

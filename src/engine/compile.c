@@ -159,7 +159,7 @@ xt_plan *xt_compile(const xt_graph *g, const xt_compile_opts *o, xt_err *e) {
     if (o->remat && o->fuse && o->plan_memory && o->tile_cache_bytes) {
         int32_t *map2 = malloc(((size_t)run->n + 1) * sizeof *map2);
         if (!map2) goto oom;
-        int copies = xt_pass_remat(run, o->tile_cache_bytes, &remat, map2);
+        int copies = xt_pass_remat(run, &remat, map2);
         if (copies < 0) {
             free(map2);
             goto oom;
@@ -185,6 +185,7 @@ xt_plan *xt_compile(const xt_graph *g, const xt_compile_opts *o, xt_err *e) {
     if (o->fuse && (p->unpool_prologues = xt_pass_conv_unpool(p, live)) < 0) goto oom;
     if (o->fuse && (p->relu_bwd_epilogues = xt_pass_conv_relu_bwd(p, live)) < 0) goto oom;
     if (o->fuse && (p->made_in_bf16 = xt_pass_bf16_outputs(p, live)) < 0) goto oom;
+    if (o->fuse && (p->conv_prologues = xt_pass_conv_prologue(p, live)) < 0) goto oom;
     if (xt_pass_fuse(p, live, o->fuse)) goto oom;
     if (xt_pass_tile(p, o->plan_memory ? o->tile_cache_bytes : 0)) goto oom;
     if (xt_pass_memplan(p, live, o->plan_memory, o->have_collective)) goto oom;

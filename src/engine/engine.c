@@ -246,6 +246,7 @@ int xt_mark_step(xt_engine *en, xt_err *e) {
     en->last.made_in_bf16 = p->made_in_bf16;
     en->last.unpool_prologues = p->unpool_prologues;
     en->last.remat_copies = p->remat_copies;
+    en->last.conv_prologues = p->conv_prologues;
     en->last.relu_bwd_epilogues = p->relu_bwd_epilogues;
     for (int k = 0; k < p->nkernels; k++) {
         const xt_node *n = &p->nodes[p->kernels[k].node];

@@ -111,11 +111,22 @@ static k_conv_packed packed_in(const xt_kcall *kc) {
     return (k_conv_packed){kc->state, kc->row0 == 0};
 }
 
+/* iattr[5] 1: x is read through batch norm's apply, 2: and a ReLU; the scale
+ * and the shift are the last two operands (pass_conv_prologue.c, fp32 only). */
+static k_conv_prologue prologue_of(const xt_node *n, void *const *in) {
+    if (!n->iattr[5]) return K_CONV_NO_PROLOGUE;
+    return (k_conv_prologue){in[n->nin - 2], in[n->nin - 1], n->iattr[5] == 2};
+}
+/* A forward convolution's bias: the operand after (x, w), before any prologue operands. */
+static const float *conv_bias(const xt_node *n, void *const *in) {
+    return n->nin - (n->iattr[5] ? 2 : 0) > 2 ? in[2] : NULL;
+}
+
 KERNEL(CONV2D) {
     k_conv_shape s = conv_shape(IN(0)->shape, IN(1)->shape, n->iattr);
     s.N = ROWS(s.N);
-    if (IN(0)->dtype == XT_BF16) k_conv2d_fwd_bf16_act(&s, out, in[0], in[1], n->nin > 2 ? in[2] : NULL, n->iattr[4], scratch);
-    else k_conv2d_fwd_act(&s, out, in[0], in[1], n->nin > 2 ? in[2] : NULL, n->iattr[4], scratch, packed_in(kc));
+    if (IN(0)->dtype == XT_BF16) k_conv2d_fwd_bf16_act(&s, out, in[0], in[1], conv_bias(n, in), n->iattr[4], scratch);
+    else k_conv2d_fwd_act(&s, out, in[0], in[1], conv_bias(n, in), n->iattr[4], scratch, packed_in(kc), prologue_of(n, in));
 }
 /* CONV2D then a 2x2/2 max pool, pooled in the conv's epilogue (pass_conv_epilogue.c);
  * the output is MAXPOOL2D's [values | int32 argmax], each batch-major. */
@@ -125,11 +136,10 @@ KERNEL(CONV2D_POOL2) {
     int64_t values = xt_numel(n) / 2;
     s.N = ROWS(s.N);
     if (IN(0)->dtype == XT_BF16)
-        k_conv2d_fwd_pool2_bf16(&s, y, (int32_t *)(y + values), in[0], in[1], n->nin > 2 ? in[2] : NULL, n->iattr[4],
-                                scratch);
+        k_conv2d_fwd_pool2_bf16(&s, y, (int32_t *)(y + values), in[0], in[1], conv_bias(n, in), n->iattr[4], scratch);
     else
-        k_conv2d_fwd_pool2(&s, y, (int32_t *)(y + values), in[0], in[1], n->nin > 2 ? in[2] : NULL, n->iattr[4],
-                           scratch, packed_in(kc));
+        k_conv2d_fwd_pool2(&s, y, (int32_t *)(y + values), in[0], in[1], conv_bias(n, in), n->iattr[4], scratch,
+                           packed_in(kc), prologue_of(n, in));
 }
 /* iattr[4]: the ReLU's backward in the epilogue, its mask the last operand (fp32 only) */
 KERNEL(CONV2D_BWD_DATA) {
@@ -145,7 +155,7 @@ KERNEL(CONV2D_BWD_WEIGHT) {
     s.N = ROWS(s.N); /* untiled: one part, the whole batch (state NULL: the sums live in scratch) */
     int first = kc->row0 == 0, last = !kc->rows || kc->row0 + kc->rows == kc->batch;
     if (IN(0)->dtype == XT_BF16) k_conv2d_bwd_weight_bf16_part(&s, out, in[0], in[1], scratch, kc->state, first, last);
-    else k_conv2d_bwd_weight_part(&s, out, in[0], in[1], scratch, kc->state, first, last);
+    else k_conv2d_bwd_weight_part(&s, out, in[0], in[1], scratch, kc->state, first, last, prologue_of(n, in));
 }
 
 /* The same two with dy given as a 2x2/2 max pool's gradient and argmax,
@@ -160,7 +170,8 @@ KERNEL(CONV2D_BWD_WEIGHT_UNPOOL2) {
     k_conv_shape s = conv_shape(IN(0)->shape, n->shape, n->iattr); /* (x, g, argmax) -> dw shaped like w */
     s.N = ROWS(s.N);
     int first = kc->row0 == 0, last = !kc->rows || kc->row0 + kc->rows == kc->batch;
-    k_conv2d_bwd_weight_unpool2_part(&s, out, in[0], (k_unpool2){in[1], in[2]}, scratch, kc->state, first, last);
+    k_conv2d_bwd_weight_unpool2_part(&s, out, in[0], (k_unpool2){in[1], in[2]}, scratch, kc->state, first, last,
+                                     prologue_of(n, in));
 }
 
 static k_pool_shape pool_shape(const int32_t *xs, const int32_t *a) {

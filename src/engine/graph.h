@@ -212,6 +212,7 @@ typedef struct xt_exec_stats {
     int sums_through_pool;   /* per-channel sums of a pool's backward that read its gradient (pass_sum_pool.c) */
     int relu_bwd_epilogues;  /* backward-data passes that apply the ReLU's backward as they write (pass_conv_epilogue.c) */
     int remat_copies;        /* forward values made again for their backward readers (pass_remat.c) */
+    int conv_prologues;      /* convolutions that make batch norm's apply as they pack x (pass_conv_prologue.c) */
     int unpool_prologues;    /* conv backward passes that scatter a max pool's backward themselves (pass_conv_unpool.c) */
     int made_in_bf16;        /* values their kernel writes in bf16 instead of a cast (pass_bf16_out.c) */
 } xt_exec_stats;

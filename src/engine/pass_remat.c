@@ -12,8 +12,7 @@
  * activation checkpointing trade the same way: a few pointwise operations
  * for a buffer and its traffic.
  *
- * What. For a pointwise value v larger than the cache a tile is sized for
- * (smaller ones can stay in cache between their uses anyway), each consumer
+ * What. For a pointwise value v of more than REMAT_MIN_BYTES, each consumer
  * that is separated from v's previous consumer by a barrier (a kernel that
  * needs the whole batch: batch-norm statistics, a GEMM, the loss; it ends
  * any micro-batch stretch, so v could not stay a tile across it) reads a copy
@@ -43,6 +42,14 @@
 #include "engine/plan.h"
 #include "engine/store.h"
 
+/* A copy is an elementwise pass of its own unless a convolution takes it
+ * into its packing (pass_conv_prologue.c): one more kernel call, a few
+ * microseconds, which is what moving about 64 KB through memory costs. A
+ * smaller value is cheaper to keep. (The threshold was the L2 size at
+ * first: that left the seed CNN's bn1 output, 0.7 MB at batch 128, batch-
+ * sized, and its convolution unable to take batch norm's apply.) */
+#define REMAT_MIN_BYTES (64 * 1024)
+
 /* The most nodes one copy recomputes: a pointwise chain of batch norm's
  * apply and an activation is 2-3 nodes; a longer cone means the value is
  * not cheap to make again. */
@@ -50,7 +57,6 @@
 
 typedef struct {
     const xt_graph *g;
-    size_t big;           /* values larger than this many bytes are worth a copy */
     int32_t *nbar;        /* nbar[i]: barriers among nodes [0, i) */
     int32_t *last_use;    /* per node: its last consumer's index, or -1 */
     int32_t *cons_off;    /* per node: its consumers cons[cons_off[v] .. cons_off[v+1]), ascending */
@@ -126,14 +132,14 @@ static int conv_epilogue_relu(const xt_graph *g, xt_t v) {
     return g->nodes[y].op == XT_OP_CONV2D;
 }
 
-/* Which values get copies: pointwise, too big for the cache, and every
+/* Which values get copies: pointwise, big enough, and every
  * consumer past a barrier can have one. 1 if any. */
 static int choose(remat *r) {
     const xt_graph *g = r->g;
     int any = 0;
     for (int v = 0; v < g->n; v++) {
         const xt_node *n = &g->nodes[v];
-        if (!is_ew(n) || (size_t)bytes_of(n) <= r->big || conv_epilogue_relu(g, v)) continue;
+        if (!is_ew(n) || bytes_of(n) <= REMAT_MIN_BYTES || conv_epilogue_relu(g, v)) continue;
         int late = 0, ok = 1, prev = v;
         for (int c = r->cons_off[v]; c < r->cons_off[v + 1] && ok; c++) {
             int i = r->cons[c], budget = MAX_CONE;
@@ -171,9 +177,9 @@ static int build_uses(remat *r) {
     return 0;
 }
 
-int xt_pass_remat(const xt_graph *g, size_t big_bytes, xt_graph *out, int32_t *map) {
+int xt_pass_remat(const xt_graph *g, xt_graph *out, int32_t *map) {
     size_t n1 = (size_t)g->n + 1;
-    remat r = {.g = g, .big = big_bytes};
+    remat r = {.g = g};
     r.nbar = calloc(n1, sizeof *r.nbar);
     r.last_use = malloc(n1 * sizeof *r.last_use);
     r.cons_off = calloc(n1 + 1, sizeof *r.cons_off);

@@ -119,6 +119,7 @@ typedef struct xt_plan {
     int sums_through_pool;    /* SUM_TOs that read a pool's gradient, not its backward (pass_sum_pool.c) */
     int relu_bwd_epilogues;   /* backward-data passes that apply the ReLU's backward as they write (pass_conv_epilogue.c) */
     int remat_copies;         /* values made again for their backward readers (pass_remat.c) */
+    int conv_prologues;       /* convolutions that make batch norm's apply as they pack x (pass_conv_prologue.c) */
     int unpool_prologues;     /* conv backward passes that scatter a pool's backward as they pack it (pass_conv_unpool.c) */
     int made_in_bf16;         /* values their kernel writes in bf16, a cast fewer each (pass_bf16_out.c) */
     /* execution scratch, sized when the plan is compiled so that running it
@@ -138,10 +139,10 @@ typedef struct xt_plan {
  * `precision` asks for; map[i] = node i's index in out. 0, or -1 (out->err). */
 int xt_pass_precision(const xt_graph *g, int precision, xt_graph *out, int32_t *map);
 /* pass_remat.c: push g's nodes into `out` (an empty graph) with copies of
- * pointwise values larger than big_bytes made again in front of their
+ * big pointwise values made again in front of their
  * backward consumers; map[i] = node i's index in out. The values copied
  * (0: out and map untouched, use g), or -1 (out->err). */
-int xt_pass_remat(const xt_graph *g, size_t big_bytes, xt_graph *out, int32_t *map);
+int xt_pass_remat(const xt_graph *g, xt_graph *out, int32_t *map);
 /* pass_tile.c: can a kernel of this op run on part of the batch at a time? */
 int xt_op_tiles(int op);
 int xt_pass_live(const xt_plan *p, uint8_t *live);                  /* pass_dce.c */
@@ -162,7 +163,8 @@ int xt_pass_conv_relu_pool(xt_plan *p, uint8_t *live);              /* pass_conv
 int xt_pass_sum_through_pool(xt_plan *p, uint8_t *live);            /* pass_sum_pool.c; returns the sums rewritten */
 int xt_pass_conv_unpool(xt_plan *p, uint8_t *live);                 /* pass_conv_unpool.c; the passes rewritten, or -1 */
 int xt_pass_conv_relu_bwd(xt_plan *p, uint8_t *live);               /* pass_conv_epilogue.c; the ReLU backwards taken, or -1 */
-int xt_pass_bf16_outputs(xt_plan *p, const uint8_t *live);          /* pass_bf16_out.c; values made in bf16, or -1 */
+int xt_pass_bf16_outputs(xt_plan *p, const uint8_t *live);
+int xt_pass_conv_prologue(xt_plan *p, uint8_t *live);               /* pass_conv_prologue.c; the chains taken, or -1 */          /* pass_bf16_out.c; values made in bf16, or -1 */
 int xt_pass_fuse(xt_plan *p, const uint8_t *live, int fuse);         /* pass_fuse.c */
 int xt_pass_tile(xt_plan *p, size_t cache_bytes);                       /* pass_tile.c; cache_bytes 0 = no tiling */
 int xt_pass_memplan(xt_plan *p, const uint8_t *live, int plan, int have_collective); /* pass_memplan.c */

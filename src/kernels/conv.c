@@ -63,11 +63,29 @@ int k_conv_choose(const k_conv_shape *s, int pass) {
     return K_CONV_DIRECT;
 }
 
+/* Where im2col runs with a prologue (k_conv_prologue), one image of x is made
+ * through it first into the scratch's last Ci*H*W floats, then the plain pass
+ * runs on that image (im2col runs one image per GEMM anyway). */
+static size_t methods_scratch(const k_conv_shape *s) {
+    size_t a = k_conv_direct_scratch(s), b = k_conv_im2col_scratch(s, IM2COL_GROUP);
+    return a > b ? a : b;
+}
+static const float *prologue_image(const k_conv_shape *s, const k_conv_prologue *pro, const float *x, float *scratch) {
+    float *img = scratch + methods_scratch(s);
+    int HW = s->H * s->W;
+    for (int c = 0; c < s->Ci; c++)
+        for (int i = 0; i < HW; i++) {
+            float t = x[(size_t)c * HW + i] * pro->scale[c];
+            t = t + pro->shift[c]; /* a statement of its own: never contracted into an FMA */
+            img[(size_t)c * HW + i] = pro->relu ? (t > 0.0f ? t : 0.0f) : t;
+        }
+    return img;
+}
+
 /* Both methods' needs, whatever k_conv_choose says now: the engine reserves this
  * once, and the choice follows the SIMD level, which tests and benches can force. */
 size_t k_conv2d_scratch(const k_conv_shape *s) {
-    size_t a = k_conv_direct_scratch(s), b = k_conv_im2col_scratch(s, IM2COL_GROUP);
-    return a > b ? a : b;
+    return methods_scratch(s) + (size_t)s->Ci * s->H * s->W + 16; /* + the prologue's image */
 }
 
 static size_t packed_floats(const k_conv_shape *s, int pass) {
@@ -77,12 +95,21 @@ size_t k_conv2d_fwd_packed_floats(const k_conv_shape *s) { return packed_floats(
 size_t k_conv2d_bwd_data_packed_floats(const k_conv_shape *s) { return packed_floats(s, K_CONV_BWD_DATA); }
 
 void k_conv2d_fwd_act(const k_conv_shape *s, float *y, const float *x, const float *w, const float *b, int relu,
-                      float *scratch, k_conv_packed pk) {
+                      float *scratch, k_conv_packed pk, k_conv_prologue pro) {
     if (k_conv_choose(s, K_CONV_FWD) == K_CONV_DIRECT) {
-        k_conv_direct_fwd_act(s, y, x, w, b, relu, scratch, pk);
+        k_conv_direct_fwd_act(s, y, x, w, b, relu, scratch, pk, pro);
         return;
     }
-    k_conv_im2col_fwd(s, IM2COL_GROUP, y, x, w, b, scratch);
+    if (pro.scale) {
+        k_conv_shape one = *s;
+        one.N = 1;
+        size_t img_x = (size_t)s->Ci * s->H * s->W, img_y = (size_t)s->Co * s->Ho * s->Wo;
+        for (int n = 0; n < s->N; n++)
+            k_conv_im2col_fwd(&one, IM2COL_GROUP, y + n * img_y, prologue_image(s, &pro, x + n * img_x, scratch), w, b,
+                              scratch);
+    } else {
+        k_conv_im2col_fwd(s, IM2COL_GROUP, y, x, w, b, scratch);
+    }
     if (relu) k_relu_inplace(y, (size_t)s->N * s->Co * s->Ho * s->Wo);
 }
 
@@ -107,21 +134,31 @@ void k_conv_pool2_image_by_image(const k_conv_shape *s, float *vals, int32_t *ar
 
 static void fwd_act(const k_conv_shape *s, float *y, const void *x, const void *w, const float *b, int relu,
                     void *scratch) {
-    k_conv2d_fwd_act(s, y, x, w, b, relu, scratch, K_CONV_PACK_PER_CALL);
+    k_conv2d_fwd_act(s, y, x, w, b, relu, scratch, K_CONV_PACK_PER_CALL, K_CONV_NO_PROLOGUE);
 }
 
 void k_conv2d_fwd_pool2(const k_conv_shape *s, float *vals, int32_t *argmax, const float *x, const float *w,
-                        const float *b, int relu, float *scratch, k_conv_packed pk) {
+                        const float *b, int relu, float *scratch, k_conv_packed pk, k_conv_prologue pro) {
     if (k_conv_choose(s, K_CONV_FWD) == K_CONV_DIRECT) {
-        k_conv_direct_fwd_pool(s, vals, argmax, x, w, b, relu, scratch, pk);
+        k_conv_direct_fwd_pool(s, vals, argmax, x, w, b, relu, scratch, pk, pro);
         return;
     }
-    k_conv_pool2_image_by_image(s, vals, argmax, x, sizeof *x, w, b, relu, scratch, scratch + k_conv2d_scratch(s),
-                                fwd_act);
+    float *y1 = scratch + k_conv2d_scratch(s); /* one image's conv output */
+    if (!pro.scale) {
+        k_conv_pool2_image_by_image(s, vals, argmax, x, sizeof *x, w, b, relu, scratch, y1, fwd_act);
+        return;
+    }
+    k_conv_shape one = *s;
+    one.N = 1;
+    size_t img_x = (size_t)s->Ci * s->H * s->W, img_p = (size_t)s->Co * (s->Ho / 2) * (s->Wo / 2);
+    for (int n = 0; n < s->N; n++)
+        k_conv_pool2_image_by_image(&one, vals + n * img_p, argmax + n * img_p,
+                                    prologue_image(s, &pro, x + n * img_x, scratch), sizeof *x, w, b, relu, scratch,
+                                    y1, fwd_act);
 }
 
 void k_conv2d_fwd(const k_conv_shape *s, float *y, const float *x, const float *w, const float *b, float *scratch) {
-    k_conv2d_fwd_act(s, y, x, w, b, 0, scratch, K_CONV_PACK_PER_CALL);
+    k_conv2d_fwd_act(s, y, x, w, b, 0, scratch, K_CONV_PACK_PER_CALL, K_CONV_NO_PROLOGUE);
 }
 
 void k_conv2d_bwd_data(const k_conv_shape *s, float *dx, const float *dy, const float *w, float *scratch) {
@@ -144,11 +181,21 @@ size_t k_conv2d_bwd_weight_acc_floats(const k_conv_shape *s) {
 }
 
 void k_conv2d_bwd_weight_part(const k_conv_shape *s, float *dw, const float *x, const float *dy, float *scratch,
-                              float *acc, int first, int last) {
-    if (k_conv_choose(s, K_CONV_BWD_WEIGHT) == K_CONV_DIRECT)
-        k_conv_direct_bwd_weight_part(s, dw, NULL, x, dy, scratch, acc, first, last);
-    else
+                              float *acc, int first, int last, k_conv_prologue pro) {
+    if (k_conv_choose(s, K_CONV_BWD_WEIGHT) == K_CONV_DIRECT) {
+        k_conv_direct_bwd_weight_part(s, dw, NULL, x, dy, scratch, acc, first, last, pro);
+        return;
+    }
+    if (!pro.scale) {
         k_conv_im2col_bwd_weight_part(s, IM2COL_GROUP, dw, x, dy, scratch, first);
+        return;
+    }
+    k_conv_shape one = *s;
+    one.N = 1;
+    size_t img_x = (size_t)s->Ci * s->H * s->W, img_y = (size_t)s->Co * s->Ho * s->Wo;
+    for (int n = 0; n < s->N; n++)
+        k_conv_im2col_bwd_weight_part(&one, IM2COL_GROUP, dw, prologue_image(s, &pro, x + n * img_x, scratch),
+                                      dy + n * img_y, scratch, first && n == 0);
 }
 
 /* ---- dy as a 2x2/2 max pool's gradient and argmax (k_unpool2) ---------------------- */
@@ -192,15 +239,17 @@ void k_conv2d_bwd_data_unpool2(const k_conv_shape *s, float *dx, k_unpool2 dy, c
 }
 
 void k_conv2d_bwd_weight_unpool2_part(const k_conv_shape *s, float *dw, const float *x, k_unpool2 dy, float *scratch,
-                                      float *acc, int first, int last) {
+                                      float *acc, int first, int last, k_conv_prologue pro) {
     if (k_conv_choose(s, K_CONV_BWD_WEIGHT) == K_CONV_DIRECT) {
-        k_conv_direct_bwd_weight_unpool2_part(s, dw, x, dy, scratch, acc, first, last);
+        k_conv_direct_bwd_weight_unpool2_part(s, dw, x, dy, scratch, acc, first, last, pro);
         return;
     }
     unpool_images u = unpool_images_of(s, scratch);
     for (int n = 0; n < s->N; n++) {
+        const float *xn = x + n * u.img_x;
+        if (pro.scale) xn = prologue_image(s, &pro, xn, scratch);
         k_maxpool2d_bwd(&u.pool, u.dy1, dy.g + n * u.img_g, dy.argmax + n * u.img_g);
-        k_conv_im2col_bwd_weight_part(&u.one, IM2COL_GROUP, dw, x + n * u.img_x, u.dy1, scratch, first && n == 0);
+        k_conv_im2col_bwd_weight_part(&u.one, IM2COL_GROUP, dw, xn, u.dy1, scratch, first && n == 0);
     }
 }
 

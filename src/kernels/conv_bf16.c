@@ -183,7 +183,7 @@ void k_conv2d_fwd_bf16_act(const k_conv_shape *s, float *y, const k_bf16 *x, con
     }
     if (how != K_BF16_AVX512BF16) {
         ref_area r = widen2(x, (size_t)s->N * d.xs, w, (size_t)s->Co * d.K, scratch, s);
-        k_conv2d_fwd_act(s, y, r.a, r.b, b, relu, r.rest, K_CONV_PACK_PER_CALL);
+        k_conv2d_fwd_act(s, y, r.a, r.b, b, relu, r.rest, K_CONV_PACK_PER_CALL, K_CONV_NO_PROLOGUE);
         return;
     }
     k_bf16 *col = scratch;
@@ -270,7 +270,7 @@ void k_conv2d_bwd_weight_bf16_part(const k_conv_shape *s, float *dw, const k_bf1
     }
     if (how != K_BF16_AVX512BF16) {
         ref_area r = widen2(x, (size_t)s->N * d.xs, dy, (size_t)s->N * d.ys, scratch, s);
-        k_conv2d_bwd_weight_part(s, dw, r.a, r.b, r.rest, acc, first, last);
+        k_conv2d_bwd_weight_part(s, dw, r.a, r.b, r.rest, acc, first, last, K_CONV_NO_PROLOGUE);
         return;
     }
     /* transposed, dW^T (K x Co) += col_n (K x P) . dy_n^T (P x Co): the large

@@ -53,10 +53,13 @@ typedef struct {
     nbwd_fn fn;
 } nbwd_cfg;
 typedef void (*npack_fn)(float *dst, const float *const *src, int H, int W, int Wd, int ph, int pw);
+typedef void (*npack_affine_fn)(float *dst, const float *const *src, int H, int W, int Wd, int ph, int pw, int nb,
+                                float scale, float shift, int relu);
 typedef void (*nunpack_fn)(float *const *dst, const float *src, int H, int W, int Wd, float bias);
 typedef struct {
     int vl;
     npack_fn pack;
+    npack_affine_fn pack_affine; /* pack, x read through batch norm's apply (k_conv_prologue) */
     nunpack_fn unpack;
     double (*sum)(const float *p, size_t n);
     const nfwd_cfg *fwd;
@@ -81,6 +84,11 @@ typedef float ngen_u __attribute__((vector_size(16), aligned(4), may_alias));
 #define VSET1(s) ((ngen){0.0f, 0.0f, 0.0f, 0.0f} + (s))
 #define VFMA(a, b, c) ((a) * (b) + (c))
 #define VHSUM(v) ((v)[0] + (v)[1] + (v)[2] + (v)[3])
+static inline ngen relu_gen(ngen v) {
+    for (int i = 0; i < 4; i++) v[i] = v[i] > 0.0f ? v[i] : 0.0f;
+    return v;
+}
+#define VRELU(v) relu_gen(v)
 #define NFWD_CFGS(X) X(1, 6) X(2, 6) X(2, 4) X(3, 4) X(3, 3) X(4, 3) X(4, 2) X(5, 2) X(6, 2)
 #define NBWW_CFGS(X) X(1, 7) X(2, 5) X(2, 4) X(3, 3) X(3, 2) X(4, 2) X(5, 2) X(6, 2)
 #define NBWD_CFGS(X) X(2) X(4) X(6) X(8) X(10) X(12)
@@ -105,6 +113,7 @@ static inline void transpose_gen(ngen *r) {
 #undef VSET1
 #undef VFMA
 #undef VHSUM
+#undef VRELU
 
 #ifdef XT_DIRECT_X86
 __attribute__((target("avx2,fma"))) static inline float nhsum_avx2(__m256 v) {
@@ -123,6 +132,7 @@ __attribute__((target("avx2,fma"))) static inline float nhsum_avx2(__m256 v) {
 #define VSET1(s) _mm256_set1_ps(s)
 #define VFMA(a, b, c) _mm256_fmadd_ps(a, b, c)
 #define VHSUM(v) nhsum_avx2(v)
+#define VRELU(v) _mm256_max_ps(v, _mm256_setzero_ps()) /* the second operand (+0) for NaN and for -0 */
 /* 8x8: pairs of rows interleaved, then pairs of pairs, then 128-bit halves */
 __attribute__((target("avx2,fma"))) static inline void transpose_avx2(__m256 *r) {
     __m256 t[8], u[8];
@@ -154,6 +164,7 @@ __attribute__((target("avx2,fma"))) static inline void transpose_avx2(__m256 *r)
 #undef VSET1
 #undef VFMA
 #undef VHSUM
+#undef VRELU
 #undef NFWD_CFGS
 #undef NBWW_CFGS
 #undef NBWD_CFGS
@@ -168,6 +179,7 @@ __attribute__((target("avx2,fma"))) static inline void transpose_avx2(__m256 *r)
 #define VSET1(s) _mm512_set1_ps(s)
 #define VFMA(a, b, c) _mm512_fmadd_ps(a, b, c)
 #define VHSUM(v) _mm512_reduce_add_ps(v)
+#define VRELU(v) _mm512_max_ps(v, _mm512_setzero_ps()) /* the second operand (+0) for NaN and for -0 */
 #include "kernels/transpose16.h"
 #define NTRANSPOSE(r) transpose_avx512(r)
 #define NFWD_CFGS(X) X(1, 8) X(2, 8) X(3, 8) X(3, 6) X(4, 6) X(4, 4) X(5, 4) X(6, 4) X(4, 3) X(6, 3) X(8, 3) X(8, 2)
@@ -185,6 +197,7 @@ __attribute__((target("avx2,fma"))) static inline void transpose_avx2(__m256 *r)
 #undef VSET1
 #undef VFMA
 #undef VHSUM
+#undef VRELU
 #endif
 #undef NFWD_CFGS
 #undef NBWW_CFGS
@@ -275,20 +288,26 @@ static size_t plane_floats(const k_conv_shape *s) {
 /* ---- layout changes ------------------------------------------------------------ */
 
 /* Blocked t[c][Hd][Wd][NB] (interior at (ph, pw)) <- nb images of plain [c][h][w]
- * (image stride img); idle lanes read `zeros`. The border must already be zero. */
+ * (image stride img), read through pro (k_conv_prologue) when pro->scale is
+ * set: the padding border stays zero, as the convolution pads what batch
+ * norm's apply made; idle lanes read `zeros`. The border must already be zero. */
 static void to_blocked_strided(const nisa *isa, float *t, size_t cstride, const float *x, size_t img, int nb, int C,
-                               int H, int W, int ph, int pw, const float *zeros) {
+                               int H, int W, int ph, int pw, const float *zeros, const k_conv_prologue *pro) {
     int NB = isa->vl, Wd = W + 2 * pw;
     const float *src[NB_MAX];
     for (int c = 0; c < C; c++) {
         for (int l = 0; l < NB; l++) src[l] = l < nb ? x + l * img + (size_t)c * H * W : zeros;
-        isa->pack(t + (size_t)c * cstride, src, H, W, Wd, ph, pw);
+        if (pro && pro->scale)
+            isa->pack_affine(t + (size_t)c * cstride, src, H, W, Wd, ph, pw, nb, pro->scale[c], pro->shift[c],
+                             pro->relu);
+        else
+            isa->pack(t + (size_t)c * cstride, src, H, W, Wd, ph, pw);
     }
 }
 static void to_blocked(const nisa *isa, float *t, const float *x, size_t img, int nb, int C, int H, int W, int ph,
-                       int pw, const float *zeros) {
+                       int pw, const float *zeros, const k_conv_prologue *pro) {
     size_t cstride = (size_t)(H + 2 * ph) * (W + 2 * pw) * isa->vl;
-    to_blocked_strided(isa, t, cstride, x, img, nb, C, H, W, ph, pw, zeros);
+    to_blocked_strided(isa, t, cstride, x, img, nb, C, H, W, ph, pw, zeros, pro);
 }
 
 /* Plain [c][h][w] (+ bias[c]) of nb images <- blocked t[c][H][Wd][NB]; idle lanes go to `sink`.
@@ -392,7 +411,7 @@ static void dy_to_blocked(const nisa *isa, float *t, size_t cstride, const dy_so
                           const k_conv_shape *s, int P, const float *zeros, float *gb, float *ib) {
     size_t img_y = (size_t)s->Co * s->Ho * s->Wo;
     if (!src->up.g) {
-        to_blocked_strided(isa, t, cstride, src->dy + n0 * img_y, img_y, nb, s->Co, s->Ho, s->Wo, 0, P, zeros);
+        to_blocked_strided(isa, t, cstride, src->dy + n0 * img_y, img_y, nb, s->Co, s->Ho, s->Wo, 0, P, zeros, NULL);
         return;
     }
     int NB = isa->vl, Hq = s->Ho / 2, Wq = s->Wo / 2, Wd = s->Wo + 2 * P;
@@ -481,7 +500,7 @@ static size_t fwd_carve(const k_conv_shape *s, float *p, fwd_mem *m) {
 
 void k_conv_direct_fwd(const k_conv_shape *s, float *y, const float *x, const float *w, const float *b,
                        float *scratch) {
-    k_conv_direct_fwd_act(s, y, x, w, b, 0, scratch, K_CONV_PACK_PER_CALL);
+    k_conv_direct_fwd_act(s, y, x, w, b, 0, scratch, K_CONV_PACK_PER_CALL, K_CONV_NO_PROLOGUE);
 }
 
 /* The blocked conv output yb of one block -> its 2x2 max pool, blocked:
@@ -568,12 +587,12 @@ void k_conv_direct_pool_from_blocked16(const k_conv_shape *s, int c0, int cn, co
 #endif
 
 void k_conv_direct_fwd_act(const k_conv_shape *s, float *y, const float *x, const float *w, const float *b, int relu,
-                           float *scratch, k_conv_packed pk) {
-    k_conv_direct_fwd_pool(s, y, NULL, x, w, b, relu, scratch, pk);
+                           float *scratch, k_conv_packed pk, k_conv_prologue pro) {
+    k_conv_direct_fwd_pool(s, y, NULL, x, w, b, relu, scratch, pk, pro);
 }
 
 void k_conv_direct_fwd_pool(const k_conv_shape *s, float *y, int32_t *argmax, const float *x, const float *w,
-                            const float *b, int relu, float *scratch, k_conv_packed pk) {
+                            const float *b, int relu, float *scratch, k_conv_packed pk, k_conv_prologue pro) {
     const nisa *isa = nisa_now();
     const nfwd_cfg *cfg = pick_fwd(isa, s);
     int NB = isa->vl, ct = cfg->ct, pt = cfg->pt, K = s->Ci * s->kh * s->kw;
@@ -598,7 +617,7 @@ void k_conv_direct_fwd_pool(const k_conv_shape *s, float *y, int32_t *argmax, co
     size_t img_p = (size_t)s->Co * pool2_out(s->Ho) * pool2_out(s->Wo); /* pooled */
     for (int n0 = 0; n0 < s->N; n0 += NB) {
         int nb = s->N - n0 < NB ? s->N - n0 : NB;
-        to_blocked(isa, m.xb, x + n0 * img_x, img_x, nb, s->Ci, s->H, s->W, s->ph, s->pw, m.zeros);
+        to_blocked(isa, m.xb, x + n0 * img_x, img_x, nb, s->Ci, s->H, s->W, s->ph, s->pw, m.zeros, &pro);
         /* One tile of channels at a time, unpacked or pooled right after it is
          * computed, through a tile-sized yb that stays in L2. The whole block's
          * yb (wide_cnn conv2: 64 x 24 x 24 x 16 floats, 2.4 MB) went through L3.
@@ -669,7 +688,7 @@ static size_t bww_carve(const k_conv_shape *s, float *p, bww_mem *m) {
 }
 
 static void bwd_weight_part(const k_conv_shape *s, float *dw, float *db, const float *x, const dy_source *dy,
-                            float *scratch, float *acc, int first, int last) {
+                            float *scratch, float *acc, int first, int last, const k_conv_prologue *pro) {
     const nisa *isa = nisa_now();
     const nbww_cfg *cfg = pick_bww(isa, s);
     int NB = isa->vl, ct = cfg->ct, tt = cfg->tt, K = s->Ci * s->kh * s->kw;
@@ -692,7 +711,7 @@ static void bwd_weight_part(const k_conv_shape *s, float *dw, float *db, const f
         for (int co = 0; co < s->Co; co++) db[co] = 0.0f;
     for (int n0 = 0; n0 < s->N; n0 += NB) {
         int nb = s->N - n0 < NB ? s->N - n0 : NB;
-        to_blocked(isa, m.xb, x + n0 * img_x, img_x, nb, s->Ci, s->H, s->W, s->ph, s->pw, m.zeros);
+        to_blocked(isa, m.xb, x + n0 * img_x, img_x, nb, s->Ci, s->H, s->W, s->ph, s->pw, m.zeros, pro);
         dy_to_blocked(isa, m.dyb, dstride, dy, n0, nb, s, 0, m.zeros, m.gb, m.ib);
         if (db) /* the bias gradient from the blocked dy while it is in cache (idle lanes are 0) */
             for (int co = 0; co < s->Co; co++) db[co] += (float)isa->sum(m.dyb + co * dstride, dstride);
@@ -715,20 +734,20 @@ static void bwd_weight_part(const k_conv_shape *s, float *dw, float *db, const f
 }
 
 void k_conv_direct_bwd_weight_part(const k_conv_shape *s, float *dw, float *db, const float *x, const float *dy,
-                                   float *scratch, float *acc, int first, int last) {
+                                   float *scratch, float *acc, int first, int last, k_conv_prologue pro) {
     dy_source src = {.dy = dy};
-    bwd_weight_part(s, dw, db, x, &src, scratch, acc, first, last);
+    bwd_weight_part(s, dw, db, x, &src, scratch, acc, first, last, &pro);
 }
 
 void k_conv_direct_bwd_weight_unpool2_part(const k_conv_shape *s, float *dw, const float *x, k_unpool2 dy,
-                                           float *scratch, float *acc, int first, int last) {
+                                           float *scratch, float *acc, int first, int last, k_conv_prologue pro) {
     dy_source src = {.up = dy};
-    bwd_weight_part(s, dw, NULL, x, &src, scratch, acc, first, last);
+    bwd_weight_part(s, dw, NULL, x, &src, scratch, acc, first, last, &pro);
 }
 
 void k_conv_direct_bwd_weight(const k_conv_shape *s, float *dw, float *db, const float *x, const float *dy,
                               float *scratch) {
-    k_conv_direct_bwd_weight_part(s, dw, db, x, dy, scratch, NULL, 1, 1);
+    k_conv_direct_bwd_weight_part(s, dw, db, x, dy, scratch, NULL, 1, 1, K_CONV_NO_PROLOGUE);
 }
 
 /* ---- backward data ------------------------------------------------------------------ */

@@ -22,10 +22,11 @@ void k_conv_direct_fwd(const k_conv_shape *s, float *y, const float *x, const fl
 /* argmax non-NULL: y and argmax receive the 2x2, stride-2 max pool of that
  * output (as k_maxpool2d_fwd, bit for bit), pooled in the blocked layout;
  * the conv output itself is never written. */
+/* pro: x read through batch norm's apply (k_conv_prologue), made as x is packed. */
 void k_conv_direct_fwd_pool(const k_conv_shape *s, float *y, int32_t *argmax, const float *x, const float *w,
-                            const float *b, int relu, float *scratch, k_conv_packed pk);
+                            const float *b, int relu, float *scratch, k_conv_packed pk, k_conv_prologue pro);
 void k_conv_direct_fwd_act(const k_conv_shape *s, float *y, const float *x, const float *w, const float *b, int relu,
-                           float *scratch, k_conv_packed pk);
+                           float *scratch, k_conv_packed pk, k_conv_prologue pro);
 /* Floats of the packed weights of the fwd and bwd_data passes (k_conv_packed): a bound for every SIMD flavour */
 size_t k_conv_direct_packed_floats(const k_conv_shape *s, int pass);
 void k_conv_direct_bwd_data(const k_conv_shape *s, float *dx, const float *dy, const float *w, float *scratch);
@@ -38,14 +39,14 @@ void k_conv_direct_bwd_weight(const k_conv_shape *s, float *dw, float *db, const
  * number of lane blocks (16 images). acc NULL: carved from scratch (one call). */
 size_t k_conv_direct_bwd_weight_acc_floats(const k_conv_shape *s);
 void k_conv_direct_bwd_weight_part(const k_conv_shape *s, float *dw, float *db, const float *x, const float *dy,
-                                   float *scratch, float *acc, int first, int last);
+                                   float *scratch, float *acc, int first, int last, k_conv_prologue pro);
 /* The backward passes with dy given as a 2x2/2 max pool's gradient and argmax
  * (k_unpool2), scattered into the blocked layout block by block. */
 /* Either dy form (dy, or up.g non-NULL); mask non-NULL: then dx = mask > 0 ? dx : 0 as it leaves the blocked layout. */
 void k_conv_direct_bwd_data_masked(const k_conv_shape *s, float *dx, const float *dy, k_unpool2 up, const float *w,
                                    const float *mask, float *scratch, k_conv_packed pk);
 void k_conv_direct_bwd_weight_unpool2_part(const k_conv_shape *s, float *dw, const float *x, k_unpool2 dy,
-                                           float *scratch, float *acc, int first, int last);
+                                           float *scratch, float *acc, int first, int last, k_conv_prologue pro);
 /* Tests only: make `pass` (enum k_conv_pass) use entry `index` of the current
  * SIMD flavour's tile list instead of the cost model's pick (index -1: back to
  * the model). Returns 0 when the list has no such entry. */

@@ -14,7 +14,8 @@
  * Is not: geometry, weight packing or scratch layout (conv_direct.c).
  *
  * The includer defines SFX (name suffix), TGT (target attribute), VL (lanes),
- * vec (vector type), VZERO(), VLOAD(p), VSTORE(p,v), VSET1(s), VFMA(a,b,c) = a*b+c,
+ * vec (vector type), VZERO(), VLOAD(p), VSTORE(p,v), VSET1(s), VFMA(a,b,c) = a*b+c, VRELU(v) (lanes > 0 kept,
+ * the rest, NaN and -0 included, +0: the engine's RELU),
  * VHSUM(v), NTRANSPOSE(r) (transpose VL vectors in place) and X-lists NFWD_CFGS,
  * NBWW_CFGS, NBWD_CFGS of the tile sizes to instantiate.
  */
@@ -119,14 +120,34 @@ XT_UNROLL
     for (int c = 0; c < CT; c++) VSTORE(dx + c * xstride, acc[c]);
 }
 
-/* Blocked plane dst[(h+ph)*Wd + w+pw][VL] <- VL plain H x W planes src[l]: whole
- * VL x VL tiles through registers (NTRANSPOSE), the last partial tile by element. */
-static TGT void NFN(pack_plane)(float *dst, const float *const *src, int H, int W, int Wd, int ph, int pw) {
+/* Blocked plane dst[(h+ph)*Wd + w+pw][VL] <- VL plain H x W planes src[l]:
+ * whole VL x VL tiles through registers (NTRANSPOSE), the last partial tile
+ * by element. The lanes l < nb go through batch norm's apply (and a ReLU) on
+ * the way: relu?(x * scale + shift), the product and the sum each rounded
+ * (two statements, so no compiler contracts them into an FMA) as the
+ * elementwise ops it stands for; the idle lanes keep the zeros they read.
+ * nb 0: a plain copy (a constant once inlined: the plain pack tests nothing). */
+static inline TGT float NFN(affine1)(float v, float scale, float shift, int relu) {
+    float t = v * scale;
+    t = t + shift;
+    return relu ? (t > 0.0f ? t : 0.0f) : t;
+}
+static inline __attribute__((always_inline)) TGT void NFN(pack_body)(float *dst, const float *const *src, int H, int W,
+                                                                    int Wd, int ph, int pw, int nb, float scale,
+                                                                    float shift, int relu) {
     int P = H * W, p = 0, h = 0, w = 0;
+    vec sv = VSET1(scale), hv = VSET1(shift);
     for (; p + VL <= P; p += VL) {
         vec r[VL];
 XT_UNROLL
-        for (int l = 0; l < VL; l++) r[l] = VLOAD(src[l] + p);
+        for (int l = 0; l < VL; l++) {
+            r[l] = VLOAD(src[l] + p);
+            if (l < nb) {
+                vec t = r[l] * sv;
+                t = t + hv;
+                r[l] = relu ? VRELU(t) : t;
+            }
+        }
         NTRANSPOSE(r);
 XT_UNROLL
         for (int q = 0; q < VL; q++) {
@@ -135,9 +156,17 @@ XT_UNROLL
         }
     }
     for (; p < P; p++) {
-        for (int l = 0; l < VL; l++) dst[((size_t)(h + ph) * Wd + w + pw) * VL + l] = src[l][p];
+        for (int l = 0; l < VL; l++)
+            dst[((size_t)(h + ph) * Wd + w + pw) * VL + l] = l < nb ? NFN(affine1)(src[l][p], scale, shift, relu) : src[l][p];
         if (++w == W) w = 0, h++;
     }
+}
+static TGT void NFN(pack_plane)(float *dst, const float *const *src, int H, int W, int Wd, int ph, int pw) {
+    NFN(pack_body)(dst, src, H, W, Wd, ph, pw, 0, 1.0f, 0.0f, 0);
+}
+static TGT void NFN(pack_plane_affine)(float *dst, const float *const *src, int H, int W, int Wd, int ph, int pw,
+                                       int nb, float scale, float shift, int relu) {
+    NFN(pack_body)(dst, src, H, W, Wd, ph, pw, nb, scale, shift, relu);
 }
 
 /* VL plain H x W planes dst[l] (+ bias) <- blocked plane src[h*Wd + w][VL]. */
@@ -209,6 +238,7 @@ static const nbww_cfg NFN(nbww_cfgs)[] = {NBWW_CFGS(NBWW_ROW)};
 static const nbwd_cfg NFN(nbwd_cfgs)[] = {NBWD_CFGS(NBWD_ROW)};
 static const nisa NFN(nisa) = {VL,
                                NFN(pack_plane),
+                               NFN(pack_plane_affine),
                                NFN(unpack_plane),
                                NFN(sum_floats),
                                NFN(nfwd_cfgs),

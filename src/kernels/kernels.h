@@ -61,6 +61,17 @@ typedef struct k_conv_packed {
     int fresh;
 } k_conv_packed;
 #define K_CONV_PACK_PER_CALL ((k_conv_packed){NULL, 1})
+/* A convolution's input read through batch norm's apply and, when relu is 1,
+ * a ReLU: channel c of x counts as relu?(x * scale[c] + shift[c]), made as
+ * the kernel packs x (pass_conv_prologue.c) instead of read from a tensor an
+ * elementwise pass wrote. The product and the sum are each rounded to fp32
+ * (never one FMA) and the ReLU is x > 0 ? x : 0, so the values are those
+ * bits of the elementwise ops it stands for. scale NULL: x as it is. */
+typedef struct k_conv_prologue {
+    const float *scale, *shift;
+    int relu;
+} k_conv_prologue;
+#define K_CONV_NO_PROLOGUE ((k_conv_prologue){NULL, NULL, 0})
 size_t k_conv2d_fwd_packed_floats(const k_conv_shape *s);       /* 0 where the method packs nothing */
 size_t k_conv2d_bwd_data_packed_floats(const k_conv_shape *s);  /* the same for backward-data */
 /* vals, argmax = the 2x2, stride-2 max pool (as k_maxpool2d_fwd) of
@@ -69,10 +80,10 @@ size_t k_conv2d_bwd_data_packed_floats(const k_conv_shape *s);  /* the same for 
  * scratch: k_conv2d_pool2_scratch(s) floats. */
 size_t k_conv2d_pool2_scratch(const k_conv_shape *s);
 void k_conv2d_fwd_pool2(const k_conv_shape *s, float *vals, int32_t *argmax, const float *x, const float *w,
-                        const float *b, int relu, float *scratch, k_conv_packed pk);
+                        const float *b, int relu, float *scratch, k_conv_packed pk, k_conv_prologue pro);
 /* The same, y = relu(conv(x, w) + b) when relu is 1 (applied as the output is written). */
 void k_conv2d_fwd_act(const k_conv_shape *s, float *y, const float *x, const float *w, const float *b, int relu,
-                      float *scratch, k_conv_packed pk);
+                      float *scratch, k_conv_packed pk, k_conv_prologue pro);
 /* dx = conv_transpose(dy, w) (overwrites dx). */
 void k_conv2d_bwd_data(const k_conv_shape *s, float *dx, const float *dy, const float *w, float *scratch);
 /* dw = sum_n corr(x, dy) (overwrites dw); db = sum over n,h,w of dy when db != NULL. */
@@ -84,7 +95,7 @@ void k_conv2d_bwd_weight(const k_conv_shape *s, float *dw, float *db, const floa
  * whole batch when every part but the last is a multiple of 16 images. */
 size_t k_conv2d_bwd_weight_acc_floats(const k_conv_shape *s);
 void k_conv2d_bwd_weight_part(const k_conv_shape *s, float *dw, const float *x, const float *dy, float *scratch,
-                              float *acc, int first, int last);
+                              float *acc, int first, int last, k_conv_prologue pro);
 /* The gradient dy of a conv output that a 2x2, stride-2 max pool without
  * padding read, not yet scattered: the pool's gradient g (N, Co, Ho/2, Wo/2)
  * and its argmax (the index in each Ho x Wo plane, as k_maxpool2d_fwd
@@ -106,7 +117,7 @@ void k_conv2d_bwd_data_unpool2(const k_conv_shape *s, float *dx, k_unpool2 dy, c
 void k_conv2d_bwd_data_masked(const k_conv_shape *s, float *dx, const float *dy, k_unpool2 up, const float *w,
                               const float *relu_mask, float *scratch, k_conv_packed pk);
 void k_conv2d_bwd_weight_unpool2_part(const k_conv_shape *s, float *dw, const float *x, k_unpool2 dy, float *scratch,
-                                      float *acc, int first, int last);
+                                      float *acc, int first, int last, k_conv_prologue pro);
 
 void k_conv2d_fwd_ref(const k_conv_shape *s, float *y, const float *x, const float *w, const float *b);
 void k_conv2d_bwd_data_ref(const k_conv_shape *s, float *dx, const float *dy, const float *w);
