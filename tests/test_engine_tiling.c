@@ -136,7 +136,7 @@ TEST(tiling_trains_residual_blocks_bit_identically) {
 /* Batch norm's apply (seed CNN) and apply + ReLU (residual blocks) are made
  * again in front of their backward readers instead of kept from the forward
  * (pass_remat.c): the same bits as keeping them, in a smaller arena. */
-static void remat_equals_keeping(const char *spec, int n, int min_copies) {
+static void remat_equals_keeping(const char *spec, int n, int min_copies, int prologues) {
     xt_engine_opts on = {.fuse = 1, .tile_cache_bytes = 64 * 1024},
                    off = {.fuse = 1, .tile_cache_bytes = 64 * 1024, .no_remat = 1};
     xt_exec_stats sa, sb;
@@ -145,11 +145,16 @@ static void remat_equals_keeping(const char *spec, int n, int min_copies) {
     CHECK_EQ(sb.remat_copies, 0);
     CHECK_MSG(sa.arena_bytes < sb.arena_bytes, "%s: arena %zu with copies, %zu without", spec, sa.arena_bytes,
               sb.arena_bytes);
+    /* each copy read by one convolution alone, which makes it as it packs x (pass_conv_prologue.c) */
+    CHECK_MSG(sa.conv_prologues == prologues && sb.conv_prologues == 0, "%s: %d and %d prologues", spec,
+              sa.conv_prologues, sb.conv_prologues);
 }
 
 TEST(remat_copies_give_the_kept_values_bits_in_a_smaller_arena) {
-    remat_equals_keeping("models/fashion_cnn.yaml", 72, 1); /* bn1's apply, for conv2's weight gradient */
-    remat_equals_keeping("models/resnet8_mnist.yaml", 24, 4);
+    remat_equals_keeping("models/fashion_cnn.yaml", 72, 1, 2); /* bn1's apply, for conv2's weight gradient */
+    /* the four convolutions that read BN -> ReLU, forward and weight gradient; the block outputs
+     * relu(bn(x) + shortcut) are kept (a copy would read two batch-sized values) */
+    remat_equals_keeping("models/resnet8_mnist.yaml", 24, 4, 8);
 }
 
 /* Under bf16 the stretches take in the casts and the bf16 convolutions

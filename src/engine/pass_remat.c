@@ -13,18 +13,23 @@
  * for a buffer and its traffic.
  *
  * What. For a pointwise value v of more than REMAT_MIN_BYTES, each consumer
- * that is separated from v's previous consumer by a barrier (a kernel that
+ * that is separated from v by a barrier (a kernel that
  * needs the whole batch: batch-norm statistics, a GEMM, the loss; it ends
  * any micro-batch stretch, so v could not stay a tile across it) reads a copy
  * of v made right in front of it instead of v. The copy recomputes v's cone:
- * v and the pointwise values it is made from, back to values that are alive
- * at that consumer anyway (read by some later node of the graph) or that hold
- * at most one sample's worth of v (a parameter, a statistic). A copy serves
- * the following consumers too, until the next barrier. A value whose
- * late consumers cannot all be served so is left alone: a copy helps only if
- * it lets the original die early. Then the original is read only inside the
- * forward stretch, and pass_tile.c/pass_memplan.c give it a tile-sized buffer;
- * so does the copy, inside the backward stretch.
+ * v and the pointwise values it is made from, back to values whose originals
+ * are alive at that consumer anyway (read there or later; a copied value's
+ * original counts only up to its first barrier) or that hold at most one
+ * sample's worth of v (a parameter, a statistic); at most MAX_CONE nodes.
+ * ResNet's BN -> ReLU -> conv: the weight gradient's copy is
+ * relu(x * scale + shift) from the conv output x, which batch norm's
+ * backward keeps. Each consumer gets its own copy, read by it alone. A value
+ * whose late consumers cannot all be served so is left alone (a copy helps
+ * only if it lets the original die early), which can make another value's
+ * leaf alive again: the choice is repeated until it is stable. Then the
+ * original is read only inside the forward stretch, and pass_tile.c and
+ * pass_memplan.c give it a tile-sized buffer; so does the copy, inside the
+ * backward stretch.
  *
  * Same numbers. A copy is the same operations on the same operands, so it
  * has the same bits as the original; only where it is computed changes.
@@ -59,11 +64,12 @@ typedef struct {
     const xt_graph *g;
     int32_t *nbar;        /* nbar[i]: barriers among nodes [0, i) */
     int32_t *last_use;    /* per node: its last consumer's index, or -1 */
+    int32_t *kept_until;  /* per node: the last consumer that reads the original (a copied value: the last before a barrier) */
     int32_t *cons_off;    /* per node: its consumers cons[cons_off[v] .. cons_off[v+1]), ascending */
     int32_t *cons;
     uint8_t *remat;       /* per node: copied for its late consumers */
-    xt_t *late;           /* per node: its copy in the lowered graph, or -1 */
-    int32_t *late_at;     /* per node: the consumer its copy was made for */
+    xt_t *late;           /* per node: its latest copy in the lowered graph, or -1 */
+    int32_t *late_at;     /* per node: the consumer that copy was made for */
 } remat;
 
 static int64_t bytes_of(const xt_node *n) { return xt_numel(n) * (int64_t)xt_dtype_size(n->dtype); }
@@ -75,33 +81,44 @@ static int is_barrier(const xt_node *n) { return xt_op_table[n->op].kind == XT_K
 /* A barrier strictly between nodes a and b (a < b). */
 static int barrier_between(const remat *r, int a, int b) { return a + 1 < b && r->nbar[b] - r->nbar[a + 1] > 0; }
 
-/* w costs nothing to keep alive until consumer i: it is read at or after i
- * anyway, or holds at most one sample's worth of the value v it helps make. */
-static int available(const remat *r, xt_t w, xt_t v, int i) {
+/* w holds at most one sample's worth of the value v it helps make (a
+ * parameter, a statistic): keeping it alive costs nothing. */
+static int small(const remat *r, xt_t w, xt_t v) {
     const xt_node *wn = &r->g->nodes[w], *vn = &r->g->nodes[v];
-    if (r->last_use[w] >= i) return 1;
     return vn->rank >= 1 && xt_numel(wn) * vn->shape[0] <= xt_numel(vn);
 }
+/* w's original is still there at consumer i: read at or after i anyway (a
+ * copied value's original only up to its first barrier), or small. */
+static int available(const remat *r, xt_t w, xt_t v, int i) { return r->kept_until[w] >= i || small(r, w, v); }
 
-/* Can v be made again in front of consumer i, within *budget nodes? */
-static int cone_ok(const remat *r, xt_t v, int i, int *budget) {
+/* Can v be made again in front of consumer i, within *budget nodes, from at
+ * most one batch-sized value? A copy that reads two (ResNet's block output,
+ * relu(bn(x) + shortcut), made from x and the shortcut's own cone) costs
+ * more memory traffic than keeping v: one write and one read. */
+static int cone_ok_from(const remat *r, xt_t v, int i, int *budget, int *big) {
     const xt_node *n = &r->g->nodes[v];
     if (!is_ew(n) || --*budget < 0) return 0;
     for (int k = 0; k < n->nin; k++) {
         xt_t w = xt_ins(r->g, n)[k];
-        if (!available(r, w, v, i) && !cone_ok(r, w, i, budget)) return 0;
+        if (small(r, w, v)) continue;
+        if (r->kept_until[w] >= i) {
+            if (++*big > 1) return 0;
+            continue;
+        }
+        if (!cone_ok_from(r, w, i, budget, big)) return 0;
     }
     return 1;
 }
-
-/* The consumer of v before consumer i, or v itself. */
-static int prev_use(const remat *r, xt_t v, int i) {
-    int prev = v;
-    for (int c = r->cons_off[v]; c < r->cons_off[v + 1] && r->cons[c] < i; c++) prev = r->cons[c];
-    return prev;
+static int cone_ok(const remat *r, xt_t v, int i, int *budget) {
+    int big = 0;
+    return cone_ok_from(r, v, i, budget, &big);
 }
 
-static int late_valid(const remat *r, xt_t v, int i) { return r->late[v] >= 0 && !barrier_between(r, r->late_at[v], i); }
+/* A copy serves the one consumer it was made for (which may read it twice,
+ * or through two cones): each consumer gets its own, so a convolution's copy
+ * is read by the convolution alone and pass_conv_prologue.c can take it,
+ * and an elementwise consumer's copy fuses into the consumer's group. */
+static int late_valid(const remat *r, xt_t v, int i) { return r->late[v] >= 0 && r->late_at[v] == i; }
 
 /* v's copy in `out`, pushed in front of consumer i (cone_ok held). */
 static xt_t make_copy(remat *r, xt_graph *out, const int32_t *map, xt_t v, int i) {
@@ -132,23 +149,38 @@ static int conv_epilogue_relu(const xt_graph *g, xt_t v) {
     return g->nodes[y].op == XT_OP_CONV2D;
 }
 
-/* Which values get copies: pointwise, big enough, and every
- * consumer past a barrier can have one. 1 if any. */
+/* Which values get copies: pointwise, big enough, read past a barrier, and
+ * every such reader can have a copy made from values alive there. Whether a
+ * leaf is alive depends on which values are copied (a copied value's
+ * original dies at its first barrier), so drop the values whose copies
+ * cannot be made and look again until none is dropped. 1 if any is left. */
+static int late_reader(const remat *r, xt_t v, int c) { return barrier_between(r, v, r->cons[c]); }
+static void mark_kept(remat *r) {
+    for (int v = 0; v < r->g->n; v++) {
+        r->kept_until[v] = r->last_use[v];
+        if (!r->remat[v]) continue;
+        r->kept_until[v] = v;
+        for (int c = r->cons_off[v]; c < r->cons_off[v + 1] && !late_reader(r, v, c); c++) r->kept_until[v] = r->cons[c];
+    }
+}
 static int choose(remat *r) {
     const xt_graph *g = r->g;
-    int any = 0;
     for (int v = 0; v < g->n; v++) {
         const xt_node *n = &g->nodes[v];
         if (!is_ew(n) || bytes_of(n) <= REMAT_MIN_BYTES || conv_epilogue_relu(g, v)) continue;
-        int late = 0, ok = 1, prev = v;
-        for (int c = r->cons_off[v]; c < r->cons_off[v + 1] && ok; c++) {
-            int i = r->cons[c], budget = MAX_CONE;
-            if (barrier_between(r, prev, i)) late = 1, ok = cone_ok(r, v, i, &budget);
-            prev = i;
-        }
-        r->remat[v] = (uint8_t)(late && ok);
-        any |= r->remat[v];
+        for (int c = r->cons_off[v]; c < r->cons_off[v + 1]; c++) r->remat[v] |= (uint8_t)late_reader(r, v, c);
     }
+    for (int dropped = 1; dropped;) {
+        dropped = 0;
+        mark_kept(r);
+        for (int v = 0; v < g->n; v++)
+            for (int c = r->cons_off[v]; r->remat[v] && c < r->cons_off[v + 1]; c++) {
+                int budget = MAX_CONE;
+                if (late_reader(r, v, c) && !cone_ok(r, v, r->cons[c], &budget)) r->remat[v] = 0, dropped = 1;
+            }
+    }
+    int any = 0;
+    for (int v = 0; v < g->n; v++) any |= r->remat[v];
     return any;
 }
 
@@ -182,13 +214,14 @@ int xt_pass_remat(const xt_graph *g, xt_graph *out, int32_t *map) {
     remat r = {.g = g};
     r.nbar = calloc(n1, sizeof *r.nbar);
     r.last_use = malloc(n1 * sizeof *r.last_use);
+    r.kept_until = malloc(n1 * sizeof *r.kept_until);
     r.cons_off = calloc(n1 + 1, sizeof *r.cons_off);
     r.cons = malloc(((size_t)g->nops + 1) * sizeof *r.cons);
     r.remat = calloc(n1, 1);
     r.late = malloc(n1 * sizeof *r.late);
     r.late_at = malloc(n1 * sizeof *r.late_at);
     int rc = -1, copies = 0;
-    if (!r.nbar || !r.last_use || !r.cons_off || !r.cons || !r.remat || !r.late || !r.late_at) goto done;
+    if (!r.nbar || !r.last_use || !r.kept_until || !r.cons_off || !r.cons || !r.remat || !r.late || !r.late_at) goto done;
     for (int v = 0; v < g->n; v++) r.last_use[v] = -1, r.late[v] = -1;
     if (build_uses(&r)) goto done;
     if (!choose(&r)) {
@@ -204,7 +237,7 @@ int xt_pass_remat(const xt_graph *g, xt_graph *out, int32_t *map) {
             xt_t u = xt_ins(g, n)[k];
             int budget = MAX_CONE;
             if (late_valid(&r, u, i)) in[k] = r.late[u];
-            else if (r.remat[u] && barrier_between(&r, prev_use(&r, u, i), i) && cone_ok(&r, u, i, &budget))
+            else if (r.remat[u] && barrier_between(&r, u, i) && cone_ok(&r, u, i, &budget))
                 in[k] = make_copy(&r, out, map, u, i), copies++;
             else in[k] = map[u];
             if (in[k] == XT_NONE) in = NULL;
@@ -217,6 +250,7 @@ int xt_pass_remat(const xt_graph *g, xt_graph *out, int32_t *map) {
 done:
     free(r.nbar);
     free(r.last_use);
+    free(r.kept_until);
     free(r.cons_off);
     free(r.cons);
     free(r.remat);
