@@ -271,28 +271,39 @@ TEST(tiling_keeps_values_read_through_renaming_views_at_tile_size) {
     free(m);
 }
 
-/* XLATRAIN_NO_TILING=1 turns tiling off, as XLATRAIN_NO_MEMORY_PLANNER
- * turns planning off: the user's way to bisect a tiling problem. */
-TEST(no_tiling_environment_variable_turns_tiling_off) {
+/* XLATRAIN_NO_TILING=1 turns tiling off and XLATRAIN_NO_REMAT=1 the copies
+ * (pass_remat.c), as XLATRAIN_NO_MEMORY_PLANNER turns planning off: the
+ * user's way to bisect a problem in either. */
+static void env_turns_off(const char *var, xt_exec_stats *on, xt_exec_stats *off) {
     model_run *m = calloc(1, sizeof *m);
     xt_err e = {0};
     CHECK_MSG(model_run_init(m, "models/fashion_cnn.yaml", 64, &e) == 0, "%s", e.msg);
     xt_engine_opts eo = {.fuse = 1, .tile_cache_bytes = 64 * 1024};
-    int tiles[2];
     for (int i = 0; i < 2; i++) {
-        if (i) setenv("XLATRAIN_NO_TILING", "1", 1);
+        if (i) setenv(var, "1", 1);
         xt_engine *en = xt_engine_new(&m->r.store, &eo);
         CHECK_MSG(train_steps(m, en, 1, &e) == 0, "%s", e.msg);
-        xt_exec_stats st;
-        xt_engine_last_stats(en, &st);
-        tiles[i] = st.tile_runs;
+        xt_engine_last_stats(en, i ? off : on);
         xt_engine_free(en);
     }
-    unsetenv("XLATRAIN_NO_TILING");
-    CHECK(tiles[0] > 0);
-    CHECK_EQ(tiles[1], 0);
+    unsetenv(var);
     model_run_free(m);
     free(m);
+}
+
+TEST(no_tiling_environment_variable_turns_tiling_off) {
+    xt_exec_stats on, off;
+    env_turns_off("XLATRAIN_NO_TILING", &on, &off);
+    CHECK(on.tile_runs > 0);
+    CHECK_EQ(off.tile_runs, 0);
+}
+
+TEST(no_remat_environment_variable_turns_the_copies_off) {
+    xt_exec_stats on, off;
+    env_turns_off("XLATRAIN_NO_REMAT", &on, &off);
+    CHECK(on.remat_copies > 0 && on.tile_runs > 0);
+    CHECK_EQ(off.remat_copies, 0);
+    CHECK(off.tile_runs > 0); /* tiling stays on */
 }
 
 /* pass_conv_epilogue.c: wide_cnn's conv1 -> ReLU runs the ReLU in the
