@@ -39,8 +39,11 @@
  * pushed without CSE, which would hand back the original.
  *
  * Is not: the tiling or the buffer placement (pass_tile.c, pass_memplan.c);
- * recomputing anything but elementwise ops (a convolution costs far more
- * than the buffer it would save).
+ * recomputing anything but elementwise ops. A convolution usually costs far
+ * more than the buffer it would save; one of few multiply-adds per output
+ * (wide_cnn's conv1: 9, its output the largest value of the step) may not,
+ * but its copy would have to be shared by its backward readers and placed
+ * before the first of them, which this pass does not do yet.
  */
 #include <stdlib.h>
 
