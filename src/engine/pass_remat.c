@@ -112,9 +112,9 @@ static int cone_ok_from(const remat *r, xt_t v, int i, int *budget, int *big) {
     }
     return 1;
 }
-static int cone_ok(const remat *r, xt_t v, int i, int *budget) {
-    int big = 0;
-    return cone_ok_from(r, v, i, budget, &big);
+static int cone_ok(const remat *r, xt_t v, int i) {
+    int budget = MAX_CONE, big = 0;
+    return cone_ok_from(r, v, i, &budget, &big);
 }
 
 /* A copy serves the one consumer it was made for (which may read it twice,
@@ -177,10 +177,8 @@ static int choose(remat *r) {
         dropped = 0;
         mark_kept(r);
         for (int v = 0; v < g->n; v++)
-            for (int c = r->cons_off[v]; r->remat[v] && c < r->cons_off[v + 1]; c++) {
-                int budget = MAX_CONE;
-                if (late_reader(r, v, c) && !cone_ok(r, v, r->cons[c], &budget)) r->remat[v] = 0, dropped = 1;
-            }
+            for (int c = r->cons_off[v]; r->remat[v] && c < r->cons_off[v + 1]; c++)
+                if (late_reader(r, v, c) && !cone_ok(r, v, r->cons[c])) r->remat[v] = 0, dropped = 1;
     }
     int any = 0;
     for (int v = 0; v < g->n; v++) any |= r->remat[v];
@@ -238,9 +236,8 @@ int xt_pass_remat(const xt_graph *g, xt_graph *out, int32_t *map) {
         if (n->nin > (int)(sizeof ins / sizeof *ins) && !(in = heap = malloc((size_t)n->nin * sizeof *in))) goto done;
         for (int k = 0; k < n->nin && in; k++) {
             xt_t u = xt_ins(g, n)[k];
-            int budget = MAX_CONE;
             if (late_valid(&r, u, i)) in[k] = r.late[u];
-            else if (r.remat[u] && barrier_between(&r, u, i) && cone_ok(&r, u, i, &budget))
+            else if (r.remat[u] && barrier_between(&r, u, i)) /* choose() checked its cone */
                 in[k] = make_copy(&r, out, map, u, i), copies++;
             else in[k] = map[u];
             if (in[k] == XT_NONE) in = NULL;

@@ -63,16 +63,24 @@ int k_conv_choose(const k_conv_shape *s, int pass) {
     return K_CONV_DIRECT;
 }
 
-/* Where im2col runs with a prologue (k_conv_prologue), one image of x is made
- * through it first into the scratch's last Ci*H*W floats, then the plain pass
- * runs on that image (im2col runs one image per GEMM anyway). */
+/* Where im2col runs (no AVX2) the passes that take x go image by image, as
+ * im2col's GEMMs do anyway (one image each, so the bits are those of one
+ * call over the batch): image n of x, or with a prologue (k_conv_prologue)
+ * image n made through it into the scratch's last Ci*H*W floats. */
 static size_t methods_scratch(const k_conv_shape *s) {
     size_t a = k_conv_direct_scratch(s), b = k_conv_im2col_scratch(s, IM2COL_GROUP);
     return a > b ? a : b;
 }
-static const float *prologue_image(const k_conv_shape *s, const k_conv_prologue *pro, const float *x, float *scratch) {
-    float *img = scratch + methods_scratch(s);
+static k_conv_shape one_image(const k_conv_shape *s) {
+    k_conv_shape one = *s;
+    one.N = 1;
+    return one;
+}
+static const float *image_of(const k_conv_shape *s, const k_conv_prologue *pro, const float *x, int n, float *scratch) {
     int HW = s->H * s->W;
+    x += (size_t)n * s->Ci * HW;
+    if (!pro->scale) return x;
+    float *img = scratch + methods_scratch(s);
     for (int c = 0; c < s->Ci; c++)
         for (int i = 0; i < HW; i++) {
             float t = x[(size_t)c * HW + i] * pro->scale[c];
@@ -100,16 +108,10 @@ void k_conv2d_fwd_act(const k_conv_shape *s, float *y, const float *x, const flo
         k_conv_direct_fwd_act(s, y, x, w, b, relu, scratch, pk, pro);
         return;
     }
-    if (pro.scale) {
-        k_conv_shape one = *s;
-        one.N = 1;
-        size_t img_x = (size_t)s->Ci * s->H * s->W, img_y = (size_t)s->Co * s->Ho * s->Wo;
-        for (int n = 0; n < s->N; n++)
-            k_conv_im2col_fwd(&one, IM2COL_GROUP, y + n * img_y, prologue_image(s, &pro, x + n * img_x, scratch), w, b,
-                              scratch);
-    } else {
-        k_conv_im2col_fwd(s, IM2COL_GROUP, y, x, w, b, scratch);
-    }
+    k_conv_shape one = one_image(s);
+    size_t img_y = (size_t)s->Co * s->Ho * s->Wo;
+    for (int n = 0; n < s->N; n++)
+        k_conv_im2col_fwd(&one, IM2COL_GROUP, y + n * img_y, image_of(s, &pro, x, n, scratch), w, b, scratch);
     if (relu) k_relu_inplace(y, (size_t)s->N * s->Co * s->Ho * s->Wo);
 }
 
@@ -143,18 +145,11 @@ void k_conv2d_fwd_pool2(const k_conv_shape *s, float *vals, int32_t *argmax, con
         k_conv_direct_fwd_pool(s, vals, argmax, x, w, b, relu, scratch, pk, pro);
         return;
     }
-    float *y1 = scratch + k_conv2d_scratch(s); /* one image's conv output */
-    if (!pro.scale) {
-        k_conv_pool2_image_by_image(s, vals, argmax, x, sizeof *x, w, b, relu, scratch, y1, fwd_act);
-        return;
-    }
-    k_conv_shape one = *s;
-    one.N = 1;
-    size_t img_x = (size_t)s->Ci * s->H * s->W, img_p = (size_t)s->Co * (s->Ho / 2) * (s->Wo / 2);
+    k_conv_shape one = one_image(s);
+    size_t img_p = (size_t)s->Co * (s->Ho / 2) * (s->Wo / 2);
     for (int n = 0; n < s->N; n++)
-        k_conv_pool2_image_by_image(&one, vals + n * img_p, argmax + n * img_p,
-                                    prologue_image(s, &pro, x + n * img_x, scratch), sizeof *x, w, b, relu, scratch,
-                                    y1, fwd_act);
+        k_conv_pool2_image_by_image(&one, vals + n * img_p, argmax + n * img_p, image_of(s, &pro, x, n, scratch),
+                                    sizeof *x, w, b, relu, scratch, scratch + k_conv2d_scratch(s), fwd_act);
 }
 
 void k_conv2d_fwd(const k_conv_shape *s, float *y, const float *x, const float *w, const float *b, float *scratch) {
@@ -186,16 +181,11 @@ void k_conv2d_bwd_weight_part(const k_conv_shape *s, float *dw, const float *x, 
         k_conv_direct_bwd_weight_part(s, dw, NULL, x, dy, scratch, acc, first, last, pro);
         return;
     }
-    if (!pro.scale) {
-        k_conv_im2col_bwd_weight_part(s, IM2COL_GROUP, dw, x, dy, scratch, first);
-        return;
-    }
-    k_conv_shape one = *s;
-    one.N = 1;
-    size_t img_x = (size_t)s->Ci * s->H * s->W, img_y = (size_t)s->Co * s->Ho * s->Wo;
+    k_conv_shape one = one_image(s);
+    size_t img_y = (size_t)s->Co * s->Ho * s->Wo;
     for (int n = 0; n < s->N; n++)
-        k_conv_im2col_bwd_weight_part(&one, IM2COL_GROUP, dw, prologue_image(s, &pro, x + n * img_x, scratch),
-                                      dy + n * img_y, scratch, first && n == 0);
+        k_conv_im2col_bwd_weight_part(&one, IM2COL_GROUP, dw, image_of(s, &pro, x, n, scratch), dy + n * img_y, scratch,
+                                      first && n == 0);
 }
 
 /* ---- dy as a 2x2/2 max pool's gradient and argmax (k_unpool2) ---------------------- */
@@ -216,8 +206,7 @@ typedef struct {
 } unpool_images;
 
 static unpool_images unpool_images_of(const k_conv_shape *s, float *scratch) {
-    unpool_images u = {.one = *s};
-    u.one.N = 1;
+    unpool_images u = {.one = one_image(s)};
     u.pool = (k_pool_shape){.N = 1, .C = s->Co, .H = s->Ho, .W = s->Wo, .kh = 2, .kw = 2, .sh = 2, .sw = 2};
     k_pool_shape_infer(&u.pool);
     u.img_x = (size_t)s->Ci * s->H * s->W;
@@ -246,10 +235,9 @@ void k_conv2d_bwd_weight_unpool2_part(const k_conv_shape *s, float *dw, const fl
     }
     unpool_images u = unpool_images_of(s, scratch);
     for (int n = 0; n < s->N; n++) {
-        const float *xn = x + n * u.img_x;
-        if (pro.scale) xn = prologue_image(s, &pro, xn, scratch);
         k_maxpool2d_bwd(&u.pool, u.dy1, dy.g + n * u.img_g, dy.argmax + n * u.img_g);
-        k_conv_im2col_bwd_weight_part(&u.one, IM2COL_GROUP, dw, xn, u.dy1, scratch, first && n == 0);
+        k_conv_im2col_bwd_weight_part(&u.one, IM2COL_GROUP, dw, image_of(s, &pro, x, n, scratch), u.dy1, scratch,
+                                      first && n == 0);
     }
 }
 
