@@ -169,7 +169,8 @@ TEST(tiling_trains_bf16_bit_identically) {
         /* the casts, both convolutions, the pool and dropout; backward: their twins, both weight gradients */
         CHECK_MSG(st.tiled_kernels >= 16, "path %s: %d kernels tiled", path < 0 ? "auto" : k_bf16_path_name(path),
                   st.tiled_kernels);
-        CHECK_EQ(st.made_in_bf16, 3); /* the pool's backward (tiled) and both dropouts write bf16 themselves */
+        CHECK_EQ(st.made_in_bf16, 2);     /* both dropouts write bf16 themselves */
+        CHECK_EQ(st.unpool_prologues, 2); /* the pool's backward, scattered by conv2's two backward passes */
     }
     k_bf16_force(-1);
     xt_exec_stats r;
@@ -207,6 +208,36 @@ TEST(pool_backward_in_the_conv_backward_prologue_trains_bit_identically) {
     CHECK_MSG(sa.intermediate_bytes < sb.intermediate_bytes, "%zu vs %zu", sa.intermediate_bytes, sb.intermediate_bytes);
     same_training(spec, 40, &untiled, &plain, &sa, &sb, "the pools' backwards in the conv prologues (untiled) and apart");
     CHECK_EQ(sa.unpool_prologues, 3);
+}
+
+/* The same under bf16, on every bf16 path: the convolutions read the pools'
+ * backwards through casts, and the kernels round the gradient as they
+ * scatter it (k_conv2d_*_unpool2_bf16); the training is still the plan's
+ * without any fusion (the pool's backward, then the cast) bit for bit. */
+TEST(pool_backward_in_the_bf16_conv_backward_prologue_trains_bit_identically) {
+    const char *spec = test_write_file("unpool_bf16.yaml", "input: [1, 28, 28]\n"
+                                                           "layers:\n"
+                                                           "  - conv2d: {name: conv1, out: 8, kernel: 5, bias: false}\n"
+                                                           "  - maxpool2d: {kernel: 2}\n"
+                                                           "  - relu\n"
+                                                           "  - batchnorm2d: {name: bn1}\n"
+                                                           "  - conv2d: {name: conv2, out: 11, kernel: 4, bias: false}\n"
+                                                           "  - relu\n"
+                                                           "  - maxpool2d: {kernel: 2}\n"
+                                                           "  - flatten\n"
+                                                           "  - linear: {name: fc, out: 10}\n"
+                                                           "  - log_softmax\n");
+    xt_engine_opts tiled = {.fuse = 1, .tile_cache_bytes = 64 * 1024, .precision = XT_PREC_BF16},
+                   plain = {.fuse = 0, .no_tiling = 1, .precision = XT_PREC_BF16};
+    for (int path = -1; path < k_bf16_npaths(); path++) { /* -1: the CPU's own choice per shape */
+        k_bf16_force(path);
+        xt_exec_stats sa, sb;
+        same_training(spec, 40, &tiled, &plain, &sa, &sb, "bf16: the pools' backwards in the conv prologues and apart");
+        CHECK_MSG(sa.unpool_prologues == 3, "path %s: %d", path < 0 ? "auto" : k_bf16_path_name(path), sa.unpool_prologues);
+        CHECK_EQ(sb.unpool_prologues, 0);
+        CHECK(sa.tile_runs > 0);
+    }
+    k_bf16_force(-1);
 }
 
 /* The counts of lines matching grep patterns a and b (no single quotes) in

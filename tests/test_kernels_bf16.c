@@ -389,3 +389,73 @@ TEST(bf16_conv_bwd_weight_in_parts_is_bit_identical_to_whole) {
         free(x), free(dy), free(scratch), free(acc);
     }
 }
+
+/* The backward passes with dy given as a 2x2/2 max pool's fp32 gradient and
+ * argmax (k_conv2d_*_unpool2_bf16: the engine's pass_conv_unpool.c under
+ * bf16) give the bits of the pool's backward made in bf16
+ * (k_maxpool2d_bwd_bf16, what the graph ran before) then the plain bf16
+ * pass, on every path: the direct kernels unpool block by block, the others
+ * the whole dy first. Shapes: seed conv1 and conv2, a wide_cnn-like conv2,
+ * conv outputs of odd height and width (a row and a column no window
+ * reaches), an odd Co (the last channel pair half empty), partial blocks of
+ * images, the weight gradient in 16-image parts; gradients with a rounding
+ * tie, -0, a denormal and a NaN. */
+static k_pool_shape unpool_of(const k_conv_shape *s) {
+    k_pool_shape ps = {.N = s->N, .C = s->Co, .H = s->Ho, .W = s->Wo, .kh = 2, .kw = 2, .sh = 2, .sw = 2};
+    CHECK_EQ(k_pool_shape_infer(&ps), 0);
+    return ps;
+}
+
+TEST(bf16_conv_backward_unpool2_equals_pool_backward_in_bf16_then_the_pass) {
+    static const k_conv_shape shapes[] = {
+        SHAPE(37, 1, 28, 28, 10, 5, 1, 0), SHAPE(21, 10, 12, 12, 20, 5, 1, 0), SHAPE(19, 32, 14, 14, 16, 3, 1, 0),
+        {.N = 18, .Ci = 9, .H = 9, .W = 10, .Co = 7, .kh = 3, .kw = 3, .sh = 1, .sw = 1, .ph = 1, .pw = 1}, /* 9 x 10, Co 7 */
+        {.N = 5, .Ci = 3, .H = 11, .W = 9, .Co = 4, .kh = 3, .kw = 3, .sh = 1, .sw = 1},                 /* 9 x 7 */
+    };
+    unsigned seed = 29;
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+        k_conv_shape s = shapes[i];
+        CHECK_EQ(k_conv_shape_infer(&s), 0);
+        k_pool_shape ps = unpool_of(&s);
+        size_t xi = (size_t)s.Ci * s.H * s.W, yi = (size_t)s.Co * s.Ho * s.Wo, gi = (size_t)ps.C * ps.Ho * ps.Wo;
+        size_t ws = (size_t)s.Co * s.Ci * s.kh * s.kw;
+        k_bf16 *x = rand_bf16(xi * s.N, &seed), *w = rand_bf16(ws, &seed), *dy = malloc(yi * s.N * sizeof *dy);
+        float *y = nan_f32(yi * s.N), *g = nan_f32(gi * s.N), *vals = nan_f32(gi * s.N);
+        int32_t *idx = malloc(gi * s.N * sizeof *idx);
+        for (size_t k = 0; k < yi * s.N; k++) y[k] = (float)((k * 2654435761u) % 1000) / 1000.0f; /* distinct enough */
+        for (size_t k = 0; k < gi * s.N; k++) {
+            seed = seed * 1664525u + 1013904223u;
+            g[k] = from_bits(0x3f800000u | (seed >> 9)); /* [1, 2), every mantissa: some round up, some down */
+        }
+        g[1] = from_bits(0x3f818000u), g[3] = -0.0f, g[5] = 1e-40f, g[gi * s.N - 1] = NAN;
+        k_maxpool2d_fwd(&ps, vals, idx, y); /* real indices: one cell of each window */
+        float *pscr = nan_f32(k_maxpool2d_bwd_bf16_scratch_floats(&ps));
+        k_maxpool2d_bwd_bf16(&ps, dy, g, idx, pscr);
+        k_unpool2 up = {g, idx};
+        size_t sb = k_conv2d_unpool2_bf16_scratch(&s);
+        void *scr = scratch_of(sb), *scr2 = scratch_of(sb);
+        float *acc = nan_f32(k_conv2d_bwd_weight_bf16_acc_floats(&s));
+        for (int path = -1; path < npaths(); path++) { /* -1: the path the CPU's choice takes */
+            k_bf16_force(path);
+            float *want = nan_f32(xi * s.N), *got = nan_f32(xi * s.N);
+            k_conv2d_bwd_data_bf16(&s, want, dy, w, scr);
+            k_conv2d_bwd_data_unpool2_bf16(&s, got, up, w, scr2);
+            CHECK_MSG(!memcmp(want, got, xi * s.N * sizeof *got), "shape %zu, path %s: backward-data differs", i,
+                      k_bf16_path_name(k_conv_bf16_choose(&s, K_CONV_BWD_DATA)));
+            free(want), free(got);
+            float *whole = nan_f32(ws), *parts = nan_f32(ws);
+            k_conv2d_bwd_weight_bf16(&s, whole, x, dy, scr);
+            for (int n0 = 0; n0 < s.N; n0 += 16) {
+                k_conv_shape part = s;
+                part.N = s.N - n0 < 16 ? s.N - n0 : 16;
+                k_unpool2 pu = {g + n0 * gi, idx + n0 * gi};
+                k_conv2d_bwd_weight_unpool2_bf16_part(&part, parts, x + n0 * xi, pu, scr2, acc, n0 == 0, n0 + part.N == s.N);
+            }
+            CHECK_MSG(!memcmp(whole, parts, ws * sizeof(float)), "shape %zu, path %s: the weight gradient differs", i,
+                      k_bf16_path_name(k_conv_bf16_choose(&s, K_CONV_BWD_WEIGHT)));
+            free(whole), free(parts);
+        }
+        k_bf16_force(-1);
+        free(x), free(w), free(dy), free(y), free(g), free(vals), free(idx), free(pscr), free(scr), free(scr2), free(acc);
+    }
+}

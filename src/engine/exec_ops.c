@@ -159,18 +159,23 @@ KERNEL(CONV2D_BWD_WEIGHT) {
 }
 
 /* The same two with dy given as a 2x2/2 max pool's gradient and argmax,
- * scattered as the kernel packs it (pass_conv_unpool.c). */
+ * scattered as the kernel packs it (pass_conv_unpool.c); g is fp32 under
+ * either precision, the other operand says which (bf16: g rounded as it is
+ * scattered). */
 KERNEL(CONV2D_BWD_DATA_UNPOOL2) {
     k_conv_shape s = conv_shape(n->shape, IN(2)->shape, n->iattr); /* (g, argmax, w) -> dx shaped like x */
     s.N = ROWS(s.N);
-    k_conv2d_bwd_data_masked(&s, out, NULL, (k_unpool2){in[0], in[1]}, in[2], n->iattr[4] ? in[3] : NULL, scratch,
+    if (IN(2)->dtype == XT_BF16) k_conv2d_bwd_data_unpool2_bf16(&s, out, (k_unpool2){in[0], in[1]}, in[2], scratch);
+    else k_conv2d_bwd_data_masked(&s, out, NULL, (k_unpool2){in[0], in[1]}, in[2], n->iattr[4] ? in[3] : NULL, scratch,
                              packed_in(kc));
 }
 KERNEL(CONV2D_BWD_WEIGHT_UNPOOL2) {
     k_conv_shape s = conv_shape(IN(0)->shape, n->shape, n->iattr); /* (x, g, argmax) -> dw shaped like w */
     s.N = ROWS(s.N);
     int first = kc->row0 == 0, last = !kc->rows || kc->row0 + kc->rows == kc->batch;
-    k_conv2d_bwd_weight_unpool2_part(&s, out, in[0], (k_unpool2){in[1], in[2]}, scratch, kc->state, first, last,
+    if (IN(0)->dtype == XT_BF16)
+        k_conv2d_bwd_weight_unpool2_bf16_part(&s, out, in[0], (k_unpool2){in[1], in[2]}, scratch, kc->state, first, last);
+    else k_conv2d_bwd_weight_unpool2_part(&s, out, in[0], (k_unpool2){in[1], in[2]}, scratch, kc->state, first, last,
                                      prologue_of(n, in));
 }
 
@@ -332,11 +337,11 @@ static size_t scratch_CONV2D_BWD_WEIGHT(const xt_plan *p, const xt_node *n) {
 }
 static size_t scratch_CONV2D_BWD_DATA_UNPOOL2(const xt_plan *p, const xt_node *n) {
     k_conv_shape s = conv_shape(n->shape, IN(2)->shape, n->iattr);
-    return k_conv2d_unpool2_scratch(&s) * sizeof(float);
+    return IN(2)->dtype == XT_BF16 ? k_conv2d_unpool2_bf16_scratch(&s) : k_conv2d_unpool2_scratch(&s) * sizeof(float);
 }
 static size_t scratch_CONV2D_BWD_WEIGHT_UNPOOL2(const xt_plan *p, const xt_node *n) {
     k_conv_shape s = conv_shape(IN(0)->shape, n->shape, n->iattr);
-    return k_conv2d_unpool2_scratch(&s) * sizeof(float);
+    return IN(0)->dtype == XT_BF16 ? k_conv2d_unpool2_bf16_scratch(&s) : k_conv2d_unpool2_scratch(&s) * sizeof(float);
 }
 /* a matrix product packs its operands (bf16: or widens them) */
 static size_t scratch_MATMUL(const xt_plan *p, const xt_node *n) {
@@ -400,7 +405,7 @@ size_t xt_kernel_tile_state_bytes(const xt_plan *p, const xt_node *n) {
         return IN(0)->dtype == XT_BF16 ? 0 : k_conv2d_bwd_data_packed_floats(&s) * sizeof(float);
     case XT_OP_CONV2D_BWD_DATA_UNPOOL2:
         s = conv_shape(n->shape, IN(2)->shape, n->iattr);
-        return k_conv2d_bwd_data_packed_floats(&s) * sizeof(float);
+        return IN(2)->dtype == XT_BF16 ? 0 : k_conv2d_bwd_data_packed_floats(&s) * sizeof(float);
     default:
         return 0;
     }

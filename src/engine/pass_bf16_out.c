@@ -3,14 +3,16 @@
  *
  * Under bf16 the precision pass rounds a convolution's operands through
  * CAST_BF16 nodes (pass_precision.c). Where the operand is made by a max
- * pool's backward or by dropout and nothing else reads it (wide_cnn: the
- * pool's backward feeding conv2's backward passes, dropout feeding fc1
- * through the flatten), the kernel now writes bf16 itself (k_maxpool2d_bwd_bf16,
- * k_dropout_bf16: a 2x2 pool's AVX-512 loop stores bf16, the others compute
- * an L1-sized piece of their fp32 result at a time and round it as it
- * leaves), and the cast becomes a view. What it
- * saves: the fp32 value's write and the cast's pass reading it back (wide_cnn
- * at batch 128: 18.9 + 4.7 MB per step, and two kernels).
+ * pool's backward or by dropout and nothing else reads it (wide_cnn:
+ * dropout feeding fc1 through the flatten, and its backward), the kernel
+ * now writes bf16 itself (k_maxpool2d_bwd_bf16, k_dropout_bf16: a 2x2
+ * pool's AVX-512 loop stores bf16, the others compute an L1-sized piece of
+ * their fp32 result at a time and round it as it leaves), and the cast
+ * becomes a view. What it saves: the fp32 value's write and the cast's pass
+ * reading it back (wide_cnn at batch 128: 4.7 MB per step per dropout). A 2x2
+ * pool's backward read through its cast only by convolution backward passes
+ * is not made at all: pass_conv_unpool.c, which runs first, has those
+ * convolutions scatter it themselves.
  *
  * The numbers are the same bits: each element is rounded once, to nearest
  * even, from the same fp32 value the kernel would have written.

@@ -235,7 +235,7 @@ static int is_backward_data(const xt_plan *p, const uint8_t *live, int d) {
     const xt_node *n = &p->nodes[d];
     if (!live[d] || n->dtype != XT_F32 || n->iattr[4]) return 0;
     if (n->op == XT_OP_CONV2D_BWD_DATA) return p->nodes[xt_plan_operand(p, d, 0)].dtype == XT_F32 && n->nin == 2;
-    return n->op == XT_OP_CONV2D_BWD_DATA_UNPOOL2 && n->nin == 3;
+    return n->op == XT_OP_CONV2D_BWD_DATA_UNPOOL2 && n->nin == 3 && p->nodes[xt_plan_operand(p, d, 2)].dtype == XT_F32;
 }
 
 int xt_pass_conv_relu_bwd(xt_plan *p, uint8_t *live) {

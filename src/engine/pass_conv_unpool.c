@@ -16,8 +16,16 @@
  * Which pools' backwards qualify: those of the seed order (conv -> pool ->
  * ReLU: the bias gradient reads the pooled gradient after pass_sum_pool.c)
  * and of the VGG order (conv -> ReLU -> pool: the ReLU's backward is swapped
- * behind the pool's by pass_conv_epilogue.c). fp32 only: under bf16 the
- * convolutions read d through a cast, or d is made in bf16 (pass_bf16_out.c).
+ * behind the pool's by pass_conv_epilogue.c).
+ *
+ * Under bf16 the convolutions read d through its cast (pass_precision.c):
+ * when that cast is d's only reader, the cast's readers are rewritten the
+ * same way and both d and the cast go. The bf16 kernels round g as they
+ * scatter it (k_conv2d_*_unpool2_bf16): a cell is g or +0, so rounding after
+ * the scatter or before it gives the same bits. What it saves there: the
+ * pool's backward pass made in bf16 (pass_bf16_out.c), which is 9% of the
+ * seed CNN's bf16 step, and its output's write and read.
+ *
  * d read by anything else (a literal bias sum, a fetch) keeps its kernel and
  * its readers stay as they are: d is computed anyway.
  *
@@ -41,30 +49,31 @@ static int is_unpool2(const xt_plan *p, const uint8_t *live, int d) {
     return p->nodes[xt_plan_operand(p, d, 0)].dtype == XT_F32 && !xt_plan_escapes(p, d);
 }
 
-/* Does reader r take d as its dy, and nothing else from it, with fp32 operands? */
-static int reads_as_dy(const xt_plan *p, int r, int d) {
+/* Does reader r take d as its dy, and nothing else from it, its other
+ * operand (w or x) of type t (the precision d is read in)? */
+static int reads_as_dy(const xt_plan *p, int r, int d, int t) {
     const xt_node *n = &p->nodes[r];
     if (n->nin != 2 || n->dtype != XT_F32) return 0;
     int dy = n->op == XT_OP_CONV2D_BWD_DATA ? 0 : n->op == XT_OP_CONV2D_BWD_WEIGHT ? 1 : -1;
     if (dy < 0 || xt_plan_operand(p, r, dy) != d || xt_plan_operand(p, r, 1 - dy) == d) return 0;
-    return p->nodes[xt_plan_operand(p, r, 1 - dy)].dtype == XT_F32;
+    return p->nodes[xt_plan_operand(p, r, 1 - dy)].dtype == t;
 }
 
 /* d's live readers, when every one reads it as described; else 0. */
-static int conv_readers(const xt_plan *p, const uint8_t *live, int d, int32_t *out) {
+static int conv_readers(const xt_plan *p, const uint8_t *live, int d, int t, int32_t *out) {
     int n = 0;
     for (int i = d + 1; i < p->nnodes; i++) {
         if (!live[i]) continue;
         int reads = 0;
         for (int k = 0; k < p->nodes[i].nin; k++) reads |= xt_plan_operand(p, i, k) == d;
         if (!reads) continue;
-        if (!reads_as_dy(p, i, d)) return 0;
+        if (!reads_as_dy(p, i, d, t)) return 0;
         out[n++] = i;
     }
     return n;
 }
 
-/* Reader r of d = MAXPOOL2D_BWD(g, idx) reads (g, idx) in its place. */
+/* Reader r of d = MAXPOOL2D_BWD(g, idx) (or of d's cast) reads (g, idx) in its place. */
 static int rewrite(xt_plan *p, int r, int d) {
     int32_t g = xt_plan_operand(p, d, 0), idx = xt_plan_operand(p, d, 1);
     xt_node *n = &p->nodes[r];
@@ -80,13 +89,16 @@ int xt_pass_conv_unpool(xt_plan *p, uint8_t *live) {
     if (!readers) return -1;
     for (int d = 0; d < p->nnodes; d++) {
         if (!is_unpool2(p, live, d)) continue;
-        int n = conv_readers(p, live, d, readers);
+        int c = xt_plan_sole_reader(p, live, d); /* bf16: the cast the convolutions read d through */
+        int cast = c >= 0 && p->nodes[c].op == XT_OP_CAST_BF16 && p->nodes[c].dtype == XT_BF16 && !xt_plan_escapes(p, c);
+        int n = cast ? conv_readers(p, live, c, XT_BF16, readers) : conv_readers(p, live, d, XT_F32, readers);
         for (int i = 0; i < n; i++)
             if (rewrite(p, readers[i], d)) {
                 free(readers);
                 return -1;
             }
         if (n) live[d] = 0;
+        if (n && cast) live[c] = 0;
         fused += n;
     }
     free(readers);

@@ -119,5 +119,15 @@ void k_conv2d_bwd_weight_bf16(const k_conv_shape *s, float *dw, const k_bf16 *x,
 size_t k_conv2d_bwd_weight_bf16_acc_floats(const k_conv_shape *s);
 void k_conv2d_bwd_weight_bf16_part(const k_conv_shape *s, float *dw, const k_bf16 *x, const k_bf16 *dy, void *scratch,
                                    float *acc, int first, int last);
+/* The backward passes with dy given as a 2x2/2 max pool's fp32 gradient and
+ * argmax (k_unpool2, as the fp32 _unpool2 kernels; pass_conv_unpool.c): the
+ * bits of rounding k_maxpool2d_bwd(g, argmax) to bf16 and passing that as dy,
+ * on every path. The direct kernels unpool block by block as they pack dy;
+ * the other paths unpool the whole dy into scratch first. Scratch:
+ * k_conv2d_unpool2_bf16_scratch(s) bytes. */
+size_t k_conv2d_unpool2_bf16_scratch(const k_conv_shape *s);
+void k_conv2d_bwd_data_unpool2_bf16(const k_conv_shape *s, float *dx, k_unpool2 up, const k_bf16 *w, void *scratch);
+void k_conv2d_bwd_weight_unpool2_bf16_part(const k_conv_shape *s, float *dw, const k_bf16 *x, k_unpool2 up,
+                                           void *scratch, float *acc, int first, int last);
 
 #endif

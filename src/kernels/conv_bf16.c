@@ -295,3 +295,41 @@ void k_conv2d_bwd_weight_bf16_part(const k_conv_shape *s, float *dw, const k_bf1
     for (int co = 0; co < s->Co; co++)
         for (int k = 0; k < d.K; k++) dw[(size_t)co * d.K + k] = dwt[(size_t)k * s->Co + co];
 }
+
+/* ---- dy from a max pool's gradient and argmax --------------------------------- */
+
+/* the 2x2/2 pool whose backward makes dy: over the conv output, Co channels */
+static k_pool_shape unpool_shape(const k_conv_shape *s) {
+    k_pool_shape p = {.N = s->N, .C = s->Co, .H = s->Ho, .W = s->Wo, .kh = 2, .kw = 2, .sh = 2, .sw = 2};
+    k_pool_shape_infer(&p);
+    return p;
+}
+
+/* [the passes' scratch | the unpooled bf16 dy | the pool backward's fp32 pieces] */
+size_t k_conv2d_unpool2_bf16_scratch(const k_conv_shape *s) {
+    k_pool_shape p = unpool_shape(s);
+    return k_conv2d_bf16_scratch(s) + k_bf16_lines((size_t)s->N * s->Co * s->Ho * s->Wo * sizeof(k_bf16)) +
+           k_maxpool2d_bwd_bf16_scratch_floats(&p) * sizeof(float);
+}
+
+/* The paths without the direct kernels' own unpooling: the whole dy first,
+ * as the pool's backward kernel makes it in bf16 (k_maxpool2d_bwd_bf16). */
+static const k_bf16 *unpooled(const k_conv_shape *s, k_unpool2 up, void *scratch) {
+    k_pool_shape p = unpool_shape(s);
+    k_bf16 *dy = (k_bf16 *)((char *)scratch + k_conv2d_bf16_scratch(s));
+    float *rest = (float *)((char *)dy + k_bf16_lines((size_t)s->N * s->Co * s->Ho * s->Wo * sizeof(k_bf16)));
+    k_maxpool2d_bwd_bf16(&p, dy, up.g, up.argmax, rest);
+    return dy;
+}
+
+void k_conv2d_bwd_data_unpool2_bf16(const k_conv_shape *s, float *dx, k_unpool2 up, const k_bf16 *w, void *scratch) {
+    if (k_conv_bf16_choose(s, K_CONV_BWD_DATA) == K_BF16_DIRECT) k_conv_direct_bf16_bwd_data_unpool2(s, dx, up, w, scratch);
+    else k_conv2d_bwd_data_bf16(s, dx, unpooled(s, up, scratch), w, scratch);
+}
+
+void k_conv2d_bwd_weight_unpool2_bf16_part(const k_conv_shape *s, float *dw, const k_bf16 *x, k_unpool2 up,
+                                           void *scratch, float *acc, int first, int last) {
+    if (k_conv_bf16_choose(s, K_CONV_BWD_WEIGHT) == K_BF16_DIRECT)
+        k_conv_direct_bf16_bwd_weight_unpool2_part(s, dw, x, up, scratch, acc, first, last);
+    else k_conv2d_bwd_weight_bf16_part(s, dw, x, unpooled(s, up, scratch), scratch, acc, first, last);
+}

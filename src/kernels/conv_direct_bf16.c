@@ -30,8 +30,13 @@
  * and its GEMMs are small for the models' 1-64 channels; the fp32 direct
  * kernels do one FMA where this does a pair of products (the table is in
  * conv_bf16.c). Sums are fp32, in another order than the reference path's.
- * Is not: the choice of path (conv_bf16.c), rounding to bf16 (the engine's
- * cast nodes), micro-batch parts (the bf16 convolutions take the whole batch).
+ * The backward passes also take dy as a 2x2/2 max pool's fp32 gradient and
+ * argmax (k_unpool2, pass_conv_unpool.c): the pooled planes are blocked (a
+ * quarter of the pixels to transpose), then each dy pair is made from its
+ * window, g rounded to bf16 where the argmax points and 0 elsewhere: the bits
+ * of k_maxpool2d_bwd then the cast, without writing the unpooled dy.
+ * Is not: the choice of path (conv_bf16.c), rounding of the other operands to
+ * bf16 (the engine's cast nodes).
  */
 #include "kernels/conv_direct_bf16.h"
 
@@ -45,6 +50,7 @@
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 
+#include "kernels/bf16_simd.h"
 #include "kernels/transpose16.h"
 
 #define TGT __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx2,fma")))
@@ -332,6 +338,81 @@ static void fix_shifted_edges(uint32_t *t, const k_bf16 *const *a, int H, int W,
         }
 }
 
+/* ---- dy from a max pool's gradient and argmax (k_unpool2) ----------------------- */
+
+/* The pooled gradient and argmax of channel c of images n0 .. n0+nb-1, blocked
+ * as gb, ib [Hq*Wq][16] (32-bit words: the float's bits, the index); idle
+ * lanes read `zeros`, so their dy is +0 (the x of an idle lane is 0 too, and
+ * 0 * 0 adds nothing to a per-lane sum). */
+static void pack_pooled(const k_conv_shape *s, uint32_t *gb, uint32_t *ib, k_unpool2 up, int n0, int nb, int c,
+                        const void *zeros) {
+    size_t pq = (size_t)(s->Ho / 2) * (s->Wo / 2), img = (size_t)s->Co * pq;
+    const uint32_t *g[NB], *a[NB];
+    for (int l = 0; l < NB; l++) {
+        size_t at = (size_t)(n0 + l) * img + (size_t)c * pq;
+        g[l] = l < nb ? (const uint32_t *)(const void *)(up.g + at) : zeros;
+        a[l] = l < nb ? (const uint32_t *)(const void *)(up.argmax + at) : zeros;
+    }
+    pack_u32_plane(gb, g, (int)pq);
+    pack_u32_plane(ib, a, (int)pq);
+}
+
+/* The dy word of cell `cell` (h*Wo + w, the argmax's numbering) of a window
+ * whose rounded gradient is b (bf16 in the low half) and argmax a, in the
+ * low half (hi 0) or the high half (hi 1) of the word; 0 where the argmax
+ * points elsewhere. */
+static inline __attribute__((always_inline)) TGT __m512i unpool_cell(__m512i b, __m512i a, int cell, int hi) {
+    __m512i v = hi ? _mm512_slli_epi32(b, 16) : b;
+    return _mm512_maskz_mov_epi32(_mm512_cmpeq_epi32_mask(a, _mm512_set1_epi32(cell)), v);
+}
+
+/* bwd_weight: one channel's dy pairs dyb[Ho][Wo2][16] (lo = dy[h][2v], hi =
+ * dy[h][2v+1]) from its blocked pooled planes. Window (h/2, v) covers both
+ * pixels of pair v in row h. The row (Ho odd) and the column (Wo odd) no
+ * window reaches get 0, as k_maxpool2d_bwd writes there. */
+static TGT void unpool_row_pairs(uint32_t *dyb, const uint32_t *gb, const uint32_t *ib, int Ho, int Wo) {
+    int Hq = Ho / 2, Wq = Wo / 2, Wo2 = div_up(Wo, 2);
+    for (int r = 0; r < Hq; r++) {
+        uint32_t *r0 = dyb + (size_t)2 * r * Wo2 * NB, *r1 = r0 + (size_t)Wo2 * NB;
+        for (int v = 0; v < Wq; v++) {
+            size_t at = ((size_t)r * Wq + v) * NB;
+            __m512i b = k_bf16_lanes(_mm512_castsi512_ps(_mm512_loadu_si512(gb + at))), a = _mm512_loadu_si512(ib + at);
+            int c0 = 2 * r * Wo + 2 * v, c1 = c0 + Wo;
+            _mm512_storeu_si512(r0 + (size_t)v * NB, _mm512_or_si512(unpool_cell(b, a, c0, 0), unpool_cell(b, a, c0 + 1, 1)));
+            _mm512_storeu_si512(r1 + (size_t)v * NB, _mm512_or_si512(unpool_cell(b, a, c1, 0), unpool_cell(b, a, c1 + 1, 1)));
+        }
+        if (Wo2 > Wq) {
+            _mm512_storeu_si512(r0 + (size_t)Wq * NB, _mm512_setzero_si512());
+            _mm512_storeu_si512(r1 + (size_t)Wq * NB, _mm512_setzero_si512());
+        }
+    }
+    if (Ho % 2) memset(dyb + (size_t)(Ho - 1) * Wo2 * NB, 0, (size_t)Wo2 * NB * 4);
+}
+
+/* bwd_data: one channel pair's dy dyb[Ho][Wo][16] (lo = channel 2q, hi = 2q+1)
+ * from the two channels' blocked pooled planes (g1, i1: a zero gradient when
+ * 2q+1 is past Co). Cells no window reaches get 0. */
+static TGT void unpool_channel_pairs(uint32_t *dyb, const uint32_t *g0, const uint32_t *i0, const uint32_t *g1,
+                                     const uint32_t *i1, int Ho, int Wo) {
+    int Hq = Ho / 2, Wq = Wo / 2;
+    for (int r = 0; r < Hq; r++) {
+        for (int v = 0; v < Wq; v++) {
+            size_t at = ((size_t)r * Wq + v) * NB;
+            __m512i b0 = k_bf16_lanes(_mm512_castsi512_ps(_mm512_loadu_si512(g0 + at))), a0 = _mm512_loadu_si512(i0 + at);
+            __m512i b1 = k_bf16_lanes(_mm512_castsi512_ps(_mm512_loadu_si512(g1 + at))), a1 = _mm512_loadu_si512(i1 + at);
+            for (int dh = 0; dh < 2; dh++)
+                for (int dw = 0; dw < 2; dw++) {
+                    int cell = (2 * r + dh) * Wo + 2 * v + dw;
+                    _mm512_storeu_si512(dyb + (size_t)cell * NB,
+                                        _mm512_or_si512(unpool_cell(b0, a0, cell, 0), unpool_cell(b1, a1, cell, 1)));
+                }
+        }
+        if (Wo % 2)
+            for (int dh = 0; dh < 2; dh++) _mm512_storeu_si512(dyb + ((size_t)(2 * r + dh) * Wo + Wo - 1) * NB, _mm512_setzero_si512());
+    }
+    if (Ho % 2) memset(dyb + (size_t)(Ho - 1) * Wo * NB, 0, (size_t)Wo * NB * 4);
+}
+
 /* ---- scratch ---------------------------------------------------------------------- */
 
 typedef struct {
@@ -339,7 +420,11 @@ typedef struct {
     float *yb, *sink, *pooled;
     k_bf16 *zeros;
     int32_t *off, *pa;
+    uint32_t *gb, *ib; /* an unpooled dy's pooled planes, blocked: two channels' */
 } dmem;
+
+/* 32-bit words of one channel's blocked pooled plane (a 2x2/2 pool of the Ho x Wo dy) */
+static size_t pooled_plane_words(const k_conv_shape *s) { return (size_t)(s->Ho / 2) * (s->Wo / 2) * NB; }
 
 static size_t plane_elems(const k_conv_shape *s) {
     size_t a = (size_t)s->H * s->W, b = (size_t)s->Ho * s->Wo;
@@ -385,6 +470,8 @@ static size_t carve(const k_conv_shape *s, void *scratch, dmem *m) {
     m->off = piece(base, &at, 4 * idx);
     m->pooled = piece(base, &at, 4 * k_conv_direct_pool16_floats(s));
     m->pa = piece(base, &at, 4 * k_conv_direct_pool16_floats(s));
+    m->gb = piece(base, &at, 4 * 2 * pooled_plane_words(s));
+    m->ib = piece(base, &at, 4 * 2 * pooled_plane_words(s));
     return at + 64;
 }
 
@@ -393,6 +480,7 @@ typedef struct {
     float *accv;
     k_bf16 *zeros, *even; /* a zero plane; 16 dy planes copied to an even row length (Wo odd) */
     int32_t *off;
+    uint32_t *gb, *ib; /* an unpooled dy's pooled planes, blocked: one channel's */
 } wmem;
 
 /* The per-lane weight-gradient sums: 16 lanes per (co, k) pair, padded to
@@ -411,6 +499,8 @@ static size_t carve_bww(const k_conv_shape *s, void *scratch, wmem *m) {
     m->zeros = piece(base, &at, 2 * (plane_elems(s) + 2 * (size_t)s->Ho));
     m->even = piece(base, &at, s->Wo % 2 ? 2 * (size_t)s->Ho * (s->Wo + 1) * NB : 0);
     m->off = piece(base, &at, 4 * (K + 8));
+    m->gb = piece(base, &at, 4 * pooled_plane_words(s));
+    m->ib = piece(base, &at, 4 * pooled_plane_words(s));
     return at + 64;
 }
 
@@ -544,7 +634,8 @@ static void pack_bwd_weights(const k_conv_shape *s, const k_bf16 *w, int ct, uin
                 }
 }
 
-void k_conv_direct_bf16_bwd_data(const k_conv_shape *s, float *dx, const k_bf16 *dy, const k_bf16 *w, void *scratch) {
+/* dy plain (up.g NULL) or unpooled from up */
+static void bwd_data(const k_conv_shape *s, float *dx, const k_bf16 *dy, k_unpool2 up, const k_bf16 *w, void *scratch) {
     const dbwd_cfg *cfg = pick_bwd(s);
     int ct = cfg->ct, Cq = div_up(s->Co, 2), khw = s->kh * s->kw;
     size_t dstride = k_conv_direct_spread_stride((size_t)s->Ho * s->Wo, NB), xstride = (size_t)s->H * s->W * NB;
@@ -556,7 +647,14 @@ void k_conv_direct_bf16_bwd_data(const k_conv_shape *s, float *dx, const k_bf16 
     size_t img_x = (size_t)s->Ci * s->H * s->W, img_y = (size_t)s->Co * s->Ho * s->Wo;
     for (int n0 = 0; n0 < s->N; n0 += NB) {
         int nb = s->N - n0 < NB ? s->N - n0 : NB;
-        to_blocked_pairs_strided(m.xb, dstride, dy + n0 * img_y, img_y, nb, s->Co, s->Ho, s->Wo, 0, 0, m.zeros);
+        if (!up.g) to_blocked_pairs_strided(m.xb, dstride, dy + n0 * img_y, img_y, nb, s->Co, s->Ho, s->Wo, 0, 0, m.zeros);
+        for (int q = 0; up.g && q < Cq; q++) {
+            size_t pw = pooled_plane_words(s);
+            pack_pooled(s, m.gb, m.ib, up, n0, nb, 2 * q, m.zeros);
+            if (2 * q + 1 < s->Co) pack_pooled(s, m.gb + pw, m.ib + pw, up, n0, nb, 2 * q + 1, m.zeros);
+            else memset(m.gb + pw, 0, 4 * pw), memset(m.ib + pw, 0, 4 * pw); /* no channel 2q+1: a zero gradient */
+            unpool_channel_pairs(m.xb + (size_t)q * dstride, m.gb, m.ib, m.gb + pw, m.ib + pw, s->Ho, s->Wo);
+        }
         for (int h = 0; h < s->H; h++) {
             int nr = k_conv_taps_for(h, s->kh, s->sh, s->ph, s->Ho, rows);
             for (int ww = 0; ww < s->W; ww++) {
@@ -569,15 +667,29 @@ void k_conv_direct_bf16_bwd_data(const k_conv_shape *s, float *dx, const k_bf16 
         k_conv_direct_from_blocked16(dx + n0 * img_x, img_x, m.yb, nb, s->Ci, s->H, s->W, s->W, NULL, 0, m.sink);
     }
 }
+void k_conv_direct_bf16_bwd_data(const k_conv_shape *s, float *dx, const k_bf16 *dy, const k_bf16 *w, void *scratch) {
+    bwd_data(s, dx, dy, (k_unpool2){0}, w, scratch);
+}
+void k_conv_direct_bf16_bwd_data_unpool2(const k_conv_shape *s, float *dx, k_unpool2 up, const k_bf16 *w, void *scratch) {
+    bwd_data(s, dx, NULL, up, w, scratch);
+}
 
 /* ---- backward weight -------------------------------------------------------------- */
 
-/* One block of nb images into the paired layouts: x (padded) and dy. */
-static void bww_pack_block(const k_conv_shape *s, const wmem *m, const k_bf16 *x, const k_bf16 *dy, int nb) {
+/* One block of nb images (from n0) into the paired layouts: x (padded) and
+ * dy (plain, or unpooled from up when up.g is set). */
+static void bww_pack_block(const k_conv_shape *s, const wmem *m, const k_bf16 *x, const k_bf16 *dy, k_unpool2 up,
+                           int n0, int nb) {
     size_t img_x = (size_t)s->Ci * s->H * s->W, img_y = (size_t)s->Co * s->Ho * s->Wo, py = (size_t)s->Ho * s->Wo;
     int Wo2 = div_up(s->Wo, 2);
     const uint32_t *d[NB];
-    pack_shifted_planes(s, m->xb, x, img_x, nb, m->zeros, s->sw);
+    pack_shifted_planes(s, m->xb, x + n0 * img_x, img_x, nb, m->zeros, s->sw);
+    for (int co = 0; up.g && co < s->Co; co++) {
+        pack_pooled(s, m->gb, m->ib, up, n0, nb, co, m->zeros);
+        unpool_row_pairs(m->dyb + (size_t)co * s->Ho * Wo2 * NB, m->gb, m->ib, s->Ho, s->Wo);
+    }
+    if (up.g) return;
+    dy += n0 * img_y;
     for (int co = 0; co < s->Co; co++) {
         for (int l = 0; l < NB; l++) {
             const k_bf16 *src = l < nb ? dy + l * img_y + co * py : m->zeros;
@@ -624,8 +736,9 @@ void k_conv_direct_bf16_bwd_weight(const k_conv_shape *s, float *dw, const k_bf1
     k_conv_direct_bf16_bwd_weight_part(s, dw, x, dy, scratch, NULL, 1, 1);
 }
 
-void k_conv_direct_bf16_bwd_weight_part(const k_conv_shape *s, float *dw, const k_bf16 *x, const k_bf16 *dy,
-                                        void *scratch, float *acc, int first, int last) {
+/* dy plain (up.g NULL) or unpooled from up */
+static void bwd_weight_part(const k_conv_shape *s, float *dw, const k_bf16 *x, const k_bf16 *dy, k_unpool2 up,
+                            void *scratch, float *acc, int first, int last) {
     const dbww_cfg *cfg = pick_bww(s);
     int ct = cfg->ct, tt = cfg->tt, K = s->Ci * s->kh * s->kw, Wo2 = div_up(s->Wo, 2);
     int Hp = s->H + 2 * s->ph, Wp = s->W + 2 * s->pw, co_pad = div_up(s->Co, ct) * ct, k_pad = div_up(K, tt) * tt;
@@ -642,11 +755,10 @@ void k_conv_direct_bf16_bwd_weight_part(const k_conv_shape *s, float *dw, const 
     memset(m.dyb + (size_t)s->Co * dstride, 0, 4 * (size_t)(co_pad - s->Co) * dstride);
     if (first) memset(m.accv, 0, 4 * (size_t)co_pad * k_pad * NB);
     memset(m.zeros, 0, 2 * (plane_elems(s) + 2 * (size_t)s->Ho));
-    size_t img_x = (size_t)s->Ci * s->H * s->W, img_y = (size_t)s->Co * s->Ho * s->Wo;
     size_t xrow = (size_t)s->sh * Wp * NB, drow = (size_t)Wo2 * NB; /* one output row's step in xb, dyb */
     int rows = bww_rows(s, (size_t)s->Ci * Wp * NB, (size_t)co_pad * drow);
     for (int n0 = 0; n0 < s->N; n0 += NB) {
-        bww_pack_block(s, &m, x + n0 * img_x, dy + n0 * img_y, s->N - n0 < NB ? s->N - n0 : NB);
+        bww_pack_block(s, &m, x, dy, up, n0, s->N - n0 < NB ? s->N - n0 : NB);
         for (int oh0 = 0; oh0 < s->Ho; oh0 += rows)
             for (int co0 = 0; co0 < co_pad; co0 += ct)
                 for (int k0 = 0; k0 < k_pad; k0 += tt)
@@ -664,6 +776,14 @@ void k_conv_direct_bf16_bwd_weight_part(const k_conv_shape *s, float *dw, const 
             for (int l = 0; l < NB; l++) t += v[l];
             dw[(size_t)co * K + kk] = (float)t;
         }
+}
+void k_conv_direct_bf16_bwd_weight_part(const k_conv_shape *s, float *dw, const k_bf16 *x, const k_bf16 *dy,
+                                        void *scratch, float *acc, int first, int last) {
+    bwd_weight_part(s, dw, x, dy, (k_unpool2){0}, scratch, acc, first, last);
+}
+void k_conv_direct_bf16_bwd_weight_unpool2_part(const k_conv_shape *s, float *dw, const k_bf16 *x, k_unpool2 up,
+                                                void *scratch, float *acc, int first, int last) {
+    bwd_weight_part(s, dw, x, NULL, up, scratch, acc, first, last);
 }
 
 #else /* not x86-64 GCC/clang: never called (k_bf16_detect finds no AVX512-BF16) */
@@ -694,6 +814,13 @@ size_t k_conv_direct_bf16_bwd_weight_acc_floats(const k_conv_shape *s) {
 void k_conv_direct_bf16_bwd_weight_part(const k_conv_shape *s, float *dw, const k_bf16 *x, const k_bf16 *dy,
                                         void *scratch, float *acc, int first, int last) {
     (void)s, (void)dw, (void)x, (void)dy, (void)scratch, (void)acc, (void)first, (void)last;
+}
+void k_conv_direct_bf16_bwd_data_unpool2(const k_conv_shape *s, float *dx, k_unpool2 up, const k_bf16 *w, void *scratch) {
+    (void)s, (void)dx, (void)up, (void)w, (void)scratch;
+}
+void k_conv_direct_bf16_bwd_weight_unpool2_part(const k_conv_shape *s, float *dw, const k_bf16 *x, k_unpool2 up,
+                                                void *scratch, float *acc, int first, int last) {
+    (void)s, (void)dw, (void)x, (void)up, (void)scratch, (void)acc, (void)first, (void)last;
 }
 void k_conv_direct_bf16_force_bww_rows(int rows) { (void)rows; }
 int k_conv_direct_bf16_force_tile(int pass, int index) {

@@ -36,6 +36,13 @@ void k_conv_direct_bf16_bwd_weight(const k_conv_shape *s, float *dw, const k_bf1
 size_t k_conv_direct_bf16_bwd_weight_acc_floats(const k_conv_shape *s);
 void k_conv_direct_bf16_bwd_weight_part(const k_conv_shape *s, float *dw, const k_bf16 *x, const k_bf16 *dy,
                                         void *scratch, float *acc, int first, int last);
+/* The backward passes with dy given as a 2x2/2 max pool's fp32 gradient and
+ * argmax (k_unpool2; g [N][Co][Ho/2][Wo/2]): the bits of rounding
+ * k_maxpool2d_bwd(g, argmax) to bf16 and passing that as dy, unpooled block
+ * by block as the kernel packs it. */
+void k_conv_direct_bf16_bwd_data_unpool2(const k_conv_shape *s, float *dx, k_unpool2 up, const k_bf16 *w, void *scratch);
+void k_conv_direct_bf16_bwd_weight_unpool2_part(const k_conv_shape *s, float *dw, const k_bf16 *x, k_unpool2 up,
+                                                void *scratch, float *acc, int first, int last);
 /* Tests only: make `pass` (enum k_conv_pass) use entry `index` of its tile
  * list instead of the cost model's pick (index -1: back to the model).
  * Returns 0 when the list has no such entry. */

@@ -24,6 +24,8 @@
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 #define XT_POOL_X86 1
+
+#include "kernels/bf16_simd.h"
 #endif
 
 int k_pool_shape_infer(k_pool_shape *s) {
@@ -195,15 +197,8 @@ XT_AVX512 static void maxpool_2x2_avx512(const k_pool_shape *s, float *y, int32_
 }
 
 /* bf16 stores (a backward made in bf16, pass_bf16_out.c): k_bf16_from_f32's
- * rounding, 16 lanes at a time (not vcvtneps2bf16, which flushes denormals;
- * see bf16.c), then the low halves packed */
-XT_AVX512 static inline __m256i to_bf16(__m512 v) {
-    __m512i u = _mm512_castps_si512(v), hi = _mm512_srli_epi32(u, 16);
-    __m512i rne = _mm512_srli_epi32(
-        _mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), _mm512_and_si512(hi, _mm512_set1_epi32(1))), 16);
-    __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x7f800000));
-    return _mm512_cvtepi32_epi16(_mm512_mask_or_epi32(rne, nan, hi, _mm512_set1_epi32(0x40)));
-}
+ * rounding (bf16_simd.h), then the low halves packed */
+XT_AVX512 static inline __m256i to_bf16(__m512 v) { return _mm512_cvtepi32_epi16(k_bf16_lanes(v)); }
 XT_AVX512 static inline void store_under_bf16(k_bf16 *p, __mmask16 m, __m512 v) {
     if (m == 0xFFFFu)
         _mm256_storeu_si256((__m256i *)p, to_bf16(v));
