@@ -17,10 +17,24 @@
  * added pairwise into 16 fp32 lanes, 64 FLOPs), printed as a last line
  *   "BF16_LIMIT gflops=... width=512 model=..." (gflops=0 without AVX512-BF16).
  * AMX tiles are not measured: no CPU here has them (see gemm_bf16.c).
+ *
+ * With --cores N (N > 1), also the limit of N cores busy at once: N forked
+ * copies run the widest FMA loop (and vdpbf16ps) together, and the mean per
+ * core is printed as
+ *   "FMA_LIMIT_BUSY cores=2 gflops=... bf16_gflops=... model=..."
+ * Why: a core's clock can drop when its neighbours work too (turbo is set
+ * by package power and current), and then N x the one-core figure would
+ * overstate what N busy cores can do. run.sh prints it beside the one-core
+ * limit, so a 2-worker shortfall can be told apart: on the Zen 5 machines
+ * here both busy cores kept 98-100% of the one-core rate (4 runs), so what
+ * 2 workers lose is shared cache and memory, not clock.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -135,7 +149,40 @@ static void model_name(char *out, size_t cap) {
     fclose(f);
 }
 
-int main(void) {
+/* The mean per core of f's rate with `cores` copies running at once (0 on
+ * failure). Each child waits on `go` until all are forked, so the copies
+ * overlap from the start; each sends its best rate through `out`. */
+static double busy_mean(kernel_fn f, int lanes, int chains, int cores) {
+    int go[2], out[2];
+    if (pipe(go) || pipe(out)) return 0;
+    int forked = 0;
+    for (; forked < cores; forked++) {
+        pid_t pid = fork();
+        if (pid < 0) break;
+        if (pid == 0) {
+            char c;
+            close(go[1]);
+            if (read(go[0], &c, 1) < 0) _exit(1); /* returns 0 at EOF: the parent closed it */
+            double g = measure(f, lanes, chains);
+            _exit(write(out[1], &g, sizeof g) == (ssize_t)sizeof g ? 0 : 1);
+        }
+    }
+    close(go[0]);
+    close(go[1]); /* start */
+    close(out[1]);
+    double sum = 0, g;
+    int got = 0;
+    while (read(out[0], &g, sizeof g) == (ssize_t)sizeof g) sum += g, got++;
+    close(out[0]);
+    while (wait(NULL) > 0) {
+    }
+    return got == cores && forked == cores ? sum / cores : 0;
+}
+
+int main(int argc, char **argv) {
+    int cores = argc > 2 && !strcmp(argv[1], "--cores") ? atoi(argv[2]) : 1;
+    kernel_fn best_f = NULL;
+    int best_lanes = 0;
     char model[256];
     model_name(model, sizeof model);
     double best = 0;
@@ -156,7 +203,7 @@ int main(void) {
         }
         double g = measure(widths[i].f, widths[i].lanes, widths[i].chains);
         printf("fma %3d-bit: %7.1f GFLOP/s (%d chains)\n", widths[i].width, g, widths[i].chains);
-        if (g > best) best = g, best_width = widths[i].width;
+        if (g > best) best = g, best_width = widths[i].width, best_f = widths[i].f, best_lanes = widths[i].lanes;
     }
 #endif
     printf("FMA_LIMIT gflops=%.1f width=%d model=%s\n", best, best_width, model);
@@ -170,5 +217,16 @@ int main(void) {
     }
 #endif
     printf("BF16_LIMIT gflops=%.1f width=512 model=%s\n", bf16, model);
+#ifdef HAVE_X86
+    if (cores > 1 && best_f) {
+        double busy = busy_mean(best_f, best_lanes, 12, cores), busy_bf16 = bf16 > 0 ? busy_mean(dpbf16, 32, 16, cores) : 0;
+        printf("fma %3d-bit, %d cores busy at once: %7.1f GFLOP/s per core (%.0f%% of one core alone)\n", best_width, cores, busy,
+               100 * busy / best);
+        if (bf16 > 0)
+            printf("vdpbf16ps, %d cores busy at once: %7.1f GFLOP/s per core (%.0f%% of one core alone)\n", cores, busy_bf16,
+                   100 * busy_bf16 / bf16);
+        printf("FMA_LIMIT_BUSY cores=%d gflops=%.1f bf16_gflops=%.1f model=%s\n", cores, busy, busy_bf16, model);
+    }
+#endif
     return best > 0 ? 0 : 1;
 }

@@ -43,7 +43,7 @@ echo
 echo "== the arithmetic limit: fp32 FMA throughput of one core (tests/bench/fma_limit.c)"
 FMA=nan
 if [ -x $B/fma_limit ]; then
-    $B/fma_limit > "$tmp/fma" 2>&1
+    $B/fma_limit --cores "$(nproc)" > "$tmp/fma" 2>&1
     grep -v '^FMA_LIMIT' "$tmp/fma"
     FMA=$(field gflops "$(grep '^FMA_LIMIT' "$tmp/fma")")
     echo "  FMA limit: $FMA GFLOP/s per core on $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //') ($(nproc) cores here)"
