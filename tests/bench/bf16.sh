@@ -20,8 +20,8 @@ model=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')
 echo "== bf16 mixed precision (issue #18) — $(date -u +%Y-%m-%dT%H:%MZ), $model, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 $B/fma_limit > "$tmp/fma" 2>&1
 grep -E '^fma 512|^vdpbf16ps' "$tmp/fma" | sed 's/^/  /'
-FMA=$(field gflops "$(grep '^FMA_LIMIT' "$tmp/fma")"); [ -n "$FMA" ] || FMA=nan
-BF=$(field gflops "$(grep '^BF16_LIMIT' "$tmp/fma")"); [ -n "$BF" ] || BF=nan
+FMA=$(field gflops "$(grep '^FMA_LIMIT ' "$tmp/fma")"); [ -n "$FMA" ] || FMA=nan
+BF=$(field gflops "$(grep '^BF16_LIMIT ' "$tmp/fma")"); [ -n "$BF" ] || BF=nan
 echo "  limits per core: fp32 FMA $FMA GFLOP/s, bf16 (vdpbf16ps) $BF GFLOP/s"
 
 echo

@@ -45,8 +45,10 @@ FMA=nan
 if [ -x $B/fma_limit ]; then
     $B/fma_limit --cores "$(nproc)" > "$tmp/fma" 2>&1
     grep -v '^FMA_LIMIT' "$tmp/fma"
-    FMA=$(field gflops "$(grep '^FMA_LIMIT' "$tmp/fma")")
-    echo "  FMA limit: $FMA GFLOP/s per core on $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //') ($(nproc) cores here)"
+    FMA=$(field gflops "$(grep '^FMA_LIMIT ' "$tmp/fma")")
+    BUSY=$(field gflops "$(grep '^FMA_LIMIT_BUSY ' "$tmp/fma")")
+    echo "  FMA limit: $FMA GFLOP/s per core on $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //') ($(nproc) cores here;" \
+        "${BUSY:-not measured} per core with all of them busy; the shares below are of the one-core limit)"
 fi
 [ -n "$FMA" ] || FMA=nan
 echo
