@@ -395,7 +395,10 @@ TEST(conv_bwd_weight_in_parts_is_bit_identical_to_whole) {
 
 /* The ReLU epilogue (k_conv2d_fwd_act, relu 1) gives exactly relu of the plain
  * forward, at every SIMD level (the generic level takes the im2col path), with
- * a partial block of images and a bias that puts outputs on both sides of 0. */
+ * a partial block of images, a bias that puts outputs on both sides of 0, and
+ * a NaN in x (the outputs it reaches are NaN plain, +0 through the ReLU, as
+ * the engine's RELU gives them; the direct kernels apply it in registers as
+ * they unpack, and a plane's last pixels in a scalar tail). */
 TEST(conv_fwd_relu_epilogue_is_relu_of_the_plain_forward) {
     k_conv_shape shapes[] = {SHAPE(19, 1, 28, 28, 10, 5, 5, 1, 1, 0, 0), SHAPE(21, 32, 26, 26, 64, 3, 3, 1, 1, 0, 0),
                              SHAPE(5, 3, 9, 9, 4, 3, 3, 2, 2, 1, 1)};
@@ -406,6 +409,7 @@ TEST(conv_fwd_relu_epilogue_is_relu_of_the_plain_forward) {
         size_t xs = (size_t)s.N * s.Ci * s.H * s.W, ys = (size_t)s.N * s.Co * s.Ho * s.Wo;
         float *x = rand_buf(xs, &seed), *w = rand_buf((size_t)s.Co * s.Ci * s.kh * s.kw, &seed),
               *b = rand_buf((size_t)s.Co, &seed), *scr = nan_buf(k_conv2d_scratch(&s));
+        x[xs / 2] = NAN;
         for (int lvl = 0; lvl <= k_simd_detect(); lvl++) {
             k_simd_force(lvl);
             float *plain = nan_buf(ys), *fused = nan_buf(ys);
@@ -420,6 +424,9 @@ TEST(conv_fwd_relu_epilogue_is_relu_of_the_plain_forward) {
             CHECK_MSG(bad == ys, "shape %zu, simd %d: element %zu is %g, relu of the plain forward %g", i, lvl, bad,
                       bad < ys ? fused[bad] : 0.0, bad < ys ? plain[bad] : 0.0);
             CHECK(zeros > 0 && zeros < ys);
+            size_t nans = 0;
+            for (size_t j = 0; j < ys; j++) nans += plain[j] != plain[j];
+            CHECK(nans > 0);
             free(plain), free(fused);
         }
         k_simd_force(-1);

@@ -61,6 +61,7 @@ typedef struct {
     npack_fn pack;
     npack_affine_fn pack_affine; /* pack, x read through batch norm's apply (k_conv_prologue) */
     nunpack_fn unpack;
+    nunpack_fn unpack_relu; /* unpack, then max(., 0) in registers */
     double (*sum)(const float *p, size_t n);
     const nfwd_cfg *fwd;
     int nfwd;
@@ -311,9 +312,9 @@ static void to_blocked(const nisa *isa, float *t, const float *x, size_t img, in
 }
 
 /* Plain [c][h][w] (+ bias[c]) of nb images <- blocked t[c][H][Wd][NB]; idle lanes go to `sink`.
- * relu: each channel's planes go through max(., 0) while they are in L1;
+ * relu: max(., 0) as the planes are stored (unpack_relu);
  * mask (laid out as x, or NULL): each plane becomes mask > 0 ? plane : 0
- * there instead (the ReLU's backward, k_relu_bwd_inplace).
+ * while it is in L1 (the ReLU's backward, k_relu_bwd_inplace).
  * Without a bias the unpack adds -0.0, which leaves every float's bits as
  * they are (-0 included, and int32 indices moved through float lanes: no
  * flush-to-zero is ever enabled). */
@@ -323,8 +324,7 @@ static void from_blocked(const nisa *isa, float *x, size_t img, const float *t, 
     float *dst[NB_MAX];
     for (int c = 0; c < C; c++) {
         for (int l = 0; l < NB; l++) dst[l] = l < nb ? x + l * img + (size_t)c * H * W : sink;
-        isa->unpack(dst, t + (size_t)c * H * Wd * NB, H, W, Wd, bias ? bias[c] : -0.0f);
-        for (int l = 0; relu && l < nb; l++) k_relu_inplace(dst[l], (size_t)H * W);
+        (relu ? isa->unpack_relu : isa->unpack)(dst, t + (size_t)c * H * Wd * NB, H, W, Wd, bias ? bias[c] : -0.0f);
         for (int l = 0; mask && l < nb; l++) k_relu_bwd_inplace(dst[l], mask + l * img + (size_t)c * H * W, (size_t)H * W);
     }
 }
