@@ -134,8 +134,10 @@ TEST(tiling_trains_residual_blocks_bit_identically) {
 }
 
 /* Batch norm's apply (seed CNN) and apply + ReLU (residual blocks) are made
- * again in front of their backward readers instead of kept from the forward
- * (pass_remat.c): the same bits as keeping them, in a smaller arena. */
+ * again in front of their backward readers instead of kept from the forward,
+ * and so is a cheap convolution with its ReLU (wide_cnn's conv1), once for
+ * its backward stretch (pass_remat.c): the same bits as keeping them, in a
+ * smaller arena. */
 static void remat_equals_keeping(const char *spec, int n, int min_copies, int prologues) {
     xt_engine_opts on = {.fuse = 1, .tile_cache_bytes = 64 * 1024},
                    off = {.fuse = 1, .tile_cache_bytes = 64 * 1024, .no_remat = 1};
@@ -155,6 +157,14 @@ TEST(remat_copies_give_the_kept_values_bits_in_a_smaller_arena) {
     /* the four convolutions that read BN -> ReLU, forward and weight gradient; the block outputs
      * relu(bn(x) + shortcut) are kept (a copy would read two batch-sized values) */
     remat_equals_keeping("models/resnet8_mnist.yaml", 24, 4, 8);
+    /* conv1 (1 channel, 3x3: 9 multiply-adds per output) and its ReLU, made again at the start of the backward
+     * stretch: before conv2's backward-data, whose epilogue still masks by it */
+    xt_exec_stats st;
+    remat_equals_keeping("models/wide_cnn.yaml", 40, 1, 0);
+    tiled_equals_untiled("models/wide_cnn.yaml", 40, 64 * 1024, &st);
+    CHECK_EQ(st.remat_copies, 1);
+    CHECK_EQ(st.relu_bwd_epilogues, 1);
+    CHECK_EQ(st.relu_epilogues, 3);
 }
 
 /* Under bf16 the stretches take in the casts and the bf16 convolutions
@@ -350,7 +360,7 @@ TEST(conv_epilogues_train_bit_identically) {
                    plain = {.fuse = 0, .no_tiling = 1};
     xt_exec_stats sa, sb;
     same_training("models/wide_cnn.yaml", 40, &fused, &plain, &sa, &sb, "the conv epilogues and a separate ReLU and pool");
-    CHECK_EQ(sa.relu_epilogues, 2);
+    CHECK_EQ(sa.relu_epilogues, 3); /* conv1, conv1 made again for the backward (pass_remat.c), conv2 */
     CHECK_EQ(sb.relu_epilogues, 0);
     CHECK_EQ(sa.relu_bwd_epilogues, 1); /* conv1's ReLU backward in conv2's backward-data */
     CHECK_EQ(sb.relu_bwd_epilogues, 0);

@@ -38,12 +38,24 @@
  * copies in front of their consumers (as pass_precision.c does); copies are
  * pushed without CSE, which would hand back the original.
  *
+ * Cheap convolutions. A convolution usually costs far more than the buffer
+ * it would save; one of few multiply-adds per output (CHEAP_CONV_MACS: a
+ * first layer, wide_cnn's conv1 with 9, whose ReLU'd output is the largest
+ * value of its step, 11 MB at batch 128) does not. Such a y = CONV2D(x, w, b)
+ * read by a ReLU v = RELU(y), with x, w, b alive where the copy goes, is a
+ * kernel cone (not a convolution that batch norm reads: a ResNet stem's
+ * output is what the copies of its batch norm's apply are made from): the copy is the convolution and the ReLU again,
+ * made once per backward stretch (the nodes between two barriers) and read
+ * by every late consumer of y or v in it (wide_cnn: the ReLU's backward
+ * reads y, conv2's weight gradient v), and placed at the stretch's start,
+ * before the convolution backward-data pass whose epilogue takes the ReLU's
+ * mask from it (pass_conv_epilogue.c wants the mask made before that pass).
+ * The forward original then lives only in the forward tile; no batch-sized
+ * write of it (to lines not in cache: a read for ownership each) and no
+ * reads of it from DRAM in the backward.
+ *
  * Is not: the tiling or the buffer placement (pass_tile.c, pass_memplan.c);
- * recomputing anything but elementwise ops. A convolution usually costs far
- * more than the buffer it would save; one of few multiply-adds per output
- * (wide_cnn's conv1: 9, its output the largest value of the step) may not,
- * but its copy would have to be shared by its backward readers and placed
- * before the first of them, which this pass does not do yet.
+ * recomputing anything but elementwise ops and cheap convolutions.
  */
 #include <stdlib.h>
 
@@ -63,6 +75,15 @@
  * not cheap to make again. */
 #define MAX_CONE 8
 
+/* A convolution worth making again: at most this many multiply-adds per
+ * output element (Ci*kh*kw: one channel's 3x3 is 9, an RGB 3x3 stem 27).
+ * Keeping its output costs about 12 bytes of L3 or DRAM traffic per element
+ * (a write with its read for ownership, a read per late reader); making it
+ * again costs 2*Ci*kh*kw FLOPs, at the direct kernel's rate for so few
+ * channels (about 60-125 GFLOP/s on Zen 5, kernel_bench "wide conv1"), a
+ * fraction of that traffic's time up to a few tens of multiply-adds. */
+#define CHEAP_CONV_MACS 27
+
 typedef struct {
     const xt_graph *g;
     int32_t *nbar;        /* nbar[i]: barriers among nodes [0, i) */
@@ -72,7 +93,11 @@ typedef struct {
     int32_t *cons;
     uint8_t *remat;       /* per node: copied for its late consumers */
     xt_t *late;           /* per node: its latest copy in the lowered graph, or -1 */
-    int32_t *late_at;     /* per node: the consumer that copy was made for */
+    int32_t *late_at;     /* per node: the consumer that copy was made for (a kernel cone: its stretch's start) */
+    uint8_t *kernel;      /* per node: in a kernel cone (a cheap convolution, or its ReLU), copied once per stretch */
+    int32_t *start;       /* per node: the first node of its stretch (after the last barrier before it) */
+    int32_t *kv;          /* the copied kernel cones' members, nk of them */
+    int nk;
 } remat;
 
 static int64_t bytes_of(const xt_node *n) { return xt_numel(n) * (int64_t)xt_dtype_size(n->dtype); }
@@ -120,8 +145,52 @@ static int cone_ok(const remat *r, xt_t v, int i) {
 /* A copy serves the one consumer it was made for (which may read it twice,
  * or through two cones): each consumer gets its own, so a convolution's copy
  * is read by the convolution alone and pass_conv_prologue.c can take it,
- * and an elementwise consumer's copy fuses into the consumer's group. */
-static int late_valid(const remat *r, xt_t v, int i) { return r->late[v] >= 0 && r->late_at[v] == i; }
+ * and an elementwise consumer's copy fuses into the consumer's group. A
+ * kernel cone's copy serves its whole stretch. */
+static int late_valid(const remat *r, xt_t v, int i) {
+    return r->late[v] >= 0 && r->late_at[v] == (r->kernel[v] ? r->start[i] : i);
+}
+
+/* y = CONV2D(x, w[, b]) with at most CHEAP_CONV_MACS multiply-adds per output. */
+static int cheap_conv(const xt_graph *g, xt_t y) {
+    const xt_node *c = &g->nodes[y];
+    if (c->op != XT_OP_CONV2D || c->nin < 2 || c->nin > 3) return 0;
+    const xt_node *w = &g->nodes[xt_ins(g, c)[1]];
+    return w->rank == 4 && (int64_t)w->shape[1] * w->shape[2] * w->shape[3] <= CHEAP_CONV_MACS;
+}
+/* A kernel cone's convolution: y itself, or the input of the ReLU y. */
+static xt_t cone_conv(const xt_graph *g, xt_t y) {
+    return g->nodes[y].op == XT_OP_RELU ? xt_ins(g, &g->nodes[y])[0] : y;
+}
+/* y's ReLU among its consumers, or -1 */
+static xt_t relu_of(const remat *r, xt_t y) {
+    for (int c = r->cons_off[y]; c < r->cons_off[y + 1]; c++) {
+        const xt_node *n = &r->g->nodes[r->cons[c]];
+        if (n->op == XT_OP_RELU && n->nin == 1) return r->cons[c];
+    }
+    return -1;
+}
+/* The convolution's operands are there at the start s of the copy's stretch. */
+static int kernel_cone_ok(const remat *r, xt_t v, int s) {
+    xt_t y = cone_conv(r->g, v);
+    const xt_node *c = &r->g->nodes[y];
+    for (int k = 0; k < c->nin; k++)
+        if (!available(r, xt_ins(r->g, c)[k], y, s)) return 0;
+    return 1;
+}
+/* The kernel cone of v made again at its stretch start s: the convolution,
+ * then its ReLU (if it has one); both serve the stretch. */
+static int make_kernel_copy(remat *r, xt_graph *out, const int32_t *map, xt_t v, int s) {
+    xt_t y = cone_conv(r->g, v), v2 = relu_of(r, y), ins[3];
+    const xt_node *c = &r->g->nodes[y];
+    for (int k = 0; k < c->nin; k++) ins[k] = map[xt_ins(r->g, c)[k]];
+    if ((r->late[y] = xt_graph_push_copy(out, c, ins, c->nin)) == XT_NONE) return -1;
+    r->late_at[y] = s;
+    if (v2 < 0) return 0;
+    if ((r->late[v2] = xt_graph_push_copy(out, &r->g->nodes[v2], &r->late[y], 1)) == XT_NONE) return -1;
+    r->late_at[v2] = s;
+    return 0;
+}
 
 /* v's copy in `out`, pushed in front of consumer i (cone_ok held). */
 static xt_t make_copy(remat *r, xt_graph *out, const int32_t *map, xt_t v, int i) {
@@ -170,15 +239,20 @@ static int choose(remat *r) {
     const xt_graph *g = r->g;
     for (int v = 0; v < g->n; v++) {
         const xt_node *n = &g->nodes[v];
-        if (!is_ew(n) || bytes_of(n) <= REMAT_MIN_BYTES || conv_epilogue_relu(g, v)) continue;
+        xt_t y = cone_conv(g, v), relu = cheap_conv(g, y) ? relu_of(r, y) : -1;
+        r->kernel[v] = (uint8_t)(relu >= 0 && (v == y || v == relu));
+        if (bytes_of(n) <= REMAT_MIN_BYTES || (r->kernel[v] ? 0 : !is_ew(n) || conv_epilogue_relu(g, v))) continue;
         for (int c = r->cons_off[v]; c < r->cons_off[v + 1]; c++) r->remat[v] |= (uint8_t)late_reader(r, v, c);
     }
     for (int dropped = 1; dropped;) {
         dropped = 0;
         mark_kept(r);
         for (int v = 0; v < g->n; v++)
-            for (int c = r->cons_off[v]; r->remat[v] && c < r->cons_off[v + 1]; c++)
-                if (late_reader(r, v, c) && !cone_ok(r, v, r->cons[c])) r->remat[v] = 0, dropped = 1;
+            for (int c = r->cons_off[v]; r->remat[v] && c < r->cons_off[v + 1]; c++) {
+                int i = r->cons[c];
+                if (late_reader(r, v, c) && !(r->kernel[v] ? kernel_cone_ok(r, v, r->start[i]) : cone_ok(r, v, i)))
+                    r->remat[v] = 0, dropped = 1;
+            }
     }
     int any = 0;
     for (int v = 0; v < g->n; v++) any |= r->remat[v];
@@ -189,7 +263,9 @@ static int choose(remat *r) {
  * (a node reading a value twice is one consumer). */
 static int build_uses(remat *r) {
     const xt_graph *g = r->g;
-    for (int i = 0; i < g->n; i++) {
+    for (int i = 0, s = 0; i < g->n; i++) {
+        r->start[i] = s;
+        if (is_barrier(&g->nodes[i])) s = i + 1;
         r->nbar[i + 1] = r->nbar[i] + is_barrier(&g->nodes[i]);
         for (int k = 0; k < g->nodes[i].nin; k++) {
             xt_t u = xt_ins(g, &g->nodes[i])[k];
@@ -221,17 +297,31 @@ int xt_pass_remat(const xt_graph *g, xt_graph *out, int32_t *map) {
     r.remat = calloc(n1, 1);
     r.late = malloc(n1 * sizeof *r.late);
     r.late_at = malloc(n1 * sizeof *r.late_at);
+    r.kernel = calloc(n1, 1);
+    r.start = malloc(n1 * sizeof *r.start);
+    r.kv = malloc(n1 * sizeof *r.kv);
     int rc = -1, copies = 0;
-    if (!r.nbar || !r.last_use || !r.kept_until || !r.cons_off || !r.cons || !r.remat || !r.late || !r.late_at) goto done;
+    if (!r.nbar || !r.last_use || !r.kept_until || !r.cons_off || !r.cons || !r.remat || !r.late || !r.late_at ||
+        !r.kernel || !r.start || !r.kv)
+        goto done;
     for (int v = 0; v < g->n; v++) r.last_use[v] = -1, r.late[v] = -1;
     if (build_uses(&r)) goto done;
     if (!choose(&r)) {
         rc = 0;
         goto done;
     }
+    for (int v = 0; v < g->n; v++)
+        if (r.remat[v] && r.kernel[v]) r.kv[r.nk++] = v;
     xt_t ins[64];
     for (int i = 0; i < g->n; i++) {
         const xt_node *n = &g->nodes[i];
+        /* kernel cones read late in the stretch that starts here: their copies first */
+        for (int j = 0; j < r.nk; j++)
+            for (int v = r.kv[j], c = r.cons_off[v]; v < i && c < r.cons_off[v + 1]; c++)
+                if (late_reader(&r, v, c) && r.start[r.cons[c]] == i && !late_valid(&r, v, i)) {
+                    if (make_kernel_copy(&r, out, map, v, i)) goto done;
+                    copies++;
+                }
         xt_t *in = ins, *heap = NULL;
         if (n->nin > (int)(sizeof ins / sizeof *ins) && !(in = heap = malloc((size_t)n->nin * sizeof *in))) goto done;
         for (int k = 0; k < n->nin && in; k++) {
@@ -256,5 +346,8 @@ done:
     free(r.remat);
     free(r.late);
     free(r.late_at);
+    free(r.kernel);
+    free(r.start);
+    free(r.kv);
     return rc;
 }
