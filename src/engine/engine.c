@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "engine/plan.h"
 #include "kernels/cache.h"
@@ -37,6 +38,39 @@ struct xt_engine {
     int nnotes;
 };
 
+/* The arena is mapped from the OS, not taken from malloc. glibc serves a
+ * block of tens of MB from its heap once its dynamic mmap threshold has risen
+ * past that size (any earlier free of a large mapped block raises it), and a
+ * heap block stays resident after free(): when the arena grows (the
+ * evaluation plan after the training one), the old one stayed in the
+ * process, and peak RSS depended on the order of unrelated frees (wide_cnn:
+ * 50 or 78 MB per worker for the same run, depending on whether stderr was a
+ * file). A mapping goes back to the OS when it is replaced. Under
+ * AddressSanitizer it stays a malloc block, so a write past its end is caught. */
+#if defined(__SANITIZE_ADDRESS__)
+#define XT_ARENA_MALLOC 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define XT_ARENA_MALLOC 1
+#endif
+#endif
+static void *arena_alloc(size_t bytes) {
+#ifdef XT_ARENA_MALLOC
+    return aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+#else
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p; /* page-aligned: 64-byte aligned */
+#endif
+}
+static void arena_free(void *p, size_t bytes) {
+#ifdef XT_ARENA_MALLOC
+    (void)bytes;
+    free(p);
+#else
+    if (p) munmap(p, bytes);
+#endif
+}
+
 xt_engine *xt_engine_new(xt_store *store, const xt_engine_opts *opts) {
     xt_engine *en = calloc(1, sizeof *en);
     if (!en) return NULL;
@@ -59,7 +93,7 @@ xt_engine *xt_engine_new(xt_store *store, const xt_engine_opts *opts) {
 void xt_engine_free(xt_engine *en) {
     if (!en) return;
     for (int i = 0; i < en->ncache; i++) xt_plan_free(en->cache[i]);
-    free(en->arena);
+    arena_free(en->arena, en->arena_cap);
     free(en->notes);
     xt_graph_destroy(&en->g);
     free(en);
@@ -182,12 +216,12 @@ static int find_or_compile(xt_engine *en, xt_plan **out, xt_err *e) {
     if (!p) return e ? e->code : XT_ERUNTIME;
     if (xt_plan_arena_bytes(p) > en->arena_cap) { /* grows on a compile only: a cached step allocates nothing */
         size_t cap = xt_plan_arena_bytes(p);
-        void *a = aligned_alloc(64, cap);
+        void *a = arena_alloc(cap);
         if (!a) {
             xt_plan_free(p);
             return xt_fail(e, XT_ERUNTIME, "out of memory: a %zu-byte arena for a graph of %d nodes", cap, g->n);
         }
-        free(en->arena);
+        arena_free(en->arena, en->arena_cap);
         en->arena = a;
         en->arena_cap = cap;
     }

@@ -43,16 +43,16 @@
  * first layer, wide_cnn's conv1 with 9, whose ReLU'd output is the largest
  * value of its step, 11 MB at batch 128) does not. Such a y = CONV2D(x, w, b)
  * read by a ReLU v = RELU(y), with x, w, b alive where the copy goes, is a
- * kernel cone (not a convolution that batch norm reads: a ResNet stem's
- * output is what the copies of its batch norm's apply are made from): the copy is the convolution and the ReLU again,
- * made once per backward stretch (the nodes between two barriers) and read
- * by every late consumer of y or v in it (wide_cnn: the ReLU's backward
- * reads y, conv2's weight gradient v), and placed at the stretch's start,
- * before the convolution backward-data pass whose epilogue takes the ReLU's
- * mask from it (pass_conv_epilogue.c wants the mask made before that pass).
- * The forward original then lives only in the forward tile; no batch-sized
- * write of it (to lines not in cache: a read for ownership each) and no
- * reads of it from DRAM in the backward.
+ * kernel cone. (Not a convolution that batch norm reads, as a ResNet stem:
+ * the copies of batch norm's apply are made from its output.) Its copy is
+ * the convolution and the ReLU again, made once per backward stretch (the
+ * nodes between two barriers) and read by every late consumer of y or v in
+ * it (wide_cnn: the ReLU's backward reads y, conv2's weight gradient v),
+ * placed at the stretch's start: before the convolution backward-data pass
+ * whose epilogue takes the ReLU's mask from it (pass_conv_epilogue.c wants
+ * the mask made before that pass). The forward original then lives only in
+ * the forward tile: no batch-sized write of it (to lines not in cache, each
+ * read for ownership first) and no reads of it from DRAM in the backward.
  *
  * Is not: the tiling or the buffer placement (pass_tile.c, pass_memplan.c);
  * recomputing anything but elementwise ops and cheap convolutions.
@@ -212,7 +212,8 @@ static xt_t make_copy(remat *r, xt_graph *out, const int32_t *map, xt_t v, int i
 /* v = RELU of a convolution's output, or of its max pool's: the conv's
  * epilogue computes it into the conv's own buffer (pass_conv_epilogue.c),
  * so it costs no buffer to keep, and a copy would add a reader of the
- * conv output that stops the epilogue from taking it. */
+ * conv output that stops the epilogue from taking it. (A cheap convolution's
+ * ReLU is copied with the convolution: a kernel cone, above.) */
 static int conv_epilogue_relu(const xt_graph *g, xt_t v) {
     if (g->nodes[v].op != XT_OP_RELU) return 0;
     xt_t y = xt_ins(g, &g->nodes[v])[0];
