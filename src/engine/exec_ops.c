@@ -335,13 +335,17 @@ static size_t scratch_CONV2D_BWD_WEIGHT(const xt_plan *p, const xt_node *n) {
     k_conv_shape s = conv_shape(IN(0)->shape, n->shape, n->iattr);
     return conv_scratch(p, n, &s);
 }
+/* the _UNPOOL2 passes: bf16 when their operand other than (g, argmax) is */
+static size_t unpool2_scratch(const k_conv_shape *s, int dtype) {
+    return dtype == XT_BF16 ? k_conv2d_unpool2_bf16_scratch(s) : k_conv2d_unpool2_scratch(s) * sizeof(float);
+}
 static size_t scratch_CONV2D_BWD_DATA_UNPOOL2(const xt_plan *p, const xt_node *n) {
     k_conv_shape s = conv_shape(n->shape, IN(2)->shape, n->iattr);
-    return IN(2)->dtype == XT_BF16 ? k_conv2d_unpool2_bf16_scratch(&s) : k_conv2d_unpool2_scratch(&s) * sizeof(float);
+    return unpool2_scratch(&s, IN(2)->dtype);
 }
 static size_t scratch_CONV2D_BWD_WEIGHT_UNPOOL2(const xt_plan *p, const xt_node *n) {
     k_conv_shape s = conv_shape(IN(0)->shape, n->shape, n->iattr);
-    return IN(0)->dtype == XT_BF16 ? k_conv2d_unpool2_bf16_scratch(&s) : k_conv2d_unpool2_scratch(&s) * sizeof(float);
+    return unpool2_scratch(&s, IN(0)->dtype);
 }
 /* a matrix product packs its operands (bf16: or widens them) */
 static size_t scratch_MATMUL(const xt_plan *p, const xt_node *n) {

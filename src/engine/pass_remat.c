@@ -242,7 +242,8 @@ static int choose(remat *r) {
         const xt_node *n = &g->nodes[v];
         xt_t y = cone_conv(g, v), relu = cheap_conv(g, y) ? relu_of(r, y) : -1;
         r->kernel[v] = (uint8_t)(relu >= 0 && (v == y || v == relu));
-        if (bytes_of(n) <= REMAT_MIN_BYTES || (r->kernel[v] ? 0 : !is_ew(n) || conv_epilogue_relu(g, v))) continue;
+        int candidate = r->kernel[v] || (is_ew(n) && !conv_epilogue_relu(g, v));
+        if (!candidate || bytes_of(n) <= REMAT_MIN_BYTES) continue;
         for (int c = r->cons_off[v]; c < r->cons_off[v + 1]; c++) r->remat[v] |= (uint8_t)late_reader(r, v, c);
     }
     for (int dropped = 1; dropped;) {

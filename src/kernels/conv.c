@@ -120,13 +120,17 @@ size_t k_conv2d_pool2_scratch(const k_conv_shape *s) {
     return k_conv2d_scratch(s) + (size_t)s->Co * s->Ho * s->Wo + 16;
 }
 
+k_pool_shape k_conv_pool2_shape(const k_conv_shape *s, int n) {
+    k_pool_shape p = {.N = n, .C = s->Co, .H = s->Ho, .W = s->Wo, .kh = 2, .kw = 2, .sh = 2, .sw = 2};
+    k_pool_shape_infer(&p);
+    return p;
+}
+
 void k_conv_pool2_image_by_image(const k_conv_shape *s, float *vals, int32_t *argmax, const void *x, size_t x_elem,
                                  const void *w, const float *b, int relu, void *scratch, float *y,
                                  k_conv_fwd_act_fn fwd) {
-    k_conv_shape one = *s;
-    one.N = 1;
-    k_pool_shape ps = {.N = 1, .C = s->Co, .H = s->Ho, .W = s->Wo, .kh = 2, .kw = 2, .sh = 2, .sw = 2};
-    k_pool_shape_infer(&ps);
+    k_conv_shape one = one_image(s);
+    k_pool_shape ps = k_conv_pool2_shape(s, 1);
     size_t img_x = (size_t)s->Ci * s->H * s->W * x_elem, img_p = (size_t)s->Co * ps.Ho * ps.Wo;
     for (int n = 0; n < s->N; n++) {
         fwd(&one, y, (const char *)x + n * img_x, w, b, relu, scratch);
@@ -206,9 +210,7 @@ typedef struct {
 } unpool_images;
 
 static unpool_images unpool_images_of(const k_conv_shape *s, float *scratch) {
-    unpool_images u = {.one = one_image(s)};
-    u.pool = (k_pool_shape){.N = 1, .C = s->Co, .H = s->Ho, .W = s->Wo, .kh = 2, .kw = 2, .sh = 2, .sw = 2};
-    k_pool_shape_infer(&u.pool);
+    unpool_images u = {.one = one_image(s), .pool = k_conv_pool2_shape(s, 1)};
     u.img_x = (size_t)s->Ci * s->H * s->W;
     u.img_g = (size_t)s->Co * u.pool.Ho * u.pool.Wo;
     u.dy1 = scratch + k_conv2d_scratch(s);

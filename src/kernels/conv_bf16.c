@@ -298,16 +298,9 @@ void k_conv2d_bwd_weight_bf16_part(const k_conv_shape *s, float *dw, const k_bf1
 
 /* ---- dy from a max pool's gradient and argmax --------------------------------- */
 
-/* the 2x2/2 pool whose backward makes dy: over the conv output, Co channels */
-static k_pool_shape unpool_shape(const k_conv_shape *s) {
-    k_pool_shape p = {.N = s->N, .C = s->Co, .H = s->Ho, .W = s->Wo, .kh = 2, .kw = 2, .sh = 2, .sw = 2};
-    k_pool_shape_infer(&p);
-    return p;
-}
-
 /* [the passes' scratch | the unpooled bf16 dy | the pool backward's fp32 pieces] */
 size_t k_conv2d_unpool2_bf16_scratch(const k_conv_shape *s) {
-    k_pool_shape p = unpool_shape(s);
+    k_pool_shape p = k_conv_pool2_shape(s, s->N);
     return k_conv2d_bf16_scratch(s) + k_bf16_lines((size_t)s->N * s->Co * s->Ho * s->Wo * sizeof(k_bf16)) +
            k_maxpool2d_bwd_bf16_scratch_floats(&p) * sizeof(float);
 }
@@ -315,7 +308,7 @@ size_t k_conv2d_unpool2_bf16_scratch(const k_conv_shape *s) {
 /* The paths without the direct kernels' own unpooling: the whole dy first,
  * as the pool's backward kernel makes it in bf16 (k_maxpool2d_bwd_bf16). */
 static const k_bf16 *unpooled(const k_conv_shape *s, k_unpool2 up, void *scratch) {
-    k_pool_shape p = unpool_shape(s);
+    k_pool_shape p = k_conv_pool2_shape(s, s->N);
     k_bf16 *dy = (k_bf16 *)((char *)scratch + k_conv2d_bf16_scratch(s));
     float *rest = (float *)((char *)dy + k_bf16_lines((size_t)s->N * s->Co * s->Ho * s->Wo * sizeof(k_bf16)));
     k_maxpool2d_bwd_bf16(&p, dy, up.g, up.argmax, rest);

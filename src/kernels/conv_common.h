@@ -15,6 +15,10 @@ enum k_conv_pass { K_CONV_FWD = 0, K_CONV_BWD_DATA = 1, K_CONV_BWD_WEIGHT = 2 };
 /* db[co] = sum over n, oh, ow of dy. */
 void k_conv_bias_grad(const k_conv_shape *s, float *db, const float *dy);
 
+/* The 2x2, stride-2 max pool over n images of s's output (Co channels of
+ * Ho x Wo): the pool the _pool2 passes fuse and the _unpool2 passes undo. */
+k_pool_shape k_conv_pool2_shape(const k_conv_shape *s, int n);
+
 /* The conv + 2x2/2 max pool epilogue where the path has none of its own (fp32
  * im2col, the bf16 GEMM and reference paths): image by image, fwd writes the
  * conv output (+ bias, relu) of one image into y (Co*Ho*Wo floats), which is

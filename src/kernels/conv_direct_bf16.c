@@ -642,6 +642,7 @@ static void bwd_data(const k_conv_shape *s, float *dx, const k_bf16 *dy, k_unpoo
     dmem m;
     carve(s, scratch, &m);
     int32_t *rows = m.off, *cols = m.off + 2 * s->kh;
+    size_t pw = pooled_plane_words(s); /* an unpooled dy: the second channel's planes follow the first's */
     pack_bwd_weights(s, w, ct, m.wpk);
     memset(m.zeros, 0, 2 * plane_elems(s));
     size_t img_x = (size_t)s->Ci * s->H * s->W, img_y = (size_t)s->Co * s->Ho * s->Wo;
@@ -649,7 +650,6 @@ static void bwd_data(const k_conv_shape *s, float *dx, const k_bf16 *dy, k_unpoo
         int nb = s->N - n0 < NB ? s->N - n0 : NB;
         if (!up.g) to_blocked_pairs_strided(m.xb, dstride, dy + n0 * img_y, img_y, nb, s->Co, s->Ho, s->Wo, 0, 0, m.zeros);
         for (int q = 0; up.g && q < Cq; q++) {
-            size_t pw = pooled_plane_words(s);
             pack_pooled(s, m.gb, m.ib, up, n0, nb, 2 * q, m.zeros);
             if (2 * q + 1 < s->Co) pack_pooled(s, m.gb + pw, m.ib + pw, up, n0, nb, 2 * q + 1, m.zeros);
             else memset(m.gb + pw, 0, 4 * pw), memset(m.ib + pw, 0, 4 * pw); /* no channel 2q+1: a zero gradient */
