@@ -11,6 +11,7 @@
 #include "kernels/conv.h"
 #include "kernels/conv_direct.h"
 #include "kernels/conv_im2col.h"
+#include "kernels/conv_rows.h"
 #include "kernels/kernels.h"
 #include "kernels/simd.h"
 
@@ -166,19 +167,21 @@ TEST(conv_ref_gradients_match_finite_differences) {
 
 /* ---- fast methods against the refs ---------------------------------------- */
 
-enum { RUN_DISPATCH, RUN_IM2COL1, RUN_IM2COL3, RUN_DIRECT, RUN_COUNT };
+enum { RUN_DISPATCH, RUN_IM2COL1, RUN_IM2COL3, RUN_DIRECT, RUN_ROWS, RUN_COUNT };
 
 /* Runs `pass` of method `m` with exactly the scratch it advertises (NaN-filled). */
 static void run_method(int m, int pass, const k_conv_shape *s, float *out, float *db, const float *x,
                        const float *w, const float *b, const float *dy) {
     size_t n = m == RUN_DISPATCH ? k_conv2d_scratch(s)
                : m == RUN_DIRECT ? k_conv_direct_scratch(s)
+               : m == RUN_ROWS   ? k_conv_rows_scratch(s)
                                  : k_conv_im2col_scratch(s, m == RUN_IM2COL1 ? 1 : 3);
     float *scr = nan_buf(n);
     int g = m == RUN_IM2COL1 ? 1 : 3;
     if (pass == K_CONV_FWD) {
         if (m == RUN_DISPATCH) k_conv2d_fwd(s, out, x, w, b, scr);
         else if (m == RUN_DIRECT) k_conv_direct_fwd(s, out, x, w, b, scr);
+        else if (m == RUN_ROWS) k_conv_rows_fwd_act(s, out, x, w, b, 0, scr, K_CONV_NO_PROLOGUE);
         else k_conv_im2col_fwd(s, g, out, x, w, b, scr);
     } else if (pass == K_CONV_BWD_DATA) {
         if (m == RUN_DISPATCH) k_conv2d_bwd_data(s, out, dy, w, scr);
@@ -187,6 +190,7 @@ static void run_method(int m, int pass, const k_conv_shape *s, float *out, float
     } else {
         if (m == RUN_DISPATCH) k_conv2d_bwd_weight(s, out, db, x, dy, scr);
         else if (m == RUN_DIRECT) k_conv_direct_bwd_weight(s, out, db, x, dy, scr);
+        else if (m == RUN_ROWS) k_conv_rows_bwd_weight_part(s, out, db, x, dy, (k_unpool2){0}, scr, NULL, 1, 1, K_CONV_NO_PROLOGUE);
         else k_conv_im2col_bwd_weight(s, g, out, db, x, dy, scr);
     }
     free(scr);
@@ -211,13 +215,15 @@ static int check_shape(k_conv_shape s, unsigned seed) {
     const float *refs[3] = {ry, rdx, rdw};
     size_t sizes[3] = {ys, xs, ws};
     static const char *pass_name[3] = {"fwd", "bwd_data", "bwd_weight"};
-    static const char *meth_name[RUN_COUNT] = {"k_conv2d", "im2col g1", "im2col g3", "direct"};
+    static const char *meth_name[RUN_COUNT] = {"k_conv2d", "im2col g1", "im2col g3", "direct", "rows"};
     int fails = 0;
     for (int lvl = 0; lvl <= k_simd_detect(); lvl++) {
         k_simd_force(lvl);
         for (int m = 0; m < RUN_COUNT; m++) {
             if (lvl > 0 && (m == RUN_IM2COL1 || m == RUN_IM2COL3)) continue; /* no SIMD dispatch inside */
+            if (m == RUN_ROWS && !k_conv_rows_fits(&s)) continue;           /* one channel, stride 1, AVX-512 */
             for (int pass = 0; pass < 3; pass++) {
+                if (m == RUN_ROWS && pass == K_CONV_BWD_DATA) continue;     /* forward and weight gradient only */
                 float *out = nan_buf(sizes[pass]), *db = nan_buf((size_t)s.Co);
                 run_method(m, pass, &s, out, db, x, w, pass == K_CONV_FWD ? b : NULL, dy);
                 double e = rel_err(out, refs[pass], sizes[pass]);
@@ -273,6 +279,8 @@ TEST(conv_fast_matches_ref_odd_shapes) {
     check_shape(SHAPE(2, 1, 4, 4, 2, 2, 2, 1, 1, 2, 2), 16);   /* padding >= kernel: bwd_data not direct */
     check_shape(SHAPE(2, 3, 9, 11, 17, 4, 2, 1, 1, 0, 1), 17); /* non-square kernel, 17 channels */
     check_shape(SHAPE(1, 1, 30, 35, 33, 5, 5, 1, 1, 0, 0), 18);
+    check_shape(SHAPE(3, 1, 5, 4, 3, 3, 3, 1, 1, 0, 0), 23);    /* one channel, rows narrower than a vector */
+    check_shape(SHAPE(2, 1, 6, 40, 9, 3, 3, 1, 1, 1, 1), 24);   /* one channel, rows of 2.5 vectors, padded */
 }
 
 TEST(conv_fast_matches_ref_strided) {
@@ -356,9 +364,11 @@ TEST(conv_choice_for_the_models) {
     CHECK_EQ(k_conv_choose(&c1, K_CONV_BWD_DATA), K_CONV_IM2COL);
     CHECK_EQ(k_conv_choose(&c1, K_CONV_BWD_WEIGHT), K_CONV_DIRECT);
     for (int pass = 0; pass < 3; pass++) CHECK_EQ(k_conv_choose(&c2, pass), K_CONV_DIRECT);
-    CHECK_EQ(k_conv_choose(&w1, K_CONV_FWD), K_CONV_DIRECT);
+    /* wide_cnn's conv1, one channel and 9 taps: along the output plane where AVX-512 is */
+    int one_channel = k_simd_detect() == K_SIMD_AVX512 ? K_CONV_ROWS : K_CONV_DIRECT;
+    CHECK_EQ(k_conv_choose(&w1, K_CONV_FWD), one_channel);
     CHECK_EQ(k_conv_choose(&w1, K_CONV_BWD_DATA), K_CONV_IM2COL);
-    CHECK_EQ(k_conv_choose(&w1, K_CONV_BWD_WEIGHT), K_CONV_DIRECT);
+    CHECK_EQ(k_conv_choose(&w1, K_CONV_BWD_WEIGHT), one_channel);
     for (int pass = 0; pass < 3; pass++) CHECK_EQ(k_conv_choose(&w2, pass), K_CONV_DIRECT);
 }
 
@@ -367,7 +377,8 @@ TEST(conv_choice_for_the_models) {
  * the engine's tiles rely on it to give the untiled plan's numbers. */
 TEST(conv_bwd_weight_in_parts_is_bit_identical_to_whole) {
     k_conv_shape shapes[] = {SHAPE(37, 1, 28, 28, 10, 5, 5, 1, 1, 0, 0), SHAPE(37, 10, 12, 12, 20, 5, 5, 1, 1, 0, 0),
-                             SHAPE(37, 3, 9, 9, 4, 3, 3, 2, 2, 1, 1)};
+                             SHAPE(37, 3, 9, 9, 4, 3, 3, 2, 2, 1, 1), SHAPE(37, 1, 28, 28, 32, 3, 3, 1, 1, 0, 0),
+                             SHAPE(37, 1, 9, 7, 5, 3, 2, 1, 1, 1, 1)};
     unsigned seed = 11;
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         k_conv_shape s = shapes[i];
@@ -401,7 +412,7 @@ TEST(conv_bwd_weight_in_parts_is_bit_identical_to_whole) {
  * they unpack, and a plane's last pixels in a scalar tail). */
 TEST(conv_fwd_relu_epilogue_is_relu_of_the_plain_forward) {
     k_conv_shape shapes[] = {SHAPE(19, 1, 28, 28, 10, 5, 5, 1, 1, 0, 0), SHAPE(21, 32, 26, 26, 64, 3, 3, 1, 1, 0, 0),
-                             SHAPE(5, 3, 9, 9, 4, 3, 3, 2, 2, 1, 1)};
+                             SHAPE(5, 3, 9, 9, 4, 3, 3, 2, 2, 1, 1), SHAPE(19, 1, 13, 11, 6, 3, 3, 1, 1, 1, 0)};
     unsigned seed = 5;
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         k_conv_shape s = shapes[i];
@@ -434,6 +445,40 @@ TEST(conv_fwd_relu_epilogue_is_relu_of_the_plain_forward) {
     }
 }
 
+/* The rows method's forward (conv_rows.c) gives the direct kernel's bits:
+ * the same taps in the same order from +0, then the bias, then the ReLU,
+ * with and without padding and a prologue, on wide_cnn's conv1, a 5x5 and
+ * an odd padded shape whose rows are not a multiple of 16 pixels, with NaN,
+ * -0 and a negative scale in play. Its weight gradient sums in another
+ * order: check_shape holds it to the reference's tolerance. */
+TEST(conv_rows_forward_gives_the_direct_kernels_bits) {
+    if (k_simd_detect() < K_SIMD_AVX512) test_skip("the rows method is AVX-512 only");
+    k_conv_shape shapes[] = {SHAPE(19, 1, 28, 28, 32, 3, 3, 1, 1, 0, 0), SHAPE(7, 1, 28, 28, 10, 5, 5, 1, 1, 0, 0),
+                             SHAPE(5, 1, 13, 11, 6, 3, 3, 1, 1, 1, 2)};
+    unsigned seed = 17;
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        k_conv_shape s = shapes[i];
+        CHECK_EQ(k_conv_shape_infer(&s), 0);
+        CHECK(k_conv_rows_fits(&s));
+        size_t xs = (size_t)s.N * s.H * s.W, ys = (size_t)s.N * s.Co * s.Ho * s.Wo;
+        float *x = rand_buf(xs, &seed), *w = rand_buf((size_t)s.Co * s.kh * s.kw, &seed),
+              *b = rand_buf((size_t)s.Co, &seed), *scr = nan_buf(k_conv2d_scratch(&s));
+        float scale = -1.5f, shift = 0.25f;
+        x[xs / 2] = NAN, x[7] = -0.0f;
+        for (int variant = 0; variant < 4; variant++) {
+            int relu = variant & 1;
+            k_conv_prologue pro = variant & 2 ? (k_conv_prologue){&scale, &shift, relu} : K_CONV_NO_PROLOGUE;
+            float *direct = nan_buf(ys), *rows = nan_buf(ys);
+            k_conv_direct_fwd_act(&s, direct, x, w, b, relu, scr, K_CONV_PACK_PER_CALL, pro);
+            k_conv_rows_fwd_act(&s, rows, x, w, b, relu, scr, pro);
+            CHECK_MSG(!memcmp(direct, rows, ys * sizeof *rows), "shape %zu relu %d prologue %d: the bits differ", i, relu,
+                      variant >> 1);
+            free(direct), free(rows);
+        }
+        free(x), free(w), free(b), free(scr);
+    }
+}
+
 /* the 2x2, stride-2 max pool of conv s's output */
 static k_pool_shape pool2_of(const k_conv_shape *s) {
     k_pool_shape ps = {.N = s->N, .C = s->Co, .H = s->Ho, .W = s->Wo, .kh = 2, .kw = 2, .sh = 2, .sw = 2};
@@ -448,7 +493,8 @@ static k_pool_shape pool2_of(const k_conv_shape *s) {
  * reaches), a partial block of images, and NaN in the input. */
 TEST(conv_fwd_pool2_epilogue_equals_conv_then_maxpool) {
     k_conv_shape shapes[] = {SHAPE(19, 1, 28, 28, 10, 5, 5, 1, 1, 0, 0), SHAPE(21, 10, 12, 12, 20, 5, 5, 1, 1, 0, 0),
-                             SHAPE(5, 3, 10, 9, 4, 3, 3, 1, 1, 1, 0)};
+                             SHAPE(5, 3, 10, 9, 4, 3, 3, 1, 1, 1, 0), SHAPE(19, 1, 28, 28, 32, 3, 3, 1, 1, 0, 0),
+                             SHAPE(5, 1, 10, 9, 5, 3, 3, 1, 1, 1, 0)};
     unsigned seed = 9;
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         k_conv_shape s = shapes[i];
@@ -487,7 +533,8 @@ TEST(conv_fwd_pool2_epilogue_equals_conv_then_maxpool) {
 TEST(conv_backward_unpool2_equals_pool_backward_then_the_pass) {
     k_conv_shape shapes[] = {SHAPE(37, 1, 28, 28, 10, 5, 5, 1, 1, 0, 0), SHAPE(21, 10, 12, 12, 20, 5, 5, 1, 1, 0, 0),
                              SHAPE(19, 32, 14, 14, 16, 3, 3, 1, 1, 0, 0), SHAPE(5, 3, 11, 9, 4, 3, 3, 1, 1, 0, 0),
-                             SHAPE(18, 9, 9, 10, 12, 3, 3, 1, 1, 1, 1)};
+                             SHAPE(18, 9, 9, 10, 12, 3, 3, 1, 1, 1, 1), SHAPE(21, 1, 28, 28, 32, 3, 3, 1, 1, 0, 0),
+                             SHAPE(5, 1, 11, 9, 3, 3, 3, 1, 1, 0, 1)};
     unsigned seed = 13;
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         k_conv_shape s = shapes[i];
@@ -551,7 +598,8 @@ static void bn_apply(const k_conv_shape *s, float *xa, const float *x, const flo
 
 TEST(conv_batchnorm_prologue_equals_the_elementwise_ops_then_the_pass) {
     k_conv_shape shapes[] = {SHAPE(21, 10, 12, 12, 20, 5, 5, 1, 1, 0, 0), SHAPE(18, 9, 9, 10, 12, 3, 3, 1, 1, 1, 1),
-                             SHAPE(19, 32, 14, 14, 16, 3, 3, 1, 1, 0, 0), SHAPE(5, 3, 10, 9, 4, 3, 3, 1, 1, 1, 0)};
+                             SHAPE(19, 32, 14, 14, 16, 3, 3, 1, 1, 0, 0), SHAPE(5, 3, 10, 9, 4, 3, 3, 1, 1, 1, 0),
+                             SHAPE(18, 1, 9, 10, 12, 3, 3, 1, 1, 1, 1)};
     unsigned seed = 21;
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         k_conv_shape s = shapes[i];

@@ -41,17 +41,31 @@
  * of the multiplies (conv_direct.c, use_bwd_rows): wide conv2 bwd_data 174-176
  * against 154-159 GFLOP/s one pixel at a time, fwd 190 (interleaved runs of
  * kernel_bench "wide conv2").
+ * One input channel (conv_rows.c: vectors along the output plane, no
+ * transposes), N=128, Zen 5, against the direct kernel in the same run:
+ *   wide conv1 (3x3 -> 32)  fwd 160 against 124-126, bwd_weight 128-132
+ *                           against 74-93 GFLOP/s: rows
+ *   seed conv1 (5x5 -> 10)  fwd 172 against 189, bwd_weight 143 against
+ *                           175: direct (25 taps give the direct kernel's
+ *                           transposes less weight than 9 do)
+ * In wide_cnn's step (train_bench --kernels, 1 worker): conv1 fwd 452 ->
+ * 393 us, its copy for the backward 427 -> 369, bwd_weight 483 -> 343.
  */
 #include "kernels/conv.h"
 #include "kernels/conv_direct.h"
 #include "kernels/conv_im2col.h"
+#include "kernels/conv_rows.h"
 #include "kernels/simd.h"
+
+/* The most taps (kh*kw) for which the rows method runs a one-channel
+ * convolution: it won at 9, lost at 25 (the figures above). */
+#define ROWS_MAX_TAPS 16
 
 /* Images per GEMM for the im2col method (see the figures above). */
 #define IM2COL_GROUP 1
 
 const char *k_conv_method_name(int method) {
-    return method == K_CONV_DIRECT ? "direct" : "im2col";
+    return method == K_CONV_DIRECT ? "direct" : method == K_CONV_ROWS ? "rows" : "im2col";
 }
 
 int k_conv_choose(const k_conv_shape *s, int pass) {
@@ -60,6 +74,9 @@ int k_conv_choose(const k_conv_shape *s, int pass) {
     if (k_simd_level() == K_SIMD_GENERIC) return K_CONV_IM2COL;
     /* a one-pixel tile of fewer than 8 input channels cannot hide the FMA latency */
     if (pass == K_CONV_BWD_DATA && s->Ci < 8) return K_CONV_IM2COL;
+    /* one input channel and few taps: vectors along the output plane, no
+     * transposes (conv_rows.c; the figures above) */
+    if (pass != K_CONV_BWD_DATA && s->kh * s->kw <= ROWS_MAX_TAPS && k_conv_rows_fits(s)) return K_CONV_ROWS;
     return K_CONV_DIRECT;
 }
 
@@ -68,8 +85,9 @@ int k_conv_choose(const k_conv_shape *s, int pass) {
  * call over the batch): image n of x, or with a prologue (k_conv_prologue)
  * image n made through it into the scratch's last Ci*H*W floats. */
 static size_t methods_scratch(const k_conv_shape *s) {
-    size_t a = k_conv_direct_scratch(s), b = k_conv_im2col_scratch(s, IM2COL_GROUP);
-    return a > b ? a : b;
+    size_t a = k_conv_direct_scratch(s), b = k_conv_im2col_scratch(s, IM2COL_GROUP), c = k_conv_rows_scratch(s);
+    a = a > b ? a : b;
+    return a > c ? a : c;
 }
 static k_conv_shape one_image(const k_conv_shape *s) {
     k_conv_shape one = *s;
@@ -104,8 +122,13 @@ size_t k_conv2d_bwd_data_packed_floats(const k_conv_shape *s) { return packed_fl
 
 void k_conv2d_fwd_act(const k_conv_shape *s, float *y, const float *x, const float *w, const float *b, int relu,
                       float *scratch, k_conv_packed pk, k_conv_prologue pro) {
-    if (k_conv_choose(s, K_CONV_FWD) == K_CONV_DIRECT) {
+    int method = k_conv_choose(s, K_CONV_FWD);
+    if (method == K_CONV_DIRECT) {
         k_conv_direct_fwd_act(s, y, x, w, b, relu, scratch, pk, pro);
+        return;
+    }
+    if (method == K_CONV_ROWS) {
+        k_conv_rows_fwd_act(s, y, x, w, b, relu, scratch, pro);
         return;
     }
     k_conv_shape one = one_image(s);
@@ -149,6 +172,8 @@ void k_conv2d_fwd_pool2(const k_conv_shape *s, float *vals, int32_t *argmax, con
         k_conv_direct_fwd_pool(s, vals, argmax, x, w, b, relu, scratch, pk, pro);
         return;
     }
+    /* else image by image: the conv output (through k_conv2d_fwd_act, so the
+     * rows method's where it runs) pooled from scratch while it is in cache */
     k_conv_shape one = one_image(s);
     size_t img_p = (size_t)s->Co * (s->Ho / 2) * (s->Wo / 2);
     for (int n = 0; n < s->N; n++)
@@ -169,18 +194,25 @@ void k_conv2d_bwd_data(const k_conv_shape *s, float *dx, const float *dy, const 
 
 void k_conv2d_bwd_weight(const k_conv_shape *s, float *dw, float *db, const float *x, const float *dy,
                          float *scratch) {
-    if (k_conv_choose(s, K_CONV_BWD_WEIGHT) == K_CONV_DIRECT)
+    if (k_conv_choose(s, K_CONV_BWD_WEIGHT) == K_CONV_ROWS)
+        k_conv_rows_bwd_weight_part(s, dw, db, x, dy, (k_unpool2){0}, scratch, NULL, 1, 1, K_CONV_NO_PROLOGUE);
+    else if (k_conv_choose(s, K_CONV_BWD_WEIGHT) == K_CONV_DIRECT)
         k_conv_direct_bwd_weight(s, dw, db, x, dy, scratch);
     else
         k_conv_im2col_bwd_weight(s, IM2COL_GROUP, dw, db, x, dy, scratch);
 }
 
 size_t k_conv2d_bwd_weight_acc_floats(const k_conv_shape *s) {
-    return k_conv_direct_bwd_weight_acc_floats(s); /* im2col accumulates in dw itself */
+    size_t a = k_conv_direct_bwd_weight_acc_floats(s), b = k_conv_rows_bwd_weight_acc_floats(s);
+    return a > b ? a : b; /* im2col accumulates in dw itself */
 }
 
 void k_conv2d_bwd_weight_part(const k_conv_shape *s, float *dw, const float *x, const float *dy, float *scratch,
                               float *acc, int first, int last, k_conv_prologue pro) {
+    if (k_conv_choose(s, K_CONV_BWD_WEIGHT) == K_CONV_ROWS) {
+        k_conv_rows_bwd_weight_part(s, dw, NULL, x, dy, (k_unpool2){0}, scratch, acc, first, last, pro);
+        return;
+    }
     if (k_conv_choose(s, K_CONV_BWD_WEIGHT) == K_CONV_DIRECT) {
         k_conv_direct_bwd_weight_part(s, dw, NULL, x, dy, scratch, acc, first, last, pro);
         return;
@@ -231,6 +263,10 @@ void k_conv2d_bwd_data_unpool2(const k_conv_shape *s, float *dx, k_unpool2 dy, c
 
 void k_conv2d_bwd_weight_unpool2_part(const k_conv_shape *s, float *dw, const float *x, k_unpool2 dy, float *scratch,
                                       float *acc, int first, int last, k_conv_prologue pro) {
+    if (k_conv_choose(s, K_CONV_BWD_WEIGHT) == K_CONV_ROWS) {
+        k_conv_rows_bwd_weight_part(s, dw, NULL, x, NULL, dy, scratch, acc, first, last, pro);
+        return;
+    }
     if (k_conv_choose(s, K_CONV_BWD_WEIGHT) == K_CONV_DIRECT) {
         k_conv_direct_bwd_weight_unpool2_part(s, dw, x, dy, scratch, acc, first, last, pro);
         return;

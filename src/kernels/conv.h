@@ -11,7 +11,7 @@
 #include "kernels/conv_common.h"
 #include "kernels/kernels.h"
 
-enum k_conv_method { K_CONV_IM2COL = 0, K_CONV_DIRECT = 1 };
+enum k_conv_method { K_CONV_IM2COL = 0, K_CONV_DIRECT = 1, K_CONV_ROWS = 2 };
 
 /* Which method k_conv2d_* uses for this shape and pass (the measured choice). */
 int k_conv_choose(const k_conv_shape *s, int pass);

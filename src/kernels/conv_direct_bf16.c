@@ -46,6 +46,7 @@
 #include "kernels/cache.h"
 #include "kernels/conv_common.h"
 #include "kernels/conv_direct.h"
+#include "kernels/unroll.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -54,13 +55,6 @@
 #include "kernels/transpose16.h"
 
 #define TGT __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx2,fma")))
-#ifndef XT_UNROLL
-#if defined(__clang__)
-#define XT_UNROLL _Pragma("clang loop unroll(full)")
-#else
-#define XT_UNROLL _Pragma("GCC unroll 24")
-#endif
-#endif
 
 #define NB 16     /* images per block: the lanes of a zmm */
 #define PT_MAX 8  /* the widest fwd pixel tile */

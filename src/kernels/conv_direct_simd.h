@@ -20,16 +20,7 @@
  * NBWW_CFGS, NBWD_CFGS of the tile sizes to instantiate.
  */
 
-/* Full unrolling of the tile loops (constant trip counts once inlined), so the
- * accumulator arrays become registers. clang ignores GCC's spelling and then
- * keeps the arrays on the stack (measured 3x slower); each gets its own. */
-#ifndef XT_UNROLL
-#if defined(__clang__)
-#define XT_UNROLL _Pragma("clang loop unroll(full)")
-#else
-#define XT_UNROLL _Pragma("GCC unroll 24")
-#endif
-#endif
+#include "kernels/unroll.h" /* XT_UNROLL */
 
 #define NCAT_(a, b) a##b
 #define NCAT(a, b) NCAT_(a, b)
