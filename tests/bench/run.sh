@@ -132,7 +132,7 @@ for name in seed_cnn wide_cnn; do
         macs=$(field fwd_macs "$(head -n 1 "$x")")
         awk -v n=$name -v p=$p -v m="$macs" -v t="$(med "$x" train_sps)" -v i="$(med "$x" infer_sps)" -v f="$FMA" -v s="$PEAK" \
             'BEGIN{ tf=t*6*m/1e9; inf=i*2*m/1e9;
-                    printf "  %-9s %d worker(s): %.3f MFLOP/sample; train %6.1f GFLOP/s = %3.0f%% of the FMA limit of %d core(s) (%3.0f%% of sgemm); infer %6.1f GFLOP/s = %3.0f%%\n",
+                    printf "  %-9s %d worker(s): %.3f MFLOP/sample; train %6.1f GFLOP/s = %5.1f%% of the FMA limit of %d core(s) (%3.0f%% of sgemm); infer %6.1f GFLOP/s = %5.1f%%\n",
                            n, p, 6*m/1e6, tf, 100*tf/(f*p), p, 100*tf/(s*p), inf, 100*inf/(f*p) }'
     done
 done
@@ -157,7 +157,7 @@ for bsz in 16 32 64 128 256 512 1024 1024u; do
     [ "$bsz" = 1024u ] && note="tiling off (XLATRAIN_NO_TILING=1)"
     awk -v b=${bsz%u} -v v="$(med "$tmp/sweep.$bsz" train_sps)" -v r="$(med "$tmp/sweep.128" train_sps)" -v n="$note" \
         -v a="$(med "$tmp/sweep.$bsz" arena_kb)" \
-        'BEGIN{ printf "  batch %5d: %9.1f samples/s  %.2f of batch 128  arena %6.1f MB  %s\n", b, v, (r > 0 ? v / r : 0), a / 1024, n }'
+        'BEGIN{ printf "  batch %5d: %9.1f samples/s  %.3f of batch 128  arena %6.1f MB  %s\n", b, v, (r > 0 ? v / r : 0), a / 1024, n }'
 done
 
 printf '\n== data wait in a real training run (synthetic 25,600 images, 1 epoch, 1 and 2 workers)\n'
