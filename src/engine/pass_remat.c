@@ -79,9 +79,10 @@
  * output element (Ci*kh*kw: one channel's 3x3 is 9, an RGB 3x3 stem 27).
  * Keeping its output costs about 12 bytes of L3 or DRAM traffic per element
  * (a write with its read for ownership, a read per late reader); making it
- * again costs 2*Ci*kh*kw FLOPs, at the direct kernel's rate for so few
- * channels (about 60-125 GFLOP/s on Zen 5, kernel_bench "wide conv1"), a
- * fraction of that traffic's time up to a few tens of multiply-adds. */
+ * again costs 2*Ci*kh*kw FLOPs, at the kernels' rate for so few channels
+ * (about 60-125 GFLOP/s on Zen 5 for the direct kernel, 160 for the
+ * one-channel rows method, kernel_bench "wide conv1"), a fraction of that
+ * traffic's time up to a few tens of multiply-adds. */
 #define CHEAP_CONV_MACS 27
 
 typedef struct {

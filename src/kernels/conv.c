@@ -194,9 +194,10 @@ void k_conv2d_bwd_data(const k_conv_shape *s, float *dx, const float *dy, const 
 
 void k_conv2d_bwd_weight(const k_conv_shape *s, float *dw, float *db, const float *x, const float *dy,
                          float *scratch) {
-    if (k_conv_choose(s, K_CONV_BWD_WEIGHT) == K_CONV_ROWS)
+    int method = k_conv_choose(s, K_CONV_BWD_WEIGHT);
+    if (method == K_CONV_ROWS)
         k_conv_rows_bwd_weight_part(s, dw, db, x, dy, (k_unpool2){0}, scratch, NULL, 1, 1, K_CONV_NO_PROLOGUE);
-    else if (k_conv_choose(s, K_CONV_BWD_WEIGHT) == K_CONV_DIRECT)
+    else if (method == K_CONV_DIRECT)
         k_conv_direct_bwd_weight(s, dw, db, x, dy, scratch);
     else
         k_conv_im2col_bwd_weight(s, IM2COL_GROUP, dw, db, x, dy, scratch);
@@ -209,11 +210,12 @@ size_t k_conv2d_bwd_weight_acc_floats(const k_conv_shape *s) {
 
 void k_conv2d_bwd_weight_part(const k_conv_shape *s, float *dw, const float *x, const float *dy, float *scratch,
                               float *acc, int first, int last, k_conv_prologue pro) {
-    if (k_conv_choose(s, K_CONV_BWD_WEIGHT) == K_CONV_ROWS) {
+    int method = k_conv_choose(s, K_CONV_BWD_WEIGHT);
+    if (method == K_CONV_ROWS) {
         k_conv_rows_bwd_weight_part(s, dw, NULL, x, dy, (k_unpool2){0}, scratch, acc, first, last, pro);
         return;
     }
-    if (k_conv_choose(s, K_CONV_BWD_WEIGHT) == K_CONV_DIRECT) {
+    if (method == K_CONV_DIRECT) {
         k_conv_direct_bwd_weight_part(s, dw, NULL, x, dy, scratch, acc, first, last, pro);
         return;
     }
@@ -263,11 +265,12 @@ void k_conv2d_bwd_data_unpool2(const k_conv_shape *s, float *dx, k_unpool2 dy, c
 
 void k_conv2d_bwd_weight_unpool2_part(const k_conv_shape *s, float *dw, const float *x, k_unpool2 dy, float *scratch,
                                       float *acc, int first, int last, k_conv_prologue pro) {
-    if (k_conv_choose(s, K_CONV_BWD_WEIGHT) == K_CONV_ROWS) {
+    int method = k_conv_choose(s, K_CONV_BWD_WEIGHT);
+    if (method == K_CONV_ROWS) {
         k_conv_rows_bwd_weight_part(s, dw, NULL, x, NULL, dy, scratch, acc, first, last, pro);
         return;
     }
-    if (k_conv_choose(s, K_CONV_BWD_WEIGHT) == K_CONV_DIRECT) {
+    if (method == K_CONV_DIRECT) {
         k_conv_direct_bwd_weight_unpool2_part(s, dw, x, dy, scratch, acc, first, last, pro);
         return;
     }

@@ -29,6 +29,7 @@
  * backward-data (a first layer's input needs no gradient).
  */
 #include "kernels/conv_rows.h"
+#include "kernels/conv_common.h"
 #include "kernels/simd.h"
 #include "kernels/unroll.h"
 
@@ -58,10 +59,6 @@ size_t k_conv_rows_scratch(const k_conv_shape *s) {
 #include <immintrin.h>
 #define TGT __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")))
 
-static __mmask16 tail_mask(int left) { return left >= 16 ? 0xffff : left <= 0 ? 0 : (__mmask16)((1u << left) - 1); }
-
-static int pool2_out(int n) { return n >= 2 ? (n - 2) / 2 + 1 : 0; }
-
 #define ROWS_MAX_VECS 64 /* vectors per output row: Wo <= 1024 (k_conv_rows_fits) */
 
 /* Lanes [lo, hi) as a mask */
@@ -70,6 +67,8 @@ static __mmask16 lane_range(int lo, int hi) {
     hi = hi > 16 ? 16 : hi;
     return hi <= lo ? 0 : (__mmask16)(((1u << hi) - 1) & ~((1u << lo) - 1));
 }
+/* the first `left` lanes (all 16 when left >= 16) */
+static __mmask16 tail_mask(int left) { return lane_range(0, left); }
 
 /* xs_j for j < kw from one image x (H x W), read through pro: the padding
  * stays +0, as the other methods pad what batch norm's apply made; the slack
@@ -282,9 +281,8 @@ TGT void k_conv_rows_bwd_weight_part(const k_conv_shape *s, float *dw, float *db
     size_t cf = copy_floats(s), img_x = (size_t)s->H * s->W, img_y = (size_t)s->Co * P;
     if (!acc) acc = scratch + k_conv_rows_scratch(s) - k_conv_rows_bwd_weight_acc_floats(s); /* a whole-batch call */
     float *accb = acc + (size_t)s->Co * T * 16; /* db's lanes */
-    k_pool_shape ps = {.N = 1, .C = s->Co, .H = s->Ho, .W = s->Wo, .kh = 2, .kw = 2, .sh = 2, .sw = 2};
-    k_pool_shape_infer(&ps);
-    size_t img_g = (size_t)s->Co * pool2_out(s->Ho) * pool2_out(s->Wo);
+    k_pool_shape ps = k_conv_pool2_shape(s, 1);
+    size_t img_g = (size_t)ps.C * ps.Ho * ps.Wo;
     if (first) memset(acc, 0, sizeof(float) * k_conv_rows_bwd_weight_acc_floats(s));
     for (int n = 0; n < s->N; n++) {
         const float *d = dy + n * img_y;
