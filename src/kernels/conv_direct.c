@@ -56,12 +56,14 @@ typedef void (*npack_fn)(float *dst, const float *const *src, int H, int W, int 
 typedef void (*npack_affine_fn)(float *dst, const float *const *src, int H, int W, int Wd, int ph, int pw, int nb,
                                 float scale, float shift, int relu);
 typedef void (*nunpack_fn)(float *const *dst, const float *src, int H, int W, int Wd, float bias);
+typedef void (*nunpack_mask_fn)(float *const *dst, const float *src, int H, int W, int Wd, const float *const *mask);
 typedef struct {
     int vl;
     npack_fn pack;
     npack_affine_fn pack_affine; /* pack, x read through batch norm's apply (k_conv_prologue) */
     nunpack_fn unpack;
     nunpack_fn unpack_relu; /* unpack, then max(., 0) in registers */
+    nunpack_mask_fn unpack_mask; /* unpack, each value kept where mask > 0, else +0, in registers */
     double (*sum)(const float *p, size_t n);
     const nfwd_cfg *fwd;
     int nfwd;
@@ -90,6 +92,11 @@ static inline ngen relu_gen(ngen v) {
     return v;
 }
 #define VRELU(v) relu_gen(v)
+static inline ngen keep_gen(ngen m, ngen v) {
+    for (int i = 0; i < 4; i++) v[i] = m[i] > 0.0f ? v[i] : 0.0f;
+    return v;
+}
+#define VKEEP(m, v) keep_gen(m, v)
 #define NFWD_CFGS(X) X(1, 6) X(2, 6) X(2, 4) X(3, 4) X(3, 3) X(4, 3) X(4, 2) X(5, 2) X(6, 2)
 #define NBWW_CFGS(X) X(1, 7) X(2, 5) X(2, 4) X(3, 3) X(3, 2) X(4, 2) X(5, 2) X(6, 2)
 #define NBWD_CFGS(X) X(2) X(4) X(6) X(8) X(10) X(12)
@@ -115,6 +122,7 @@ static inline void transpose_gen(ngen *r) {
 #undef VFMA
 #undef VHSUM
 #undef VRELU
+#undef VKEEP
 
 #ifdef XT_DIRECT_X86
 __attribute__((target("avx2,fma"))) static inline float nhsum_avx2(__m256 v) {
@@ -134,6 +142,7 @@ __attribute__((target("avx2,fma"))) static inline float nhsum_avx2(__m256 v) {
 #define VFMA(a, b, c) _mm256_fmadd_ps(a, b, c)
 #define VHSUM(v) nhsum_avx2(v)
 #define VRELU(v) _mm256_max_ps(v, _mm256_setzero_ps()) /* the second operand (+0) for NaN and for -0 */
+#define VKEEP(m, v) _mm256_and_ps(_mm256_cmp_ps(m, _mm256_setzero_ps(), _CMP_GT_OQ), v) /* false (NaN too): +0 */
 /* 8x8: pairs of rows interleaved, then pairs of pairs, then 128-bit halves */
 __attribute__((target("avx2,fma"))) static inline void transpose_avx2(__m256 *r) {
     __m256 t[8], u[8];
@@ -166,6 +175,7 @@ __attribute__((target("avx2,fma"))) static inline void transpose_avx2(__m256 *r)
 #undef VFMA
 #undef VHSUM
 #undef VRELU
+#undef VKEEP
 #undef NFWD_CFGS
 #undef NBWW_CFGS
 #undef NBWD_CFGS
@@ -181,6 +191,7 @@ __attribute__((target("avx2,fma"))) static inline void transpose_avx2(__m256 *r)
 #define VFMA(a, b, c) _mm512_fmadd_ps(a, b, c)
 #define VHSUM(v) _mm512_reduce_add_ps(v)
 #define VRELU(v) _mm512_max_ps(v, _mm512_setzero_ps()) /* the second operand (+0) for NaN and for -0 */
+#define VKEEP(m, v) _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(m, _mm512_setzero_ps(), _CMP_GT_OQ), v)
 #include "kernels/transpose16.h"
 #define NTRANSPOSE(r) transpose_avx512(r)
 #define NFWD_CFGS(X) X(1, 8) X(2, 8) X(3, 8) X(3, 6) X(4, 6) X(4, 4) X(5, 4) X(6, 4) X(4, 3) X(6, 3) X(8, 3) X(8, 2)
@@ -199,6 +210,7 @@ __attribute__((target("avx2,fma"))) static inline void transpose_avx2(__m256 *r)
 #undef VFMA
 #undef VHSUM
 #undef VRELU
+#undef VKEEP
 #endif
 #undef NFWD_CFGS
 #undef NBWW_CFGS
@@ -313,8 +325,12 @@ static void to_blocked(const nisa *isa, float *t, const float *x, size_t img, in
 
 /* Plain [c][h][w] (+ bias[c]) of nb images <- blocked t[c][H][Wd][NB]; idle lanes go to `sink`.
  * relu: max(., 0) as the planes are stored (unpack_relu);
- * mask (laid out as x, or NULL): each plane becomes mask > 0 ? plane : 0
- * while it is in L1 (the ReLU's backward, k_relu_bwd_inplace).
+ * mask (laid out as x, or NULL): each value becomes mask > 0 ? value : +0
+ * in registers as it is stored (the ReLU's backward, k_relu_bwd_inplace's
+ * bits). MEASURED (wide_cnn conv2's backward-data, 16-image tiles, Zen 5): a
+ * second pass over each stored plane took 9% of the kernel, the mask in
+ * registers 7% (rdtsc around the unpack); in the step 11.84 -> 11.68 ms
+ * (train_bench --kernels, medians of 7 interleaved runs).
  * Without a bias the unpack adds -0.0, which leaves every float's bits as
  * they are (-0 included, and int32 indices moved through float lanes: no
  * flush-to-zero is ever enabled). */
@@ -322,10 +338,17 @@ static void from_blocked(const nisa *isa, float *x, size_t img, const float *t, 
                          const float *bias, int relu, const float *mask, float *sink) {
     int NB = isa->vl;
     float *dst[NB_MAX];
+    const float *keep[NB_MAX];
+    assert(!mask || (!bias && !relu));
     for (int c = 0; c < C; c++) {
+        const float *plane = t + (size_t)c * H * Wd * NB;
         for (int l = 0; l < NB; l++) dst[l] = l < nb ? x + l * img + (size_t)c * H * W : sink;
-        (relu ? isa->unpack_relu : isa->unpack)(dst, t + (size_t)c * H * Wd * NB, H, W, Wd, bias ? bias[c] : -0.0f);
-        for (int l = 0; mask && l < nb; l++) k_relu_bwd_inplace(dst[l], mask + l * img + (size_t)c * H * W, (size_t)H * W);
+        if (mask) { /* idle lanes read the sink they write: their values go nowhere */
+            for (int l = 0; l < NB; l++) keep[l] = l < nb ? mask + l * img + (size_t)c * H * W : sink;
+            isa->unpack_mask(dst, plane, H, W, Wd, keep);
+            continue;
+        }
+        (relu ? isa->unpack_relu : isa->unpack)(dst, plane, H, W, Wd, bias ? bias[c] : -0.0f);
     }
 }
 

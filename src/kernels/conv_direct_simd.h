@@ -16,7 +16,7 @@
  * The includer defines SFX (name suffix), TGT (target attribute), VL (lanes),
  * vec (vector type), VZERO(), VLOAD(p), VSTORE(p,v), VSET1(s), VFMA(a,b,c) = a*b+c, VRELU(v) (lanes > 0 kept,
  * the rest, NaN and -0 included, +0: the engine's RELU),
- * VHSUM(v), NTRANSPOSE(r) (transpose VL vectors in place) and X-lists NFWD_CFGS,
+ * VKEEP(m, v) (v where m > 0, else +0: NaN in m gives +0), VHSUM(v), NTRANSPOSE(r) (transpose VL vectors in place) and X-lists NFWD_CFGS,
  * NBWW_CFGS, NBWD_CFGS of the tile sizes to instantiate.
  */
 
@@ -165,9 +165,13 @@ static TGT void NFN(pack_plane_affine)(float *dst, const float *const *src, int 
  * stored: a second pass over the stored planes cost wide_cnn's conv1 (32
  * planes of 26 x 26 per image) a quarter of its time, more where the stores
  * first read the lines for ownership. VRELU is x > 0 ? x : +0, the engine's
- * RELU (NaN and -0 give +0), so the bits are those of the separate pass. */
+ * RELU (NaN and -0 give +0), so the bits are those of the separate pass.
+ * mask (VL planes laid out as dst, or NULL): each value is kept where its
+ * mask value is > 0 and +0 elsewhere (VKEEP: the engine's RELU_BWD(v, mask),
+ * NaN giving +0), in registers too; with a mask there is no bias or relu. */
 static inline __attribute__((always_inline)) TGT void NFN(unpack_body)(float *const *dst, const float *src, int H,
-                                                                      int W, int Wd, float bias, const int relu) {
+                                                                      int W, int Wd, float bias, const int relu,
+                                                                      const float *const *mask) {
     int P = H * W, p = 0, h = 0, w = 0;
     vec bv = VSET1(bias);
     for (; p + VL <= P; p += VL) {
@@ -180,23 +184,36 @@ XT_UNROLL
         NTRANSPOSE(r);
 XT_UNROLL
         for (int l = 0; l < VL; l++) {
+            if (mask) {
+                VSTORE(dst[l] + p, VKEEP(VLOAD(mask[l] + p), r[l]));
+                continue;
+            }
             vec t = r[l] + bv;
             VSTORE(dst[l] + p, relu ? VRELU(t) : t);
         }
     }
     for (; p < P; p++) {
         for (int l = 0; l < VL; l++) {
-            float v = src[((size_t)h * Wd + w) * VL + l] + bias;
+            float v = src[((size_t)h * Wd + w) * VL + l];
+            if (mask) {
+                dst[l][p] = mask[l][p] > 0.0f ? v : 0.0f;
+                continue;
+            }
+            v += bias;
             dst[l][p] = relu ? (v > 0.0f ? v : 0.0f) : v;
         }
         if (++w == W) w = 0, h++;
     }
 }
 static TGT void NFN(unpack_plane)(float *const *dst, const float *src, int H, int W, int Wd, float bias) {
-    NFN(unpack_body)(dst, src, H, W, Wd, bias, 0);
+    NFN(unpack_body)(dst, src, H, W, Wd, bias, 0, NULL);
 }
 static TGT void NFN(unpack_plane_relu)(float *const *dst, const float *src, int H, int W, int Wd, float bias) {
-    NFN(unpack_body)(dst, src, H, W, Wd, bias, 1);
+    NFN(unpack_body)(dst, src, H, W, Wd, bias, 1, NULL);
+}
+static TGT void NFN(unpack_plane_mask)(float *const *dst, const float *src, int H, int W, int Wd,
+                                       const float *const *mask) {
+    NFN(unpack_body)(dst, src, H, W, Wd, -0.0f, 0, mask);
 }
 
 /* sum of p[0..n), four vector accumulators (an add's latency is 3-4 cycles) */
@@ -250,6 +267,7 @@ static const nisa NFN(nisa) = {VL,
                                NFN(pack_plane_affine),
                                NFN(unpack_plane),
                                NFN(unpack_plane_relu),
+                               NFN(unpack_plane_mask),
                                NFN(sum_floats),
                                NFN(nfwd_cfgs),
                                (int)(sizeof NFN(nfwd_cfgs) / sizeof NFN(nfwd_cfgs)[0]),
