@@ -431,7 +431,7 @@ TEST(bf16_conv_backward_unpool2_equals_pool_backward_in_bf16_then_the_pass) {
         k_maxpool2d_fwd(&ps, vals, idx, y); /* real indices: one cell of each window */
         float *pscr = nan_f32(k_maxpool2d_bwd_bf16_scratch_floats(&ps));
         k_maxpool2d_bwd_bf16(&ps, dy, g, idx, pscr);
-        k_unpool2 up = {g, idx};
+        k_unpool2 up = {.g = g, .argmax = idx};
         size_t sb = k_conv2d_unpool2_bf16_scratch(&s);
         void *scr = scratch_of(sb), *scr2 = scratch_of(sb);
         float *acc = nan_f32(k_conv2d_bwd_weight_bf16_acc_floats(&s));
@@ -448,7 +448,7 @@ TEST(bf16_conv_backward_unpool2_equals_pool_backward_in_bf16_then_the_pass) {
             for (int n0 = 0; n0 < s.N; n0 += 16) {
                 k_conv_shape part = s;
                 part.N = s.N - n0 < 16 ? s.N - n0 : 16;
-                k_unpool2 pu = {g + n0 * gi, idx + n0 * gi};
+                k_unpool2 pu = {.g = g + n0 * gi, .argmax = idx + n0 * gi};
                 k_conv2d_bwd_weight_unpool2_bf16_part(&part, parts, x + n0 * xi, pu, scr2, acc, n0 == 0, n0 + part.N == s.N);
             }
             CHECK_MSG(!memcmp(whole, parts, ws * sizeof(float)), "shape %zu, path %s: the weight gradient differs", i,

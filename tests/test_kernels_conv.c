@@ -548,7 +548,7 @@ TEST(conv_backward_unpool2_equals_pool_backward_then_the_pass) {
         g[3] = -0.0f;
         k_maxpool2d_fwd(&ps, vals, idx, y); /* real indices: one cell of each window */
         k_maxpool2d_bwd(&ps, dy, g, idx);
-        k_unpool2 up = {g, idx};
+        k_unpool2 up = {.g = g, .argmax = idx};
         float *scr = nan_buf(k_conv2d_unpool2_scratch(&s)), *acc = nan_buf(k_conv2d_bwd_weight_acc_floats(&s));
         for (int lvl = 0; lvl <= k_simd_detect(); lvl++) {
             k_simd_force(lvl);
@@ -563,7 +563,7 @@ TEST(conv_backward_unpool2_equals_pool_backward_then_the_pass) {
             for (int n0 = 0; n0 < s.N; n0 += 16) {
                 k_conv_shape part = s;
                 part.N = s.N - n0 < 16 ? s.N - n0 : 16;
-                k_unpool2 pu = {g + n0 * gi, idx + n0 * gi};
+                k_unpool2 pu = {.g = g + n0 * gi, .argmax = idx + n0 * gi};
                 k_conv2d_bwd_weight_unpool2_part(&part, parts, x + n0 * xi, pu, scr, acc, n0 == 0, n0 + part.N == s.N, K_CONV_NO_PROLOGUE);
             }
             CHECK_MSG(!memcmp(whole, parts, ws * sizeof(float)), "shape %zu simd %d (%s): the weight gradient differs",
@@ -573,6 +573,67 @@ TEST(conv_backward_unpool2_equals_pool_backward_then_the_pass) {
         k_simd_force(-1);
         free(x), free(w), free(y), free(g), free(vals), free(dy), free(idx), free(scr), free(acc);
     }
+}
+
+/* A backward-data and a weight-gradient pass over the same pool gradient
+ * share the scattered dy (k_unpool2.share): the pair gives the bits of the
+ * two passes alone, on the row path (wide_cnn's conv2 geometry) and the
+ * one-pixel path (the seed CNN's conv2), with one block and with a partial
+ * last block, at every SIMD level where both take the direct kernels. That
+ * the weight gradient really takes the last block from the share: that
+ * block's g is changed in place between the calls (same pointer), and the
+ * dw is still that of the first g; the share is then spent, so a second
+ * weight-gradient call reads the new g. */
+TEST(conv_unpool2_pair_shares_the_scattered_block_with_the_bits_of_two_passes) {
+    k_conv_shape shapes[] = {SHAPE(16, 8, 26, 26, 16, 3, 3, 1, 1, 0, 0), SHAPE(16, 10, 12, 12, 20, 5, 5, 1, 1, 0, 0),
+                             SHAPE(21, 8, 14, 14, 12, 3, 3, 1, 1, 0, 0)};
+    unsigned seed = 29;
+    int shared = 0;
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        k_conv_shape s = shapes[i];
+        CHECK_EQ(k_conv_shape_infer(&s), 0);
+        k_pool_shape ps = pool2_of(&s);
+        size_t xs = (size_t)s.N * s.Ci * s.H * s.W, ys = (size_t)s.N * s.Co * s.Ho * s.Wo;
+        size_t gs = (size_t)ps.N * ps.C * ps.Ho * ps.Wo, ws = (size_t)s.Co * s.Ci * s.kh * s.kw;
+        float *x = rand_buf(xs, &seed), *w = rand_buf(ws, &seed), *y = rand_buf(ys, &seed), *mask = rand_buf(xs, &seed);
+        float *g = rand_buf(gs, &seed), *g2 = rand_buf(gs, &seed), *g1 = nan_buf(gs), *vals = nan_buf(gs);
+        int32_t *idx = malloc(gs * sizeof *idx);
+        memcpy(g1, g, gs * sizeof *g);
+        k_maxpool2d_fwd(&ps, vals, idx, y);
+        float *scr = nan_buf(k_conv2d_unpool2_scratch(&s)), *acc = nan_buf(k_conv2d_bwd_weight_acc_floats(&s));
+        for (int lvl = 0; lvl <= k_simd_detect(); lvl++) {
+            k_simd_force(lvl);
+            size_t nshare = k_conv2d_unpool2_share_floats(&s);
+            if (!nshare) continue; /* not both direct here, or a channel tile that does not divide Co */
+            shared++;
+            memcpy(g, g1, gs * sizeof *g);
+            k_unpool2 alone = {.g = g, .argmax = idx};
+            float *want_dx = nan_buf(xs), *want_dw = nan_buf(ws), *new_dw = nan_buf(ws);
+            k_conv2d_bwd_data_masked(&s, want_dx, NULL, alone, w, mask, scr, K_CONV_PACK_PER_CALL);
+            k_conv2d_bwd_weight_unpool2_part(&s, want_dw, x, alone, scr, acc, 1, 1, K_CONV_NO_PROLOGUE);
+            memcpy(g, g2, gs * sizeof *g);
+            k_conv2d_bwd_weight_unpool2_part(&s, new_dw, x, alone, scr, acc, 1, 1, K_CONV_NO_PROLOGUE);
+            memcpy(g, g1, gs * sizeof *g);
+
+            float *share = nan_buf(nshare), *dx = nan_buf(xs), *dw = nan_buf(ws), *dw2 = nan_buf(ws);
+            k_unpool2 up = {.g = g, .argmax = idx, .share = share};
+            k_conv2d_bwd_data_masked(&s, dx, NULL, up, w, mask, scr, K_CONV_PACK_PER_CALL);
+            CHECK_MSG(!memcmp(want_dx, dx, xs * sizeof *dx), "shape %zu simd %d: dx differs with a share", i, lvl);
+            /* the last block of images comes from the share: change it in g, keep the rest */
+            int lanes = lvl == K_SIMD_AVX512 ? 16 : lvl == K_SIMD_AVX2 ? 8 : 4, last = (s.N - 1) / lanes * lanes;
+            size_t gi = gs / (size_t)s.N;
+            memcpy(g + last * gi, g2 + last * gi, (size_t)(s.N - last) * gi * sizeof *g);
+            k_conv2d_bwd_weight_unpool2_part(&s, dw, x, up, scr, acc, 1, 1, K_CONV_NO_PROLOGUE);
+            CHECK_MSG(!memcmp(want_dw, dw, ws * sizeof *dw), "shape %zu simd %d: dw differs with a share", i, lvl);
+            memcpy(g, g2, gs * sizeof *g);
+            k_conv2d_bwd_weight_unpool2_part(&s, dw2, x, up, scr, acc, 1, 1, K_CONV_NO_PROLOGUE);
+            CHECK_MSG(!memcmp(new_dw, dw2, ws * sizeof *dw2), "shape %zu simd %d: a spent share was used again", i, lvl);
+            free(want_dx), free(want_dw), free(new_dw), free(share), free(dx), free(dw), free(dw2);
+        }
+        k_simd_force(-1);
+        free(x), free(w), free(y), free(mask), free(g), free(g2), free(g1), free(vals), free(idx), free(scr), free(acc);
+    }
+    CHECK_MSG(k_simd_detect() < K_SIMD_AVX2 || shared >= 3, "the shapes shared at %d SIMD levels", shared);
 }
 
 /* Batch norm's apply (and a ReLU) made by the convolution as it packs x
@@ -652,7 +713,7 @@ TEST(conv_batchnorm_prologue_equals_the_elementwise_ops_then_the_pass) {
                             float *dw = with ? got : want;
                             int first = n0 == 0, last = n0 + part.N == s.N;
                             if (pooled)
-                                k_conv2d_bwd_weight_unpool2_part(&part, dw, xp, (k_unpool2){g + n0 * gi, idx + n0 * gi},
+                                k_conv2d_bwd_weight_unpool2_part(&part, dw, xp, (k_unpool2){.g = g + n0 * gi, .argmax = idx + n0 * gi},
                                                                  scr, acc, first, last, pp);
                             else
                                 k_conv2d_bwd_weight_part(&part, dw, xp, dy + n0 * yi, scr, acc, first, last, pp);
@@ -697,7 +758,7 @@ TEST(conv_backward_data_relu_mask_epilogue_equals_the_pass_then_the_mask) {
                 float *want = nan_buf(xs), *got = nan_buf(xs);
                 k_conv2d_bwd_data(&s, want, dy, w, scr);
                 for (size_t j = 0; j < xs; j++) want[j] = mask[j] > 0.0f ? want[j] : 0.0f;
-                k_unpool2 up = {pooled ? g : NULL, pooled ? idx : NULL};
+                k_unpool2 up = {.g = pooled ? g : NULL, .argmax = pooled ? idx : NULL};
                 k_conv2d_bwd_data_masked(&s, got, pooled ? NULL : dy, up, w, mask, scr, K_CONV_PACK_PER_CALL);
                 CHECK_MSG(!memcmp(want, got, xs * sizeof *got), "shape %zu simd %d (%s), dy %s: differs", i, lvl,
                           k_conv_method_name(k_conv_choose(&s, K_CONV_BWD_DATA)), pooled ? "unpooled" : "plain");

@@ -165,18 +165,17 @@ KERNEL(CONV2D_BWD_WEIGHT) {
 KERNEL(CONV2D_BWD_DATA_UNPOOL2) {
     k_conv_shape s = conv_shape(n->shape, IN(2)->shape, n->iattr); /* (g, argmax, w) -> dx shaped like x */
     s.N = ROWS(s.N);
-    if (IN(2)->dtype == XT_BF16) k_conv2d_bwd_data_unpool2_bf16(&s, out, (k_unpool2){in[0], in[1]}, in[2], scratch);
-    else k_conv2d_bwd_data_masked(&s, out, NULL, (k_unpool2){in[0], in[1]}, in[2], n->iattr[4] ? in[3] : NULL, scratch,
-                             packed_in(kc));
+    k_unpool2 up = {in[0], in[1], kc->share};
+    if (IN(2)->dtype == XT_BF16) k_conv2d_bwd_data_unpool2_bf16(&s, out, up, in[2], scratch);
+    else k_conv2d_bwd_data_masked(&s, out, NULL, up, in[2], n->iattr[4] ? in[3] : NULL, scratch, packed_in(kc));
 }
 KERNEL(CONV2D_BWD_WEIGHT_UNPOOL2) {
     k_conv_shape s = conv_shape(IN(0)->shape, n->shape, n->iattr); /* (x, g, argmax) -> dw shaped like w */
     s.N = ROWS(s.N);
     int first = kc->row0 == 0, last = !kc->rows || kc->row0 + kc->rows == kc->batch;
-    if (IN(0)->dtype == XT_BF16)
-        k_conv2d_bwd_weight_unpool2_bf16_part(&s, out, in[0], (k_unpool2){in[1], in[2]}, scratch, kc->state, first, last);
-    else k_conv2d_bwd_weight_unpool2_part(&s, out, in[0], (k_unpool2){in[1], in[2]}, scratch, kc->state, first, last,
-                                     prologue_of(n, in));
+    k_unpool2 up = {in[1], in[2], kc->share};
+    if (IN(0)->dtype == XT_BF16) k_conv2d_bwd_weight_unpool2_bf16_part(&s, out, in[0], up, scratch, kc->state, first, last);
+    else k_conv2d_bwd_weight_unpool2_part(&s, out, in[0], up, scratch, kc->state, first, last, prologue_of(n, in));
 }
 
 static k_pool_shape pool_shape(const int32_t *xs, const int32_t *a) {
@@ -390,6 +389,20 @@ double xt_kernel_macs(const xt_plan *p, const xt_node *n) {
     default: return 0.0;
     }
     return (double)s.N * s.Co * s.Ho * s.Wo * s.Ci * s.kh * s.kw;
+}
+
+size_t xt_kernel_unpool2_share_bytes(const xt_plan *p, const xt_node *n, const xt_node *wg, int32_t rows) {
+    if (n->op != XT_OP_CONV2D_BWD_DATA_UNPOOL2 || wg->op != XT_OP_CONV2D_BWD_WEIGHT_UNPOOL2) return 0;
+    const int32_t *ops = p->operands;
+    int32_t g = ops[n->in_off], am = ops[n->in_off + 1], w = ops[n->in_off + 2], wx = ops[wg->in_off];
+    if (ops[wg->in_off + 1] != g || ops[wg->in_off + 2] != am) return 0;        /* not the same gradient */
+    if (p->nodes[w].dtype != XT_F32 || p->nodes[wx].dtype != XT_F32) return 0; /* the bf16 kernels keep their own */
+    if (memcmp(n->shape, p->nodes[wx].shape, 4 * sizeof *n->shape) || /* dx shaped as the x, w as the dw */
+        memcmp(p->nodes[w].shape, wg->shape, 4 * sizeof *wg->shape) || memcmp(n->iattr, wg->iattr, 4 * sizeof *n->iattr))
+        return 0; /* not the same convolution */
+    k_conv_shape s = conv_shape(n->shape, p->nodes[w].shape, n->iattr);
+    s.N = rows;
+    return k_conv2d_unpool2_share_floats(&s) * sizeof(float);
 }
 
 size_t xt_kernel_tile_state_bytes(const xt_plan *p, const xt_node *n) {

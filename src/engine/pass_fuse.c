@@ -168,7 +168,7 @@ static int emit_kernels(xt_plan *p, const uint8_t *live, const uint8_t *is_out, 
         if (!live[i] || is_free(&p->nodes[i])) continue;
         int gi = p->group_of[i];
         if (gi < 0) {
-            p->kernels[p->nkernels++] = (xt_kernel){.node = i, .group = -1, .run = -1, .state_off = -1};
+            p->kernels[p->nkernels++] = (xt_kernel){.node = i, .group = -1, .run = -1, .state_off = -1, .share_off = -1};
             continue;
         }
         if (p->groups[gi].instr) continue; /* already emitted */
@@ -181,7 +181,7 @@ static int emit_kernels(xt_plan *p, const uint8_t *live, const uint8_t *is_out, 
                 members[m++] = j;
             }
         if (build_group(p, &p->groups[gi], members, m, outside)) return -1;
-        p->kernels[p->nkernels++] = (xt_kernel){.node = members[m - 1], .group = gi, .run = -1, .state_off = -1};
+        p->kernels[p->nkernels++] = (xt_kernel){.node = members[m - 1], .group = gi, .run = -1, .state_off = -1, .share_off = -1};
         if (m > 1) p->fused_kernels++;
     }
     return 0;

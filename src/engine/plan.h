@@ -50,6 +50,7 @@ typedef struct xt_kernel {
     int32_t run;           /* index into plan->runs, or -1: not tiled */
     int32_t row_off;       /* tiled: its operands' row bytes start at plan->row_bytes[row_off] */
     int64_t state_off;     /* tiled and carrying a sum between tiles: its piece of the state area; else -1 */
+    int64_t share_off;     /* a backward convolution pair's hand-off (k_unpool2.share) in the state area; else -1 */
 } xt_kernel;
 
 /* Micro-batch tiling (pass_tile.c). A run is a stretch of consecutive
@@ -215,6 +216,7 @@ typedef struct xt_kcall {
      * already point at row0. */
     int32_t row0, rows, batch;
     void *state;             /* the kernel's tile-to-tile state (xt_kernel_tile_state_bytes), or NULL */
+    void *share;             /* the hand-off it shares with its backward pair (share_off), or NULL */
 } xt_kcall;
 typedef int (*xt_kernel_fn)(const xt_kcall *k);
 extern const xt_kernel_fn xt_kernel_table[XT_OP_COUNT];   /* NULL for FREE and EW ops */
@@ -222,6 +224,10 @@ size_t xt_kernel_scratch_bytes(const xt_plan *p, const xt_node *n);
 /* What a kernel that sums over the batch must keep between micro-batch
  * tiles outside its output (0: nothing). */
 size_t xt_kernel_tile_state_bytes(const xt_plan *p, const xt_node *n);
+/* Bytes of the hand-off a backward-data node n and the weight-gradient node
+ * wg after it share (k_unpool2.share) when they unpool the same gradient of
+ * the same convolution at fp32 on rows samples at a time; 0: they cannot. */
+size_t xt_kernel_unpool2_share_bytes(const xt_plan *p, const xt_node *n, const xt_node *wg, int32_t rows);
 /* Multiply-adds node n's kernel does (convolution passes and matrix
  * products; 0 for other ops): the per-kernel profile's GFLOP/s. */
 double xt_kernel_macs(const xt_plan *p, const xt_node *n);

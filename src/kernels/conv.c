@@ -282,6 +282,12 @@ void k_conv2d_bwd_weight_unpool2_part(const k_conv_shape *s, float *dw, const fl
     }
 }
 
+size_t k_conv2d_unpool2_share_floats(const k_conv_shape *s) {
+    if (k_conv_choose(s, K_CONV_BWD_DATA) != K_CONV_DIRECT || k_conv_choose(s, K_CONV_BWD_WEIGHT) != K_CONV_DIRECT)
+        return 0;
+    return k_conv_direct_unpool2_share_floats(s);
+}
+
 void k_conv2d_bwd_data_masked(const k_conv_shape *s, float *dx, const float *dy, k_unpool2 up, const float *w,
                               const float *relu_mask, float *scratch, k_conv_packed pk) {
     if (k_conv_choose(s, K_CONV_BWD_DATA) == K_CONV_DIRECT) {

@@ -36,8 +36,8 @@
 
 typedef void (*nfwd_fn)(const float *xb, const int32_t *off, int K, const float *wpk, size_t xstep, float *y,
                         size_t ystride);
-typedef void (*nbww_fn)(const float *dyb, size_t dstride, const float *xb, const int32_t *off, int Ho, int Wo,
-                        size_t xrow, size_t xcol, float *acc_out);
+typedef void (*nbww_fn)(const float *dyb, size_t dstride, size_t drow, const float *xb, const int32_t *off, int Ho,
+                        int Wo, size_t xrow, size_t xcol, float *acc_out);
 typedef void (*nbwd_fn)(const float *dyb, size_t dstride, int Co, int Wo, const int32_t *rows, int nr,
                         const int32_t *cols, int nc, const float *wpk, int kw, float *dx, size_t xstride);
 typedef struct {
@@ -456,6 +456,42 @@ static void dy_to_blocked(const nisa *isa, float *t, size_t cstride, const dy_so
     }
 }
 
+/* ---- a block of scattered dy handed from backward-data to the weight gradient ---- */
+
+/* The head of k_unpool2.share; the blocked dy follows it, 64 bytes in.
+ * Backward-data builds its blocks there and, after its last, says which
+ * block it holds and in which layout (its own: padded rows on the row path,
+ * a spread channel stride on the one-pixel path); the weight gradient takes
+ * the block whose (g, argmax) pointers and image count match, reading the
+ * rows at that pitch, and marks the share spent. The pointers identify the
+ * data only within one step's pair of calls (a tile-local g is rewritten by
+ * the next tile), hence `full`. MEASURED (wide_cnn conv2, 16-image tiles,
+ * Zen 5): the second scatter was 3.6% of the weight gradient's time. */
+typedef struct {
+    const float *g;        /* the block's first image's pooled gradient and argmax */
+    const int32_t *argmax;
+    const float *dy;       /* channel 0, pixel (0, 0) of the blocked dy */
+    size_t dstride, drow;  /* floats between channels, between rows */
+    int nb, NB;            /* images in the block; lanes of the flavour that wrote it */
+    int full;              /* holds a block not yet taken */
+} dy_share;
+#define SHARE_HEAD_FLOATS 16
+_Static_assert(sizeof(dy_share) <= SHARE_HEAD_FLOATS * sizeof(float), "the share's head fits in its 64 bytes");
+
+static dy_share *share_of(const dy_source *dy) { return dy->up.g && dy->up.share ? (dy_share *)dy->up.share : NULL; }
+
+static size_t pooled_img(const k_conv_shape *s) { return (size_t)s->Co * (s->Ho / 2) * (s->Wo / 2); }
+
+/* Backward-data's last block is in the share: say which, and how it is laid out. */
+static void share_last_block(const dy_source *dy, const k_conv_shape *s, int NB, const float *base, size_t dstride,
+                             size_t drow) {
+    dy_share *sh = share_of(dy);
+    if (!sh || s->N <= 0) return;
+    int n0 = (s->N - 1) / NB * NB;
+    *sh = (dy_share){dy->up.g + n0 * pooled_img(s), dy->up.argmax + n0 * pooled_img(s), base, dstride, drow,
+                     s->N - n0, NB, 1};
+}
+
 /* ---- forward ------------------------------------------------------------------- */
 
 /* Per tap and tile: CT*PT FMAs (one 512-bit FMA per cycle on Zen 4) against PT
@@ -732,17 +768,26 @@ static void bwd_weight_part(const k_conv_shape *s, float *dw, float *db, const f
     memset(m.zeros, 0, sizeof(float) * plane_floats(s));
     if (db && first)
         for (int co = 0; co < s->Co; co++) db[co] = 0.0f;
+    dy_share *sh = share_of(dy);
+    const dy_share *take = sh && sh->full && sh->NB == NB && co_pad == s->Co && !db ? sh : NULL;
     for (int n0 = 0; n0 < s->N; n0 += NB) {
         int nb = s->N - n0 < NB ? s->N - n0 : NB;
         to_blocked(isa, m.xb, x + n0 * img_x, img_x, nb, s->Ci, s->H, s->W, s->ph, s->pw, m.zeros, pro);
-        dy_to_blocked(isa, m.dyb, dstride, dy, n0, nb, s, 0, m.zeros, m.gb, m.ib);
+        const float *dyb = m.dyb;
+        size_t ds = dstride, drow = (size_t)s->Wo * NB;
+        if (take && take->g == dy->up.g + n0 * pooled_img(s) && take->argmax == dy->up.argmax + n0 * pooled_img(s) &&
+            take->nb == nb)
+            dyb = take->dy, ds = take->dstride, drow = take->drow; /* backward-data's block: already scattered */
+        else
+            dy_to_blocked(isa, m.dyb, dstride, dy, n0, nb, s, 0, m.zeros, m.gb, m.ib);
         if (db) /* the bias gradient from the blocked dy while it is in cache (idle lanes are 0) */
-            for (int co = 0; co < s->Co; co++) db[co] += (float)isa->sum(m.dyb + co * dstride, dstride);
+            for (int co = 0; co < s->Co; co++) db[co] += (float)isa->sum(dyb + co * ds, ds);
         for (int co0 = 0; co0 < co_pad; co0 += ct)
             for (int k0 = 0; k0 < k_pad; k0 += tt)
-                cfg->fn(m.dyb + co0 * dstride, dstride, m.xb, m.off + k0, s->Ho, s->Wo, (size_t)s->sh * Wp * NB,
+                cfg->fn(dyb + co0 * ds, ds, drow, m.xb, m.off + k0, s->Ho, s->Wo, (size_t)s->sh * Wp * NB,
                         (size_t)s->sw * NB, m.accv + ((size_t)co0 * k_pad + (size_t)k0 * ct) * NB);
     }
+    if (sh) sh->full = 0;
     if (!last) return;
     /* accv tile (co0, k0) holds ct x tt vectors, channel-major; lanes summed in double */
     for (int co0 = 0; co0 < co_pad; co0 += ct)
@@ -833,12 +878,16 @@ static size_t bwd_wpk_floats(const k_conv_shape *s) {
 /* dyb sized for either path: the row path's padded rows plus slack for a
  * partial pixel tile reading past the last row; dxb with whole pixel tiles;
  * the row path's weights and offsets for every column class */
+static size_t bwd_dyb_floats(const k_conv_shape *s) {
+    size_t P = bwd_rows_pad(s) > 0 ? (size_t)bwd_rows_pad(s) : 0;
+    return ((size_t)s->Co * (s->Ho * (s->Wo + 2 * P) + 1) + PT_MAX + 1) * NB_MAX;
+}
 static size_t bwd_carve(const k_conv_shape *s, float *p, bwd_mem *m) {
-    size_t total = 0, P = bwd_rows_pad(s) > 0 ? (size_t)bwd_rows_pad(s) : 0;
+    size_t total = 0;
     int rows = use_bwd_rows(s);
     size_t taps = bwd_packed_taps(s), nclass = 2 * (size_t)s->kw + 1;
     p = align_scratch(p, &total);
-    m->dyb = carve(&p, &total, ((size_t)s->Co * (s->Ho * (s->Wo + 2 * P) + 1) + PT_MAX + 1) * NB_MAX);
+    m->dyb = carve(&p, &total, bwd_dyb_floats(s));
     m->dxb = carve(&p, &total, (size_t)(s->Ci + CT_MAX) * s->H * (s->W + PT_MAX) * NB_MAX);
     m->wpk = carve(&p, &total, bwd_wpk_floats(s));
     m->zeros = carve(&p, &total, plane_floats(s));
@@ -988,6 +1037,7 @@ static void bwd_data_rows(const nisa *isa, const k_conv_shape *s, float *dx, con
         from_blocked(isa, dx + n0 * img_x, img_x, m->dxb, nb, s->Ci, s->H, s->W, w_pad, NULL, 0,
                      mask ? mask + n0 * img_x : NULL, m->sink);
     }
+    share_last_block(dy, s, NB, m->dyb + (size_t)P * NB, (size_t)s->Ho * Wp * NB, (size_t)Wp * NB);
 }
 
 /* mask non-NULL: the ReLU's backward as dx leaves the blocked layout */
@@ -997,6 +1047,11 @@ static void bwd_data(const k_conv_shape *s, float *dx, const dy_source *dy, cons
     bwd_mem m;
     bwd_carve(s, scratch, &m);
     if (pk.buf) m.wpk = pk.buf;
+    dy_share *sh = share_of(dy);
+    if (sh) { /* the blocks are built in the share, and the last stays there */
+        sh->full = 0;
+        m.dyb = dy->up.share + SHARE_HEAD_FLOATS;
+    }
     memset(m.zeros, 0, sizeof(float) * plane_floats(s));
     if (use_bwd_rows(s)) {
         bwd_data_rows(isa, s, dx, dy, w, pk.fresh, mask, &m);
@@ -1022,6 +1077,7 @@ static void bwd_data(const k_conv_shape *s, float *dx, const dy_source *dy, cons
         from_blocked(isa, dx + n0 * img_x, img_x, m.dxb, nb, s->Ci, s->H, s->W, s->W, NULL, 0,
                      mask ? mask + n0 * img_x : NULL, m.sink);
     }
+    share_last_block(dy, s, NB, m.dyb, dstride, (size_t)s->Wo * NB);
 }
 
 void k_conv_direct_bwd_data(const k_conv_shape *s, float *dx, const float *dy, const float *w, float *scratch) {
@@ -1033,6 +1089,11 @@ void k_conv_direct_bwd_data_masked(const k_conv_shape *s, float *dx, const float
                                    const float *mask, float *scratch, k_conv_packed pk) {
     dy_source src = {.dy = dy, .up = up};
     bwd_data(s, dx, &src, w, mask, scratch, pk);
+}
+
+size_t k_conv_direct_unpool2_share_floats(const k_conv_shape *s) {
+    int ct = pick_bww(nisa_now(), s)->ct;
+    return s->Co % ct ? 0 : SHARE_HEAD_FLOATS + bwd_dyb_floats(s);
 }
 
 size_t k_conv_direct_packed_floats(const k_conv_shape *s, int pass) {

@@ -30,6 +30,10 @@ void k_conv_direct_fwd_act(const k_conv_shape *s, float *y, const float *x, cons
 /* Floats of the packed weights of the fwd and bwd_data passes (k_conv_packed): a bound for every SIMD flavour */
 size_t k_conv_direct_packed_floats(const k_conv_shape *s, int pass);
 void k_conv_direct_bwd_data(const k_conv_shape *s, float *dx, const float *dy, const float *w, float *scratch);
+/* k_unpool2.share's floats for the direct pair, or 0 when the weight
+ * gradient's channel tile does not divide Co (it would need zero channels
+ * past Co that backward-data's layout lacks) */
+size_t k_conv_direct_unpool2_share_floats(const k_conv_shape *s);
 void k_conv_direct_bwd_weight(const k_conv_shape *s, float *dw, float *db, const float *x, const float *dy,
                               float *scratch);
 /* The weight gradient over consecutive batch parts, in order (micro-batch

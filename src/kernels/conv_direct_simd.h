@@ -4,7 +4,8 @@
  * Is: three register-tiled micro-kernels over blocked tensors t[c][h][w][NB]
  * (NB = VL images side by side, so one vector holds one pixel of NB images):
  *   fwd tile: y[co0+c][oh][ow0+t] = sum_k wpk[k][c] * xb[off[k] + t*xstep]   (CT channels x PT pixels)
- *   bww tile: acc[c][u] += sum_{pixels} dyb[c][pixel] * xb[off[u] + pixel]    (CT channels x TT taps)
+ *   bww tile: acc[c][u] += sum_{pixels} dyb[c][pixel] * xb[off[u] + pixel]    (CT channels x TT taps;
+ *             dy rows drow floats apart: its own layout or backward-data's padded one)
  *   bwd tile: dx[ci0+c][h][w] = sum over the taps that land on (h,w)           (CT channels x 1 pixel)
  * the transposes between plain planes and the blocked layout, and the tables of
  * (tile size, function) conv_direct.c chooses from. Tile sizes are compile-time
@@ -55,7 +56,7 @@ XT_UNROLL
 /* Sums over the Ho x Wo output pixels of one block and adds the CT x TT vector
  * accumulators into acc_out (lane sums are taken once, after the last block). */
 static inline __attribute__((always_inline)) TGT void NFN(nbww_body)(const int CT, const int TT, const float *dyb,
-                                                                    size_t dstride, const float *xb,
+                                                                    size_t dstride, size_t drow, const float *xb,
                                                                     const int32_t *off, int Ho, int Wo, size_t xrow,
                                                                     size_t xcol, float *acc_out) {
     vec acc[8][8];
@@ -64,7 +65,7 @@ XT_UNROLL
 XT_UNROLL
         for (int u = 0; u < TT; u++) acc[c][u] = VZERO();
     for (int oh = 0; oh < Ho; oh++) {
-        const float *xr = xb + oh * xrow, *dr = dyb + (size_t)oh * Wo * VL;
+        const float *xr = xb + oh * xrow, *dr = dyb + (size_t)oh * drow;
         for (int ow = 0; ow < Wo; ow++, xr += xcol, dr += VL) {
             vec xv[8];
 XT_UNROLL
@@ -238,10 +239,10 @@ static TGT double NFN(sum_floats)(const float *p, size_t n) {
         NFN(nfwd_body)(ct, pt, xb, off, K, wpk, xstep, y, ystride);                                           \
     }
 #define NBWW_INST(ct, tt)                                                                                      \
-    static TGT void NFN(NCAT(NCAT(nbww_, ct), NCAT(_, tt)))(const float *dyb, size_t dstride, const float *xb,  \
-                                                            const int32_t *off, int Ho, int Wo, size_t xrow,   \
-                                                            size_t xcol, float *acc_out) {                     \
-        NFN(nbww_body)(ct, tt, dyb, dstride, xb, off, Ho, Wo, xrow, xcol, acc_out);                            \
+    static TGT void NFN(NCAT(NCAT(nbww_, ct), NCAT(_, tt)))(const float *dyb, size_t dstride, size_t drow,      \
+                                                            const float *xb, const int32_t *off, int Ho,       \
+                                                            int Wo, size_t xrow, size_t xcol, float *acc_out) { \
+        NFN(nbww_body)(ct, tt, dyb, dstride, drow, xb, off, Ho, Wo, xrow, xcol, acc_out);                      \
     }
 #define NBWD_INST(ct)                                                                                          \
     static TGT void NFN(NCAT(nbwd_, ct))(const float *dyb, size_t dstride, int Co, int Wo, const int32_t *rows, \

@@ -106,8 +106,18 @@ void k_conv2d_bwd_weight_part(const k_conv_shape *s, float *dw, const float *x, 
 typedef struct k_unpool2 {
     const float *g;
     const int32_t *argmax;
+    /* Optional (NULL: none), for a backward-data and a weight-gradient pass
+     * over the same (g, argmax) called one after the other: backward-data
+     * leaves the last block of images' scattered dy here in its blocked
+     * layout, and the weight gradient takes that block from it instead of
+     * scattering it again (k_conv2d_unpool2_share_floats floats; the same
+     * bits either way). The weight gradient uses it once, then marks it spent. */
+    float *share;
 } k_unpool2;
 size_t k_conv2d_unpool2_scratch(const k_conv_shape *s);
+/* Floats of k_unpool2.share for s, or 0 when the pair's kernels on this CPU
+ * cannot share a block (then there is nothing to gain from passing one). */
+size_t k_conv2d_unpool2_share_floats(const k_conv_shape *s);
 void k_conv2d_bwd_data_unpool2(const k_conv_shape *s, float *dx, k_unpool2 dy, const float *w, float *scratch);
 /* Backward-data with the ReLU's backward in its epilogue: dx = relu_mask > 0 ?
  * conv_transpose(dy, w) : 0, as RELU_BWD(dx, relu_mask) would give it; the
