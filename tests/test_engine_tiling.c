@@ -126,6 +126,7 @@ TEST(tiling_trains_dropout_bit_identically) {
     CHECK_EQ(st.sums_through_pool, 1); /* conv2's bias gradient, behind the ReLU swap */
     CHECK_EQ(st.unpool_prologues, 2);  /* conv2's weight gradient and backward-data (pass_conv_unpool.c) */
     CHECK_EQ(st.relu_bwd_epilogues, 1); /* conv2's backward-data masks by conv1's ReLU (pass_conv_epilogue.c) */
+    CHECK_EQ(st.shared_pairs, 1); /* conv2's scattered dy, across its backward pair (pass_share.c) */
 }
 
 TEST(tiling_trains_residual_blocks_bit_identically) {
@@ -368,6 +369,11 @@ TEST(conv_epilogues_train_bit_identically) {
     CHECK_MSG(sa.intermediate_bytes + 5 * 1024 * 1024 < sb.intermediate_bytes, "%zu vs %zu", sa.intermediate_bytes,
               sb.intermediate_bytes);
     CHECK_EQ(sa.pool_epilogues, 1);
+    /* conv2's weight gradient takes backward-data's scattered dy (pass_share.c); the plain plan scatters twice:
+     * the same bits */
+    CHECK_MSG(sa.shared_pairs == (sa.unpool_prologues == 2), "%d pairs, %d unpool prologues", sa.shared_pairs,
+              sa.unpool_prologues);
+    CHECK_EQ(sb.shared_pairs, 0);
     /* under bf16 the same epilogues run in the bf16 kernels */
     xt_engine_opts fused16 = fused, plain16 = plain;
     fused16.precision = plain16.precision = XT_PREC_BF16;

@@ -1,8 +1,8 @@
 /* compile.c — from a traced graph to an executable plan: keep the traced
  * graph as the plan's cache key, lower a copy of it by the precision pass,
  * run the passes in a fixed order (live/DCE -> conv epilogues -> sums through
- * pools -> fusion -> micro-batch
- * tiling -> memory plan) and
+ * pools -> fusion -> micro-batch tiling -> hand-offs between kernel pairs ->
+ * memory plan) and
  * size the arena the plan needs. The compile cache, and the one arena its
  * plans share, live in engine.c. */
 #include <stdlib.h>
@@ -188,6 +188,7 @@ xt_plan *xt_compile(const xt_graph *g, const xt_compile_opts *o, xt_err *e) {
     if (o->fuse && (p->conv_prologues = xt_pass_conv_prologue(p, live)) < 0) goto oom;
     if (xt_pass_fuse(p, live, o->fuse)) goto oom;
     if (xt_pass_tile(p, o->plan_memory ? o->tile_cache_bytes : 0)) goto oom;
+    if (o->fuse) p->shared_pairs = xt_pass_share(p);
     if (xt_pass_memplan(p, live, o->plan_memory, o->have_collective)) goto oom;
     if (alloc_exec_scratch(p)) goto oom;
     free(live);

@@ -75,10 +75,10 @@ void xt_dump_plan(const xt_plan *p, const char *dir, const char *stage) {
         for (int r = 0; r < p->nruns; r++)
             fprintf(f, "# tile#%d: kernels %d..%d run %d samples at a time (batch %d)\n", r, p->runs[r].first, p->runs[r].last,
                     p->runs[r].rows, p->runs[r].batch);
-        for (int k = 0; k < p->nkernels; k++) /* a backward pair's hand-off (pass_tile.c), on both kernels */
+        for (int k = 0; k < p->nkernels; k++) /* a pair's hand-off (pass_share.c), on each of its kernels */
             if (p->kernels[k].share_off >= 0 && p->kernels[k].group < 0)
-                fprintf(f, "# kernel %d (%%%d) shares its scattered dy at state+%lld\n", k, p->kernels[k].node,
-                        (long long)p->kernels[k].share_off);
+                fprintf(f, "# kernel %d (%%%d %s) shares a hand-off at state+%lld\n", k, p->kernels[k].node,
+                        xt_op_table[p->nodes[p->kernels[k].node].op].name, (long long)p->kernels[k].share_off);
         for (int i = 0; i < p->nnodes; i++) {
             const xt_node *n = &p->nodes[i];
             fprintf(f, "%%%d = %s%s %s(", i, xt_op_table[n->op].name, dtype_tag(n->dtype), xt_shape_str(n, sh, sizeof sh));

@@ -279,6 +279,7 @@ int xt_mark_step(xt_engine *en, xt_err *e) {
     en->last.sums_through_pool = p->sums_through_pool;
     en->last.made_in_bf16 = p->made_in_bf16;
     en->last.unpool_prologues = p->unpool_prologues;
+    en->last.shared_pairs = p->shared_pairs;
     en->last.remat_copies = p->remat_copies;
     en->last.conv_prologues = p->conv_prologues;
     en->last.relu_bwd_epilogues = p->relu_bwd_epilogues;

@@ -228,26 +228,6 @@ static void assign_state(xt_plan *p, int k) {
     p->state_bytes += (b + 63) & ~(size_t)63;
 }
 
-/* A backward-data kernel that unpools a gradient and the weight-gradient
- * kernel after it in the same run that unpools the same one share a
- * hand-off (k_unpool2.share): the second takes the tile's scattered dy from
- * the first instead of scattering it again. Tiles are a whole number of
- * lane blocks, and a tile of one block (wide_cnn's conv2) is taken whole. */
-static void pair_unpool2(xt_plan *p, const xt_tile_run *r) {
-    for (int a = r->first; a <= r->last; a++) {
-        if (p->kernels[a].group >= 0 || p->nodes[p->kernels[a].node].op != XT_OP_CONV2D_BWD_DATA_UNPOOL2) continue;
-        for (int b = a + 1; b <= r->last; b++) {
-            if (p->kernels[b].group >= 0) continue;
-            size_t bytes = xt_kernel_unpool2_share_bytes(p, &p->nodes[p->kernels[a].node], &p->nodes[p->kernels[b].node],
-                                                         r->rows);
-            if (!bytes) continue;
-            p->kernels[a].share_off = p->kernels[b].share_off = (int64_t)p->state_bytes;
-            p->state_bytes += (bytes + 63) & ~(size_t)63;
-            break;
-        }
-    }
-}
-
 /* Runs: maximal stretches of tileable kernels of one batch whose reads fit;
  * kept when they have two kernels or more and the batch exceeds a tile. */
 static int form_runs(tiler *t, size_t cache_bytes) {
@@ -270,7 +250,6 @@ static int form_runs(tiler *t, size_t cache_bytes) {
                     p->kernels[j].run = p->nruns;
                     assign_state(p, j);
                 }
-                pair_unpool2(p, &r);
                 p->runs[p->nruns++] = r;
             }
         }
@@ -287,7 +266,6 @@ int xt_pass_tile(xt_plan *p, size_t cache_bytes) {
     for (int k = 0; k < p->nkernels; k++) {
         p->kernels[k].run = -1;
         p->kernels[k].state_off = -1;
-        p->kernels[k].share_off = -1;
         p->kernels[k].row_off = (int32_t)nslots;
         int ns = slot_count(p, k);
         nslots += ns;

@@ -50,7 +50,7 @@ typedef struct xt_kernel {
     int32_t run;           /* index into plan->runs, or -1: not tiled */
     int32_t row_off;       /* tiled: its operands' row bytes start at plan->row_bytes[row_off] */
     int64_t state_off;     /* tiled and carrying a sum between tiles: its piece of the state area; else -1 */
-    int64_t share_off;     /* a backward convolution pair's hand-off (k_unpool2.share) in the state area; else -1 */
+    int64_t share_off;     /* a pair's hand-off in the state area (pass_share.c); else -1 */
 } xt_kernel;
 
 /* Micro-batch tiling (pass_tile.c). A run is a stretch of consecutive
@@ -123,6 +123,7 @@ typedef struct xt_plan {
     int conv_prologues;       /* convolutions that make batch norm's apply as they pack x (pass_conv_prologue.c) */
     int unpool_prologues;     /* conv backward passes that scatter a pool's backward as they pack it (pass_conv_unpool.c) */
     int made_in_bf16;         /* values their kernel writes in bf16, a cast fewer each (pass_bf16_out.c) */
+    int shared_pairs;         /* kernel pairs given a hand-off in the state area (pass_share.c) */
     /* execution scratch, sized when the plan is compiled so that running it
      * allocates nothing and has no fixed cap */
     void **operand_ptrs;      /* the widest kernel's operand (and group output) pointers */
@@ -168,6 +169,7 @@ int xt_pass_bf16_outputs(xt_plan *p, const uint8_t *live);
 int xt_pass_conv_prologue(xt_plan *p, uint8_t *live);               /* pass_conv_prologue.c; the chains taken, or -1 */          /* pass_bf16_out.c; values made in bf16, or -1 */
 int xt_pass_fuse(xt_plan *p, const uint8_t *live, int fuse);         /* pass_fuse.c */
 int xt_pass_tile(xt_plan *p, size_t cache_bytes);                       /* pass_tile.c; cache_bytes 0 = no tiling */
+int xt_pass_share(xt_plan *p);                                       /* pass_share.c; the pairs given a hand-off */
 int xt_pass_memplan(xt_plan *p, const uint8_t *live, int plan, int have_collective); /* pass_memplan.c */
 
 /* compile.c */
@@ -216,7 +218,7 @@ typedef struct xt_kcall {
      * already point at row0. */
     int32_t row0, rows, batch;
     void *state;             /* the kernel's tile-to-tile state (xt_kernel_tile_state_bytes), or NULL */
-    void *share;             /* the hand-off it shares with its backward pair (share_off), or NULL */
+    void *share;             /* the hand-off it shares with its pair (share_off, pass_share.c), or NULL */
 } xt_kcall;
 typedef int (*xt_kernel_fn)(const xt_kcall *k);
 extern const xt_kernel_fn xt_kernel_table[XT_OP_COUNT];   /* NULL for FREE and EW ops */
