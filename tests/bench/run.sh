@@ -137,15 +137,16 @@ for name in seed_cnn wide_cnn; do
     done
 done
 
-printf '\n== the seed CNN across batch sizes (1 worker, %s repetitions, medians; ratio to batch 128)\n' "$REPS"
+printf '\n== the seed CNN across batch sizes (1 worker, 51,200 samples per point, %s repetitions, medians; ratio to batch 128)\n' "$REPS"
 # each repetition runs every batch size, and batch 1024 once more with tiling off (XLATRAIN_NO_TILING=1), so
-# the ratios compare runs that saw the same machine
+# the ratios compare runs that saw the same machine; each point trains 51,200 samples (about 0.8 s; 25,600
+# until 2026-11-27: a burst of another machine's load then decided a point more often)
 for bsz in 16 32 64 128 256 512 1024 1024u; do : > "$tmp/sweep.$bsz"; done
 i=0
 while [ $i -lt "$REPS" ]; do
     for bsz in 16 32 64 128 256 512 1024 1024u; do
         b=${bsz%u}; nt=0; [ "$bsz" = "$b" ] || nt=1
-        XLATRAIN_NO_TILING=$nt $B/train_bench models/fashion_cnn.yaml --procs 1 --batch $b --steps $((25600 / b)) --infer-steps 0 \
+        XLATRAIN_NO_TILING=$nt $B/train_bench models/fashion_cnn.yaml --procs 1 --batch $b --steps $((51200 / b)) --infer-steps 0 \
             2>/dev/null >> "$tmp/sweep.$bsz"
     done
     i=$((i + 1))
