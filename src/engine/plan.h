@@ -165,8 +165,8 @@ int xt_pass_conv_relu_pool(xt_plan *p, uint8_t *live);              /* pass_conv
 int xt_pass_sum_through_pool(xt_plan *p, uint8_t *live);            /* pass_sum_pool.c; returns the sums rewritten */
 int xt_pass_conv_unpool(xt_plan *p, uint8_t *live);                 /* pass_conv_unpool.c; the passes rewritten, or -1 */
 int xt_pass_conv_relu_bwd(xt_plan *p, uint8_t *live);               /* pass_conv_epilogue.c; the ReLU backwards taken, or -1 */
-int xt_pass_bf16_outputs(xt_plan *p, const uint8_t *live);
-int xt_pass_conv_prologue(xt_plan *p, uint8_t *live);               /* pass_conv_prologue.c; the chains taken, or -1 */          /* pass_bf16_out.c; values made in bf16, or -1 */
+int xt_pass_bf16_outputs(xt_plan *p, const uint8_t *live);           /* pass_bf16_out.c; values made in bf16, or -1 */
+int xt_pass_conv_prologue(xt_plan *p, uint8_t *live);               /* pass_conv_prologue.c; the chains taken, or -1 */
 int xt_pass_fuse(xt_plan *p, const uint8_t *live, int fuse);         /* pass_fuse.c */
 int xt_pass_tile(xt_plan *p, size_t cache_bytes);                       /* pass_tile.c; cache_bytes 0 = no tiling */
 int xt_pass_share(xt_plan *p);                                       /* pass_share.c; the pairs given a hand-off */

@@ -875,13 +875,14 @@ static size_t bwd_wpk_floats(const k_conv_shape *s) {
     return bwd_packed_taps(s) * s->Co * (s->Ci + CT_MAX);
 }
 
-/* dyb sized for either path: the row path's padded rows plus slack for a
- * partial pixel tile reading past the last row; dxb with whole pixel tiles;
- * the row path's weights and offsets for every column class */
+/* the blocked dy of either path: the row path's padded rows plus slack for
+ * a partial pixel tile reading past the last row (also k_unpool2.share's) */
 static size_t bwd_dyb_floats(const k_conv_shape *s) {
     size_t P = bwd_rows_pad(s) > 0 ? (size_t)bwd_rows_pad(s) : 0;
     return ((size_t)s->Co * (s->Ho * (s->Wo + 2 * P) + 1) + PT_MAX + 1) * NB_MAX;
 }
+/* dyb (above); dxb with whole pixel tiles; the row path's weights and
+ * offsets for every column class */
 static size_t bwd_carve(const k_conv_shape *s, float *p, bwd_mem *m) {
     size_t total = 0;
     int rows = use_bwd_rows(s);
