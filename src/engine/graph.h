@@ -214,7 +214,7 @@ typedef struct xt_exec_stats {
     int remat_copies;        /* forward values made again for their backward readers (pass_remat.c) */
     int conv_prologues;      /* convolutions that make batch norm's apply as they pack x (pass_conv_prologue.c) */
     int unpool_prologues;    /* conv backward passes that scatter a max pool's backward themselves (pass_conv_unpool.c) */
-    int shared_pairs;        /* kernel pairs with a hand-off: a scattered dy, a dropout mask (pass_share.c) */
+    int shared_pairs;        /* backward convolution pairs that scatter their pooled gradient once (pass_share.c) */
     int made_in_bf16;        /* values their kernel writes in bf16 instead of a cast (pass_bf16_out.c) */
 } xt_exec_stats;
 void xt_engine_last_stats(const xt_engine *en, xt_exec_stats *s);

@@ -37,10 +37,11 @@ static int pair_unpool2(xt_plan *p) {
     for (int r = 0; r < p->nruns; r++)
         for (int a = p->runs[r].first; a <= p->runs[r].last; a++) {
             const xt_node *na = node_of(p, a);
-            if (!na || na->op != XT_OP_CONV2D_BWD_DATA_UNPOOL2 || p->kernels[a].share_off >= 0) continue;
+            if (!na || na->op != XT_OP_CONV2D_BWD_DATA_UNPOOL2) continue;
             for (int b = a + 1; b <= p->runs[r].last; b++) {
                 const xt_node *nb = node_of(p, b);
-                size_t bytes = nb && p->kernels[b].share_off < 0 ? xt_kernel_unpool2_share_bytes(p, na, nb, p->runs[r].rows) : 0;
+                if (!nb || p->kernels[b].share_off >= 0) continue;
+                size_t bytes = xt_kernel_unpool2_share_bytes(p, na, nb, p->runs[r].rows);
                 if (!bytes) continue;
                 give(p, a, bytes);
                 p->kernels[b].share_off = p->kernels[a].share_off;
@@ -51,7 +52,7 @@ static int pair_unpool2(xt_plan *p) {
     return pairs;
 }
 
+/* Every kernel's share_off is -1 when it is made (pass_fuse.c). */
 int xt_pass_share(xt_plan *p) {
-    for (int k = 0; k < p->nkernels; k++) p->kernels[k].share_off = -1;
     return pair_unpool2(p);
 }

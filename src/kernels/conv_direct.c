@@ -420,6 +420,9 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq"))) static void unpool
 }
 #endif
 
+/* floats of one image's pooled gradient (and as many of its argmax), plain */
+static size_t pooled_img(const k_conv_shape *s) { return (size_t)s->Co * (s->Ho / 2) * (s->Wo / 2); }
+
 /* floats of one channel's blocked pooled gradient (and as many for its argmax) */
 static size_t unpool_plane_floats(const k_conv_shape *s) {
     return (size_t)(s->Ho / 2) * (s->Wo / 2) * NB_MAX;
@@ -438,7 +441,7 @@ static void dy_to_blocked(const nisa *isa, float *t, size_t cstride, const dy_so
         return;
     }
     int NB = isa->vl, Hq = s->Ho / 2, Wq = s->Wo / 2, Wd = s->Wo + 2 * P;
-    size_t plane = (size_t)Hq * Wq, img_g = (size_t)s->Co * plane;
+    size_t plane = (size_t)Hq * Wq, img_g = pooled_img(s);
     const float *g = src->up.g + n0 * img_g, *a = (const float *)(src->up.argmax + n0 * img_g);
     const float *from[NB_MAX];
     for (int c = 0; c < s->Co; c++) {
@@ -479,8 +482,6 @@ typedef struct {
 _Static_assert(sizeof(dy_share) <= SHARE_HEAD_FLOATS * sizeof(float), "the share's head fits in its 64 bytes");
 
 static dy_share *share_of(const dy_source *dy) { return dy->up.g && dy->up.share ? (dy_share *)dy->up.share : NULL; }
-
-static size_t pooled_img(const k_conv_shape *s) { return (size_t)s->Co * (s->Ho / 2) * (s->Wo / 2); }
 
 /* Backward-data's last block is in the share: say which, and how it is laid out. */
 static void share_last_block(const dy_source *dy, const k_conv_shape *s, int NB, const float *base, size_t dstride,
