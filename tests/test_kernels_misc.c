@@ -354,6 +354,23 @@ TEST(bn_stats_known_array) {
     CHECK_NEAR(vr[0], 4.25, 1e-6);
 }
 
+/* k_bn_stats of x (N, C <= 4, HW) at every SIMD level against the double
+ * two-pass reference, whose variance must lie in [vlo, vhi]. */
+static void bn_stats_hold_to_ref(int N, int C, int HW, const float *x, double vtol, double vlo, double vhi) {
+    float m[4], v[4], mr[4], vr[4];
+    k_bn_stats_ref(N, C, HW, mr, vr, x);
+    for (int lvl = 0; lvl <= k_simd_detect(); lvl++) {
+        k_simd_force(lvl);
+        k_bn_stats(N, C, HW, m, v, x);
+        for (int c = 0; c < C; c++) {
+            CHECK_NEAR(m[c], mr[c], 1e-3);
+            CHECK_NEAR(v[c], vr[c], vtol * vr[c]);
+            CHECK(vr[c] > vlo && vr[c] < vhi);
+        }
+    }
+    k_simd_force(-1);
+}
+
 TEST(bn_stats_large_offset_is_stable) {
     /* 1e4 + small noise: a one-pass E[x^2]-E[x]^2 in float would lose the variance */
     int N = 64, C = 3, HW = 49;
@@ -361,18 +378,7 @@ TEST(bn_stats_large_offset_is_stable) {
     unsigned seed = 5;
     float *x = rand_buf(n, &seed);
     for (size_t i = 0; i < n; i++) x[i] = 1e4f + x[i];
-    float m[3], v[3], mr[3], vr[3];
-    k_bn_stats_ref(N, C, HW, mr, vr, x);
-    for (int lvl = 0; lvl <= k_simd_detect(); lvl++) {
-        k_simd_force(lvl);
-        k_bn_stats(N, C, HW, m, v, x);
-        for (int c = 0; c < C; c++) {
-            CHECK_NEAR(m[c], mr[c], 1e-3);
-            CHECK_NEAR(v[c], vr[c], 1e-4 * vr[c]);
-            CHECK(vr[c] > 0.2 && vr[c] < 0.45); /* uniform(-1,1): 1/3 */
-        }
-    }
-    k_simd_force(-1);
+    bn_stats_hold_to_ref(N, C, HW, x, 1e-4, 0.2, 0.45); /* uniform(-1,1): 1/3 */
     free(x);
 }
 
@@ -395,6 +401,52 @@ TEST(bn_stats_fast_matches_ref) {
         free(x), free(dy), free(g), free(bt), free(m), free(v), free(mr), free(vr);
     }
     k_simd_force(-1);
+}
+
+/* Micro-batch tiles hand the statistics a part of the batch at a time
+ * (whole K_BN_CHUNK-sample chunks, the last part any size): the same bits as
+ * the whole batch in one call, at every SIMD level. */
+TEST(bn_stats_in_parts_give_the_whole_batchs_bits) {
+    int shapes[][3] = {{100, 10, 144}, {64, 20, 16}, {37, 3, 1}, {16, 4, 13}};
+    int parts[][4] = {{16, 32, 48, 0}, {32, 32, 0, 0}, {16, 0, 0, 0}, {48, 0, 0, 0}}; /* then the rest */
+    for (int lvl = 0; lvl <= k_simd_detect(); lvl++) {
+        k_simd_force(lvl);
+        for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++) {
+            int N = shapes[sh][0], C = shapes[sh][1], HW = shapes[sh][2];
+            unsigned seed = 41 + (unsigned)sh;
+            float *x = rand_buf((size_t)N * C * HW, &seed);
+            float *m = nan_buf((size_t)C), *v = nan_buf((size_t)C), *mp = nan_buf((size_t)C), *vp = nan_buf((size_t)C);
+            double *acc = malloc(k_bn_stats_acc_doubles(C) * sizeof *acc);
+            k_bn_stats(N, C, HW, m, v, x);
+            for (size_t pt = 0; pt < sizeof parts / sizeof parts[0]; pt++) {
+                int n0 = 0;
+                k_bn_stats_begin(C, acc);
+                for (int j = 0; j < 4 && parts[pt][j] && n0 + parts[pt][j] < N; j++) {
+                    k_bn_stats_add(parts[pt][j], C, HW, acc, x + (size_t)n0 * C * HW);
+                    n0 += parts[pt][j];
+                }
+                k_bn_stats_add(N - n0, C, HW, acc, x + (size_t)n0 * C * HW);
+                k_bn_stats_end(C, acc, mp, vp);
+                CHECK_MSG(!memcmp(m, mp, (size_t)C * sizeof *m) && !memcmp(v, vp, (size_t)C * sizeof *v),
+                          "N=%d C=%d HW=%d split %zu level %d", N, C, HW, pt, lvl);
+            }
+            free(x), free(m), free(v), free(mp), free(vp), free(acc);
+        }
+    }
+    k_simd_force(-1);
+}
+
+/* Chunks whose means lie far apart (the batch's first half about +1e3, the
+ * second about -1e3): the merge carries the spread between them, as one
+ * two-pass sum over the batch would. */
+TEST(bn_stats_merges_chunks_with_distant_means) {
+    int N = 64, C = 2, HW = 9;
+    unsigned seed = 7;
+    float *x = rand_buf((size_t)N * C * HW, &seed);
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j < C * HW; j++) x[(size_t)i * C * HW + j] += i < N / 2 ? 1e3f : -1e3f;
+    bn_stats_hold_to_ref(N, C, HW, x, 1e-6, 0.99e6, 1.01e6); /* the halves' spread, 1e3^2, dominates */
+    free(x);
 }
 
 /* ---- log-softmax ------------------------------------------------------------------ */

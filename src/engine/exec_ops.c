@@ -217,10 +217,18 @@ KERNEL(AVGPOOL2D_BWD) {
     k_avgpool2d_bwd(&s, out, in[0]);
 }
 
+/* Tiled, the statistics gather tile by tile in kc->state (whole chunks of
+ * samples; the same bits as untiled, where the sums live in scratch). */
 KERNEL(BN_STATS) {
     const xt_node *x = IN(0);
     int C = x->shape[1];
-    k_bn_stats(x->shape[0], C, x->shape[2] * x->shape[3], out, (float *)out + C, in[0]);
+    double *acc = kc->state ? kc->state : scratch;
+    if (kc->row0 == 0) k_bn_stats_begin(C, acc);
+    k_bn_stats_add(ROWS(x->shape[0]), C, x->shape[2] * x->shape[3], acc, in[0]);
+    if (!kc->rows || kc->row0 + kc->rows == kc->batch) k_bn_stats_end(C, acc, out, (float *)out + C);
+}
+static size_t scratch_BN_STATS(const xt_plan *p, const xt_node *n) {
+    return k_bn_stats_acc_doubles(IN(0)->shape[1]) * sizeof(double);
 }
 
 /* d/dx of (mean, biased var) over (N, H, W) per channel; tiled, the
@@ -417,6 +425,8 @@ size_t xt_kernel_tile_state_bytes(const xt_plan *p, const xt_node *n) {
         s = conv_shape(IN(0)->shape, n->shape, n->iattr);
         return (IN(0)->dtype == XT_BF16 ? k_conv2d_bwd_weight_bf16_acc_floats(&s) : k_conv2d_bwd_weight_acc_floats(&s)) *
                sizeof(float);
+    case XT_OP_BN_STATS: /* the per-channel (n, mean, M2) */
+        return k_bn_stats_acc_doubles(IN(0)->shape[1]) * sizeof(double);
     case XT_OP_CONV2D:
     case XT_OP_CONV2D_POOL2: /* the packed weights (fp32: the bf16 kernels pack their own) */
         s = conv_shape(IN(0)->shape, IN(1)->shape, n->iattr);

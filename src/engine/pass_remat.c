@@ -105,7 +105,7 @@ static int64_t bytes_of(const xt_node *n) { return xt_numel(n) * (int64_t)xt_dty
 static int is_ew(const xt_node *n) { return xt_op_table[n->op].kind == XT_KIND_EW; }
 
 /* A barrier: a kernel that reads or writes its operands whole. */
-static int is_barrier(const xt_node *n) { return xt_op_table[n->op].kind == XT_KIND_KERNEL && !xt_op_tiles(n->op); }
+static int is_barrier(const xt_node *n) { return xt_op_table[n->op].kind == XT_KIND_KERNEL && xt_op_ends_stretch(n->op); }
 
 /* A barrier strictly between nodes a and b (a < b). */
 static int barrier_between(const remat *r, int a, int b) { return a + 1 < b && r->nbar[b] - r->nbar[a + 1] > 0; }

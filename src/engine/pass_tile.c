@@ -14,9 +14,11 @@
  * Which kernels. Those that compute sample i of their output from sample i
  * of their batched operands alone: the allow-list in batched_operands().
  * An op not listed there is never tiled, so a new op runs on the whole batch
- * until someone states which of its operands are per sample. Kernels that
- * reduce over the batch (BN statistics, weight gradients, SUM_TO, the loss,
- * GEMMs) end a run; they read in full what the run wrote. Elementwise groups
+ * until someone states which of its operands are per sample. Sums over the
+ * batch (weight gradients, SUM_TO, the BN statistics) join a run as
+ * ACCUMULATES: they gather tile by tile, and what reads their result comes
+ * after the run. Other reductions (the loss, GEMMs) end a run; they read in
+ * full what the run wrote. Elementwise groups
  * are pointwise, so any group splits along its leading dim, with inputs
  * that span it split alike and the rest broadcast.
  *
@@ -35,11 +37,14 @@
 #include <string.h>
 
 #include "engine/plan.h"
+#include "kernels/kernels.h"
 #include "util/check.h"
 
 /* The tile is a multiple of this many samples: the widest direct-conv
  * block (16 images in AVX-512 lanes), so no tile leaves a block part full. */
 #define TILE_QUANTUM 16
+/* and the BN statistics gather whole chunks (k_bn_stats_add) */
+_Static_assert(TILE_QUANTUM % K_BN_CHUNK == 0, "a tile must hold whole BN statistics chunks");
 
 /* Bit k set: operand k is per sample (split along its leading dim); the
  * output is too, unless ACCUMULATES: then it is whole, a sum over the batch
@@ -60,6 +65,7 @@ static uint32_t batched_operands(int op) {
     case XT_OP_MAXPOOL2D_BWD:   return 3u;      /* dy, argmax */
     case XT_OP_AVGPOOL2D:       return 1u;
     case XT_OP_AVGPOOL2D_BWD:   return 1u;
+    case XT_OP_BN_STATS:        return 1u | ACCUMULATES;   /* x -> (mean, var), gathered chunk by chunk */
     case XT_OP_BN_STATS_BWD:    return 2u;      /* x; dstats and stats whole */
     case XT_OP_LOG_SOFTMAX:     return 1u;
     case XT_OP_LOG_SOFTMAX_BWD: return 3u;
@@ -73,6 +79,11 @@ static uint32_t batched_operands(int op) {
 }
 
 int xt_op_tiles(int op) { return batched_operands(op) != 0; }
+
+/* The BN statistics join a stretch, but batch norm's apply reads them
+ * whole right after (reads_fit_run ends the stretch there): a value made
+ * before them cannot stay a tile past them. */
+int xt_op_ends_stretch(int op) { return !xt_op_tiles(op) || op == XT_OP_BN_STATS; }
 
 static int64_t node_bytes(const xt_node *n) { return xt_numel(n) * (int64_t)xt_dtype_size(n->dtype); }
 

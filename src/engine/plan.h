@@ -147,6 +147,8 @@ int xt_pass_precision(const xt_graph *g, int precision, xt_graph *out, int32_t *
 int xt_pass_remat(const xt_graph *g, xt_graph *out, int32_t *map);
 /* pass_tile.c: can a kernel of this op run on part of the batch at a time? */
 int xt_op_tiles(int op);
+/* ... and does a kernel of this op end every stretch it is in (pass_remat.c's barriers)? */
+int xt_op_ends_stretch(int op);
 int xt_pass_live(const xt_plan *p, uint8_t *live);                  /* pass_dce.c */
 int xt_plan_escapes(const xt_plan *p, int c);                       /* pass_dce.c: node c fetched or assigned? */
 /* pass_dce.c: the one live node that reads node c (once), or -1 (none, or more than one read). */

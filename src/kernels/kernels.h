@@ -165,6 +165,15 @@ void k_maxpool2d_bwd_ref(const k_pool_shape *s, float *dx, const float *dy, cons
  * invstd = 1/sqrt(var + eps). var_unbiased = var * n/(n-1) feeds the running
  * stats (the engine does that update as ordinary elementwise nodes). */
 void k_bn_stats(int N, int C, int HW, float *mean, float *var, const float *x);
+/* The same, a part of the batch at a time (micro-batch tiles): begin, then
+ * add each part in sample order (every part but the last a multiple of
+ * K_BN_CHUNK samples), then end; acc holds k_bn_stats_acc_doubles(C). Same
+ * bits as one k_bn_stats over the whole batch. */
+#define K_BN_CHUNK 16
+size_t k_bn_stats_acc_doubles(int C);
+void k_bn_stats_begin(int C, double *acc);
+void k_bn_stats_add(int N, int C, int HW, double *acc, const float *x);
+void k_bn_stats_end(int C, const double *acc, float *mean, float *var);
 /* SUM_TO's runs (reduce.c): the sum of n floats in 16 float lanes folded in
  * double (the same bits at every SIMD width), and y[i] += x[i]. */
 double k_sum_run(const float *x, int64_t n);

@@ -1,7 +1,8 @@
 /* norm.c — the batch statistics of training-mode batch normalization over
  * (N, H*W) per channel, and their *_ref twin in plain double loops.
  *
- *   mean = sum x / n,  var = sum (x - mean)^2 / n   (n = N*HW; two passes, so no
+ *   mean = sum x / n,  var = sum (x - mean)^2 / n   (n = N*HW; two passes over
+ *                                                    each chunk of samples, so no
  *                                                    catastrophic cancellation)
  *
  * And their gradient (k_bn_stats_bwd: dx from d(mean), d(var)).
@@ -17,6 +18,8 @@
 #include "kernels/vec4.h"
 
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 typedef struct {
     double (*sum)(const float *p, int N, size_t stride, size_t HW);
@@ -70,16 +73,57 @@ static const bn_isa *bn_now(void) {
     return &bn_isa_gen;
 }
 
-void k_bn_stats(int N, int C, int HW, float *mean, float *var, const float *x) {
+/* The statistics a chunk at a time (K_BN_CHUNK samples, the last one
+ * shorter), merged in double in sample order (Chan, Golub and LeVeque's
+ * pairwise update: n, mean and the sum of squared deviations about it):
+ * a chunk's two passes read values the cache still holds, so a batch of any
+ * size is read from memory once, and in a tiled plan (tiles are whole
+ * chunks, pass_tile.c) while the convolution's output is still in cache.
+ * The chunks fall on the same samples tiled or not: the same bits. Each
+ * chunk subtracts its own mean, so no cancellation. acc: per channel
+ * (n, mean, M2), k_bn_stats_acc_doubles(C). */
+size_t k_bn_stats_acc_doubles(int C) { return (size_t)3 * C; }
+
+void k_bn_stats_begin(int C, double *acc) { memset(acc, 0, k_bn_stats_acc_doubles(C) * sizeof *acc); }
+
+void k_bn_stats_add(int N, int C, int HW, double *acc, const float *x) {
     const bn_isa *isa = bn_now();
-    double cnt = (double)N * HW;
-    for (int c = 0; c < C; c++) {
-        const float *xc = x + (size_t)c * HW;
-        float m = (float)(isa->sum(xc, N, (size_t)C * HW, (size_t)HW) / cnt);
-        double q = isa->sqdev(xc, N, (size_t)C * HW, (size_t)HW, m);
-        mean[c] = m;
-        var[c] = (float)(q / cnt);
+    for (int n0 = 0; n0 < N; n0 += K_BN_CHUNK) {
+        int nc = N - n0 < K_BN_CHUNK ? N - n0 : K_BN_CHUNK;
+        double cb = (double)nc * HW;
+        for (int c = 0; c < C; c++) {
+            const float *xc = x + ((size_t)n0 * C + c) * HW;
+            double mb = isa->sum(xc, nc, (size_t)C * HW, (size_t)HW) / cb;
+            float mf = (float)mb;
+            /* deviations about the float nearest the chunk's mean, moved to
+             * the mean itself: sum (x - mb)^2 = sum (x - mf)^2 - cb (mb - mf)^2 */
+            double q = isa->sqdev(xc, nc, (size_t)C * HW, (size_t)HW, mf) - cb * (mb - mf) * (mb - mf);
+            double *a = acc + 3 * (size_t)c, na = a[0], n = na + cb, d = mb - a[1];
+            a[0] = n;
+            a[1] += d * (cb / n);
+            a[2] += (q > 0 ? q : 0) + d * d * (na * cb / n);
+        }
     }
+}
+
+void k_bn_stats_end(int C, const double *acc, float *mean, float *var) {
+    for (int c = 0; c < C; c++) {
+        const double *a = acc + 3 * (size_t)c;
+        mean[c] = (float)a[1];
+        var[c] = a[0] > 0 ? (float)(a[2] / a[0]) : 0.0f;
+    }
+}
+
+void k_bn_stats(int N, int C, int HW, float *mean, float *var, const float *x) {
+    double one[3 * 64], *acc = C <= 64 ? one : malloc(k_bn_stats_acc_doubles(C) * sizeof *acc);
+    if (!acc) { /* out of memory: NaN statistics fail the step, as a NaN loss does */
+        for (int c = 0; c < C; c++) mean[c] = var[c] = NAN;
+        return;
+    }
+    k_bn_stats_begin(C, acc);
+    k_bn_stats_add(N, C, HW, acc, x);
+    k_bn_stats_end(C, acc, mean, var);
+    if (acc != one) free(acc);
 }
 
 void k_bn_stats_bwd(int N, int C, int HW, int64_t count, float *dx, const float *ds, const float *x, const float *st) {
