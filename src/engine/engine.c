@@ -273,7 +273,11 @@ int xt_mark_step(xt_engine *en, xt_err *e) {
     en->last.tile_runs = p->nruns;
     en->last.tiled_kernels = 0;
     for (int r = 0; r < p->nruns; r++) en->last.tiled_kernels += p->runs[r].last - p->runs[r].first + 1;
-    en->last.tile_rows = p->nruns ? p->runs[0].rows : 0;
+    en->last.tile_rows = en->last.tile_rows_max = 0;
+    for (int r = 0; r < p->nruns; r++) {
+        if (!en->last.tile_rows || p->runs[r].rows < en->last.tile_rows) en->last.tile_rows = p->runs[r].rows;
+        if (p->runs[r].rows > en->last.tile_rows_max) en->last.tile_rows_max = p->runs[r].rows;
+    }
     en->last.precision = p->key.precision;
     en->last.bf16_casts = en->last.relu_epilogues = en->last.pool_epilogues = 0;
     en->last.sums_through_pool = p->sums_through_pool;

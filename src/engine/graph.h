@@ -204,7 +204,8 @@ typedef struct xt_exec_stats {
     int distinct_graphs;     /* executables in the cache */
     int tile_runs;           /* stretches of kernels run in micro-batch tiles */
     int tiled_kernels;       /* kernels in them */
-    int tile_rows;           /* samples per tile of the first run (0: none) */
+    int tile_rows;           /* samples per tile, fewest over the runs (0: none) */
+    int tile_rows_max;       /* ... and most */
     int precision;           /* xt_precision the executable was compiled at */
     int bf16_casts;          /* CAST_BF16 kernels it runs per step */
     int relu_epilogues;      /* convolutions that apply their ReLU as they write (pass_conv_epilogue.c) */

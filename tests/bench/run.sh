@@ -153,7 +153,7 @@ while [ $i -lt "$REPS" ]; do
 done
 for bsz in 16 32 64 128 256 512 1024 1024u; do
     l=$(head -n 1 "$tmp/sweep.$bsz")
-    note="micro-batch tiles of $(field tile_rows "$l") ($(field tiled_kernels "$l") kernels in $(field tile_runs "$l") stretches)"
+    note="micro-batch tiles of $(field tile_rows "$l")-$(field tile_rows_max "$l") samples ($(field tiled_kernels "$l") kernels in $(field tile_runs "$l") stretches)"
     [ "$(field tile_runs "$l")" = 0 ] && note="not tiled"
     [ "$bsz" = 1024u ] && note="tiling off (XLATRAIN_NO_TILING=1)"
     awk -v b=${bsz%u} -v v="$(med "$tmp/sweep.$bsz" train_sps)" -v r="$(med "$tmp/sweep.128" train_sps)" -v n="$note" \
