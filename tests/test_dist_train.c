@@ -46,6 +46,15 @@ static int ctx_rank_allreduce(void *ctx, float *buf, size_t n, xt_err *e) {
     return xt_allreduce(w->j->r.dist, w->rank, buf, n, e);
 }
 
+static int ctx_rank_allreduce_row(void *ctx, size_t n, xt_err *e) {
+    wctx *w = ctx;
+    return xt_allreduce_row(w->j->r.dist, w->rank, n, e) ? 0 : e->code;
+}
+
+/* 1: the step reads the mean where the collective leaves it (xlatrain's
+ * way, the default here); 0: the mean copied back into each row first */
+static int g_mean_in_place = 1;
+
 static int worker(int rank, void *arg) {
     job *j = arg;
     xt_run *r = &j->r;
@@ -55,6 +64,11 @@ static int worker(int rank, void *arg) {
         eo.allreduce = ctx_rank_allreduce;
         eo.allreduce_ctx = &w;
         eo.collective_buf = xt_dist_grad_row(r->dist, rank);
+        eo.collective_floats = xt_dist_grad_cap(r->dist);
+        if (g_mean_in_place) {
+            eo.allreduce_row = ctx_rank_allreduce_row;
+            eo.collective_result = xt_allreduce_result(r->dist, rank);
+        }
     }
     xt_engine *en = xt_engine_new(&r->store, &eo);
     int B = j->per_rank_batch, off = j->distinct ? rank * B : 0;
@@ -123,6 +137,25 @@ TEST(dist_replicas_stay_identical_after_k_steps) {
     for (int r = 1; r < 4; r++)
         CHECK_MSG(!memcmp(rows, rows + (size_t)r * nf, nf * sizeof(float)), "replica xla:%d differs from xla:0", r);
     munmap(rows, 4 * nf * sizeof(float));
+}
+
+/* The update reading the mean in the shared block gives the bits of the
+ * mean copied back into each worker's row first, on every replica. */
+TEST(dist_mean_read_in_place_gives_the_copied_means_bits) {
+    static float x[2 * 16 * 784];
+    static int32_t y[2 * 16];
+    make_batch(32, x, y);
+    size_t nc, ni;
+    g_mean_in_place = 0;
+    float *copied = train(2, 16, 5, x, y, &nc);
+    g_mean_in_place = 1;
+    float *in_place = train(2, 16, 5, x, y, &ni);
+    CHECK_EQ(nc, ni);
+    CHECK_MSG(!memcmp(copied, in_place, 2 * nc * sizeof(float)), "the weights differ");
+    CHECK_MSG(!memcmp(copied, copied + nc, nc * sizeof(float)) && !memcmp(in_place, in_place + nc, nc * sizeof(float)),
+              "the replicas differ");
+    munmap(copied, 2 * nc * sizeof(float));
+    munmap(in_place, 2 * ni * sizeof(float));
 }
 
 TEST(dist_n_workers_equal_one_worker_with_n_times_the_batch) {

@@ -31,6 +31,9 @@ int xt_allreduce(xt_dist *d, int rank, float *buf, size_t len, xt_err *e);
  * xt_dist_grad_sum(), or the row itself in a world of one) without copying
  * it back, valid until this rank's next all-reduce. NULL on error (e says). */
 const float *xt_allreduce_row(xt_dist *d, int rank, size_t len, xt_err *e);
+/* Where xt_allreduce_row leaves the mean: the same address on every call,
+ * so a plan can read it in place (xt_engine_opts.collective_result). */
+const float *xt_allreduce_result(xt_dist *d, int rank);
 
 /* vals[j] = sum over ranks of vals[j], j < k <= XT_MESH_MAX, in double,
  * summed in ordinal order, result on every rank (like xm.mesh_reduce with a

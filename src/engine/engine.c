@@ -208,7 +208,7 @@ static int find_or_compile(xt_engine *en, xt_plan **out, xt_err *e) {
     }
     if (note_compile(en, g, why, e)) return e->code;
     xt_compile_opts co = {.precision = en->opts.precision, .fuse = en->opts.fuse, .literal_sums = en->opts.literal_sums,
-                          .plan_memory = !en->opts.no_memory_planner, .remat = !en->opts.no_remat, .have_collective = en->opts.collective_buf != NULL,
+                          .plan_memory = !en->opts.no_memory_planner, .remat = !en->opts.no_remat, .have_collective = !en->opts.collective_buf ? 0 : en->opts.collective_result && en->opts.allreduce_row ? XT_COLLECTIVE_RESULT : XT_COLLECTIVE_IN_ROW,
                           .tile_cache_bytes = en->opts.no_tiling          ? 0
                                               : en->opts.tile_cache_bytes ? en->opts.tile_cache_bytes
                                                                           : k_cache_l2_bytes()};
@@ -253,7 +253,8 @@ int xt_mark_step(xt_engine *en, xt_err *e) {
     xt_plan *p = NULL;
     if ((rc = find_or_compile(en, &p, e))) goto done;
     xt_exec_ctx ctx = {.store = en->store, .arena = en->arena, .collective = en->opts.collective_buf,
-                       .allreduce = en->opts.allreduce, .allreduce_ctx = en->opts.allreduce_ctx,
+                       .collective_result = en->opts.collective_result, .allreduce = en->opts.allreduce,
+                       .allreduce_row = en->opts.allreduce_row, .allreduce_ctx = en->opts.allreduce_ctx,
                        .profile = en->opts.profile};
     uint64_t t0 = xt_now_ns();
     rc = xt_execute(p, &ctx, g->fetches, e);

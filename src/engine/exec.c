@@ -14,6 +14,7 @@ static void *resolve(const xt_plan *p, const xt_exec_ctx *c, int32_t node) {
     case XT_LOC_ARENA: return (char *)c->arena + l->offset;
     case XT_LOC_SLOT: return (char *)c->store->slots[l->slot].data + l->offset;
     case XT_LOC_COLLECTIVE: return (char *)c->collective + l->offset;
+    case XT_LOC_COLLECTIVE_RESULT: return (char *)c->collective_result + l->offset;
     case XT_LOC_CONST: return (void *)&p->nodes[node].fattr[0];
     default: XT_CHECK(!"a kernel operand has no location: a memory-plan bug"); return NULL;
     }

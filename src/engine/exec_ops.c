@@ -309,11 +309,13 @@ static size_t scratch_DROPOUT_BWD(const xt_plan *p, const xt_node *n) { return s
 /* The gradients, packed into 64-byte aligned pieces (a gradient the memory
  * plan already produced in its piece is not copied), then averaged over
  * the replicas by the collective; the padding is zeroed because it joins
- * the sum. */
+ * the sum. Read in place (XT_LOC_COLLECTIVE_RESULT), the output is where
+ * the collective leaves the mean: the pieces go to the row it reads. */
 static int kern_ALLREDUCE(const xt_kcall *k) {
     const xt_plan *p = k->p;
     const xt_node *n = k->n;
-    float *out = k->out;
+    int in_place = p->loc[n - p->nodes].kind == XT_LOC_COLLECTIVE_RESULT;
+    float *out = in_place ? k->ctx->collective : k->out;
     int64_t off = 0;
     for (int i = 0; i < n->nin; i++) {
         int64_t cnt = xt_numel(IN(i)), padded = xt_line_floats(cnt);
@@ -321,6 +323,7 @@ static int kern_ALLREDUCE(const xt_kcall *k) {
         memset(out + off + cnt, 0, (size_t)(padded - cnt) * sizeof(float));
         off += padded;
     }
+    if (in_place) return k->ctx->allreduce_row(k->ctx->allreduce_ctx, (size_t)off, k->e);
     if (k->ctx->allreduce) return k->ctx->allreduce(k->ctx->allreduce_ctx, out, (size_t)off, k->e);
     return 0;
 }

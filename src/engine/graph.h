@@ -167,6 +167,13 @@ typedef struct xt_engine_opts {
     void *allreduce_ctx;
     float *collective_buf;         /* optional external block for ALLREDUCE output */
     size_t collective_floats;
+    /* Zero-copy (with collective_buf): ALLREDUCE calls allreduce_row on the
+     * first n floats of collective_buf instead, which leaves the mean at
+     * collective_result (the shared sum block), and the step's readers of the
+     * mean (the optimizer) read it there: no copy of it back into the row.
+     * The mean stays valid until the next all-reduce. */
+    int (*allreduce_row)(void *ctx, size_t n, xt_err *e);
+    const float *collective_result;
 } xt_engine_opts;
 
 xt_engine *xt_engine_new(xt_store *store, const xt_engine_opts *opts);

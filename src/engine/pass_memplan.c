@@ -102,7 +102,9 @@ static int mp_init(mp *m, xt_plan *p, const uint8_t *live, int plan, int have_co
         if (p->assigns[i].slot + 1 > m->nslots) m->nslots = p->assigns[i].slot + 1;
     for (int i = 0; i < n; i++)
         if (p->nodes[i].op == XT_OP_LEAF && p->nodes[i].iattr[0] + 1 > m->nslots) m->nslots = p->nodes[i].iattr[0] + 1;
-    m->roots = calloc((size_t)n + (size_t)p->nassign + 2, sizeof *m->roots);
+    size_t nar = 0; /* an all-reduce read in place has a second root: its packed inputs' */
+    for (int i = 0; i < n; i++) nar += p->nodes[i].op == XT_OP_ALLREDUCE;
+    m->roots = calloc((size_t)n + (size_t)p->nassign + nar + 2, sizeof *m->roots);
     m->root_of = malloc(((size_t)n + 1) * sizeof *m->root_of);
     m->off_of = calloc((size_t)n + 1, sizeof *m->off_of);
     m->kernel_of = malloc(((size_t)n + 1) * sizeof *m->kernel_of);
@@ -261,6 +263,10 @@ static void assign_roots(mp *m) {
             int r = new_root(m, collective ? XT_LOC_COLLECTIVE : XT_LOC_ARENA, 0);
             m->root_of[i] = r;
             if (nd->op == XT_OP_ALLREDUCE && m->plan) pack_gradients_into_allreduce(m, nd, r);
+            /* the mean read where the collective leaves it: the node and its
+             * views there; the gradients stay packed in the row (r) */
+            if (collective && m->have_collective == XT_COLLECTIVE_RESULT)
+                m->root_of[i] = new_root(m, XT_LOC_COLLECTIVE_RESULT, 0);
         }
     }
 }

@@ -17,7 +17,10 @@
 
 #include "engine/internal.h"
 
-typedef enum { XT_LOC_NONE, XT_LOC_ARENA, XT_LOC_SLOT, XT_LOC_COLLECTIVE, XT_LOC_CONST } xt_loc_kind;
+/* XT_LOC_COLLECTIVE: the all-reduce's input row (gradients packed there);
+ * XT_LOC_COLLECTIVE_RESULT: where the collective leaves the mean, when it is
+ * read in place (xt_engine_opts.collective_result) */
+typedef enum { XT_LOC_NONE, XT_LOC_ARENA, XT_LOC_SLOT, XT_LOC_COLLECTIVE, XT_LOC_COLLECTIVE_RESULT, XT_LOC_CONST } xt_loc_kind;
 
 typedef struct xt_loc {
     int8_t kind;        /* xt_loc_kind */
@@ -172,7 +175,10 @@ int xt_pass_conv_prologue(xt_plan *p, uint8_t *live);               /* pass_conv
 int xt_pass_fuse(xt_plan *p, const uint8_t *live, int fuse);         /* pass_fuse.c */
 int xt_pass_tile(xt_plan *p, size_t cache_bytes);                       /* pass_tile.c; cache_bytes 0 = no tiling */
 int xt_pass_share(xt_plan *p);                                       /* pass_share.c; the pairs given a hand-off */
-int xt_pass_memplan(xt_plan *p, const uint8_t *live, int plan, int have_collective); /* pass_memplan.c */
+/* pass_memplan.c; have_collective: 0 none, XT_COLLECTIVE_IN_ROW (the mean
+ * copied back into the row), XT_COLLECTIVE_RESULT (read where it lands) */
+enum { XT_COLLECTIVE_IN_ROW = 1, XT_COLLECTIVE_RESULT = 2 };
+int xt_pass_memplan(xt_plan *p, const uint8_t *live, int plan, int have_collective);
 
 /* compile.c */
 typedef struct xt_compile_opts {
@@ -180,7 +186,7 @@ typedef struct xt_compile_opts {
     int fuse;              /* elementwise fusion */
     int literal_sums;      /* no pass_sum_pool.c rewrite */
     int plan_memory;       /* 0: every value its own buffer (bisecting planner bugs) */
-    int have_collective;   /* the all-reduce writes into an external block */
+    int have_collective;   /* the all-reduce writes into an external block: 0 or XT_COLLECTIVE_* */
     size_t tile_cache_bytes; /* the cache a micro-batch tile should fit (0: no tiling) */
     int remat;               /* copy big pointwise values for their backward readers (pass_remat.c) */
 } xt_compile_opts;
@@ -195,7 +201,9 @@ typedef struct xt_exec_ctx {
     xt_store *store;
     void *arena;             /* xt_plan_arena_bytes(p) bytes, 64-byte aligned: intermediates, then scratch */
     float *collective;
+    const float *collective_result;  /* set: the all-reduce leaves the mean there (allreduce_row) */
     int (*allreduce)(void *ctx, float *buf, size_t n, xt_err *e);
+    int (*allreduce_row)(void *ctx, size_t n, xt_err *e);
     void *allreduce_ctx;
     int profile;             /* time each kernel into metrics Kernel.<class> */
 } xt_exec_ctx;

@@ -5,7 +5,7 @@
  *
  *   train_bench MODEL.yaml [--procs N] [--batch 128] [--steps 300]
  *               [--infer-batch 1000] [--infer-steps 20] [--precision fp32|bf16]
- *               [--kernels K]
+ *               [--kernels K] [--allreduce copy|in-place]
  *
  * Prints one line "RESULT key=value ..." (tests/bench/run.sh tabulates it):
  * train_sps (all processes), infer_sps (all processes), rss_mb (max per
@@ -45,6 +45,7 @@ typedef struct bench {
     int batch, steps, infer_batch, infer_steps;
     int precision;   /* xt_precision */
     int kernels;     /* --kernels K: profile K steps and print the per-kernel table (rank 0); 0 = off */
+    int ar_copy;     /* --allreduce copy: the mean copied back into the row (not read in place, as xlatrain does) */
 } bench;
 
 enum { V_TRAIN_S, V_TRACE, V_HOST, V_EXEC, V_CONV, V_GEMM, V_POOL, V_NORM, V_EW, V_RED, V_AR, V_OTHER, V_CONVERT, V_INFER_SPS, V_RSS, V_N };
@@ -63,6 +64,10 @@ static int allreduce_cb(void *ctx, float *buf, size_t n, xt_err *e) {
     ctxpack *cp = ctx;
     return xt_allreduce(cp->dist, cp->rank, buf, n, e);
 }
+static int allreduce_row_cb(void *ctx, size_t n, xt_err *e) {
+    ctxpack *cp = ctx;
+    return xt_allreduce_row(cp->dist, cp->rank, n, e) ? 0 : e->code;
+}
 
 static int worker(int rank, void *arg) {
     bench *b = arg;
@@ -76,6 +81,10 @@ static int worker(int rank, void *arg) {
         eo.allreduce_ctx = &cp;
         eo.collective_buf = xt_dist_grad_row(r->dist, rank);
         eo.collective_floats = xt_dist_grad_cap(r->dist);
+        if (!b->ar_copy) {
+            eo.allreduce_row = allreduce_row_cb;
+            eo.collective_result = xt_allreduce_result(r->dist, rank);
+        }
     }
     xt_engine *en = xt_engine_new(&r->store, &eo);
     const int *in = r->c->spec.input;
@@ -187,7 +196,7 @@ static int worker(int rank, void *arg) {
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: train_bench MODEL.yaml [--procs N] [--batch B] [--steps K] [--infer-batch B] [--infer-steps K] "
-                        "[--precision fp32|bf16] [--kernels K]\n");
+                        "[--precision fp32|bf16] [--kernels K] [--allreduce copy|in-place]\n");
         return 2;
     }
     static xt_config c;
@@ -202,6 +211,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--infer-steps")) b.infer_steps = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--precision")) b.precision = !strcmp(argv[i + 1], "bf16") ? XT_PREC_BF16 : XT_PREC_FP32;
         else if (!strcmp(argv[i], "--kernels")) b.kernels = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--allreduce")) b.ar_copy = !strcmp(argv[i + 1], "copy");
     }
     xt_err e = {0};
     if (xt_spec_load(&c.spec, argv[1], &e)) {
