@@ -53,21 +53,14 @@ typedef struct epoch_pos {
     long long loss_n;
 } epoch_pos;
 
-static int dist_allreduce(void *ctx, float *buf, size_t n, xt_err *e) {
-    worker *w = ctx;
-    uint64_t t0 = xt_now_ns();
-    int rc = xt_allreduce(w->r->dist, w->local, buf, n, e);
-    /* the collective's share of the step, across hosts too (make bench, metrics_debug) */
-    xt_metric_add("AllReduceTime", XT_UNIT_TIME_NS, (double)(xt_now_ns() - t0));
-    return rc;
-}
-
-/* The same, the mean left in the shared block where the step's update reads
- * it (xt_engine_opts.collective_result): no copy back into the row. */
+/* The step's all-reduce: the gradients the plan packed into this worker's
+ * shared row are averaged, and the mean is left in the shared block, where
+ * the step's update reads it (xt_engine_opts.collective_result). */
 static int dist_allreduce_row(void *ctx, size_t n, xt_err *e) {
     worker *w = ctx;
     uint64_t t0 = xt_now_ns();
     int rc = xt_allreduce_row(w->r->dist, w->local, n, e) ? 0 : e->code;
+    /* the collective's share of the step, across hosts too (make bench, metrics_debug) */
     xt_metric_add("AllReduceTime", XT_UNIT_TIME_NS, (double)(xt_now_ns() - t0));
     return rc;
 }
@@ -92,7 +85,6 @@ static int open_engine(worker *w, xt_err *e) {
     xt_engine_opts eo = {.fuse = 1, .save_graphs_dir = c->save_graphs, .max_compiles = r->cli->max_compiles,
                          .precision = c->precision == XT_PRECISION_BF16 ? XT_PREC_BF16 : XT_PREC_FP32};
     if (r->dist) {
-        eo.allreduce = dist_allreduce;
         eo.allreduce_ctx = w;
         eo.collective_buf = xt_dist_grad_row(r->dist, w->local);
         eo.collective_floats = xt_dist_grad_cap(r->dist);
