@@ -406,6 +406,14 @@ double xt_kernel_macs(const xt_plan *p, const xt_node *n) {
     return (double)s.N * s.Co * s.Ho * s.Wo * s.Ci * s.kh * s.kw;
 }
 
+double xt_kernel_macs_executed(const xt_plan *p, const xt_node *n) {
+    if (n->op == XT_OP_CONV2D_BWD_WEIGHT_UNPOOL2 && IN(0)->dtype == XT_F32) {
+        k_conv_shape s = conv_shape(IN(0)->shape, n->shape, n->iattr);
+        return k_conv2d_bwd_weight_unpool2_macs(&s);
+    }
+    return xt_kernel_macs(p, n);
+}
+
 size_t xt_kernel_unpool2_share_bytes(const xt_plan *p, const xt_node *n, const xt_node *wg, int32_t rows) {
     if (n->op != XT_OP_CONV2D_BWD_DATA_UNPOOL2 || wg->op != XT_OP_CONV2D_BWD_WEIGHT_UNPOOL2) return 0;
     const int32_t *ops = p->operands;

@@ -213,6 +213,8 @@ typedef struct xt_exec_stats {
     int tiled_kernels;       /* kernels in them */
     int tile_rows;           /* samples per tile, fewest over the runs (0: none) */
     int tile_rows_max;       /* ... and most */
+    double macs;             /* multiply-adds of the step's convolutions and GEMMs, counted dense */
+    double macs_executed;    /* ... as executed: without the work a pass skips as zero */
     int precision;           /* xt_precision the executable was compiled at */
     int bf16_casts;          /* CAST_BF16 kernels it runs per step */
     int relu_epilogues;      /* convolutions that apply their ReLU as they write (pass_conv_epilogue.c) */

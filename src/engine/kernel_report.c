@@ -6,7 +6,9 @@
  * option on, kernels in execution order: the op (or the fused group and its
  * ops), the output's shape, the micro-batch run it belongs to, microseconds
  * per step, its share of the step's kernel time, and for convolutions and
- * GEMMs the arithmetic rate (2 FLOPs per multiply-add, xt_kernel_macs).
+ * GEMMs the arithmetic rate (2 FLOPs per multiply-add executed,
+ * xt_kernel_macs_executed: a weight gradient that skips a max pool's zeros
+ * is rated on the quarter it multiplies, so no rate passes the FMA limit).
  * Why a table per kernel: the metrics report's class totals (Kernel.conv,
  * ...) say that convolutions take 70% of a step, not which of the five, in
  * which pass, at what share of the FMA limit; every tuning round started by
@@ -53,7 +55,7 @@ void xt_plan_kernel_report(const xt_plan *p, FILE *f) {
         xt_shape_str(n, shape, sizeof shape);
         if (kr->run >= 0) snprintf(run, sizeof run, "tile#%d", kr->run);
         else snprintf(run, sizeof run, "-");
-        double us = p->kernel_ns[k] / steps / 1e3, macs = kr->group >= 0 ? 0.0 : xt_kernel_macs(p, n);
+        double us = p->kernel_ns[k] / steps / 1e3, macs = kr->group >= 0 ? 0.0 : xt_kernel_macs_executed(p, n);
         if (macs > 0.0 && us > 0.0) snprintf(rate, sizeof rate, "%.1f", 2.0 * macs / (us * 1e3));
         fprintf(f, "%4d  %-36s %-20s %-7s %10.1f %6.1f%% %8s\n", k, what, shape, run, us,
                 total > 0.0 ? 100.0 * p->kernel_ns[k] / total : 0.0, rate);

@@ -243,6 +243,9 @@ size_t xt_kernel_unpool2_share_bytes(const xt_plan *p, const xt_node *n, const x
 /* Multiply-adds node n's kernel does (convolution passes and matrix
  * products; 0 for other ops): the per-kernel profile's GFLOP/s. */
 double xt_kernel_macs(const xt_plan *p, const xt_node *n);
+/* The same as the kernel executes them on this CPU: fewer where a pass skips
+ * work that is known to be zero (the weight gradient under a max pool). */
+double xt_kernel_macs_executed(const xt_plan *p, const xt_node *n);
 
 /* ew.c: run one fused group; scratch holds xt_ew_scratch_bytes(grp). */
 size_t xt_ew_scratch_bytes(const xt_ew_group *grp);

@@ -55,6 +55,7 @@
 #include "kernels/conv_direct.h"
 #include "kernels/conv_im2col.h"
 #include "kernels/conv_rows.h"
+#include "kernels/conv_sparse.h"
 #include "kernels/simd.h"
 
 /* The most taps (kh*kw) for which the rows method runs a one-channel
@@ -65,7 +66,7 @@
 #define IM2COL_GROUP 1
 
 const char *k_conv_method_name(int method) {
-    return method == K_CONV_DIRECT ? "direct" : method == K_CONV_ROWS ? "rows" : "im2col";
+    return method == K_CONV_DIRECT ? "direct" : method == K_CONV_ROWS ? "rows" : method == K_CONV_SPARSE ? "sparse" : "im2col";
 }
 
 int k_conv_choose(const k_conv_shape *s, int pass) {
@@ -78,6 +79,11 @@ int k_conv_choose(const k_conv_shape *s, int pass) {
      * transposes (conv_rows.c; the figures above) */
     if (pass != K_CONV_BWD_DATA && s->kh * s->kw <= ROWS_MAX_TAPS && k_conv_rows_fits(s)) return K_CONV_ROWS;
     return K_CONV_DIRECT;
+}
+
+int k_conv_choose_unpool2(const k_conv_shape *s, int pass) {
+    if (pass == K_CONV_BWD_WEIGHT && k_conv_sparse_fits(s)) return K_CONV_SPARSE;
+    return k_conv_choose(s, pass);
 }
 
 /* Where im2col runs (no AVX2) the passes that take x go image by image, as
@@ -205,7 +211,9 @@ void k_conv2d_bwd_weight(const k_conv_shape *s, float *dw, float *db, const floa
 
 size_t k_conv2d_bwd_weight_acc_floats(const k_conv_shape *s) {
     size_t a = k_conv_direct_bwd_weight_acc_floats(s), b = k_conv_rows_bwd_weight_acc_floats(s);
-    return a > b ? a : b; /* im2col accumulates in dw itself */
+    size_t c = k_conv_sparse_fits(s) ? k_conv_sparse_acc_floats(s) : 0; /* the unpooled pass's */
+    a = a > b ? a : b;
+    return a > c ? a : c; /* im2col accumulates in dw itself */
 }
 
 void k_conv2d_bwd_weight_part(const k_conv_shape *s, float *dw, const float *x, const float *dy, float *scratch,
@@ -230,7 +238,9 @@ void k_conv2d_bwd_weight_part(const k_conv_shape *s, float *dw, const float *x, 
 
 /* The conv scratch, then one image's dy for the image-by-image path. */
 size_t k_conv2d_unpool2_scratch(const k_conv_shape *s) {
-    return k_conv2d_scratch(s) + (size_t)s->Co * s->Ho * s->Wo + 16;
+    size_t dense = k_conv2d_scratch(s) + (size_t)s->Co * s->Ho * s->Wo + 16;
+    size_t sparse = k_conv_sparse_fits(s) ? k_conv_sparse_scratch(s) : 0;
+    return dense > sparse ? dense : sparse;
 }
 
 /* Where im2col runs (no AVX2, or backward-data into fewer than 8 channels),
@@ -265,7 +275,11 @@ void k_conv2d_bwd_data_unpool2(const k_conv_shape *s, float *dx, k_unpool2 dy, c
 
 void k_conv2d_bwd_weight_unpool2_part(const k_conv_shape *s, float *dw, const float *x, k_unpool2 dy, float *scratch,
                                       float *acc, int first, int last, k_conv_prologue pro) {
-    int method = k_conv_choose(s, K_CONV_BWD_WEIGHT);
+    int method = k_conv_choose_unpool2(s, K_CONV_BWD_WEIGHT);
+    if (method == K_CONV_SPARSE) {
+        k_conv_sparse_bwd_weight_unpool2_part(s, dw, x, dy, scratch, acc, first, last, pro);
+        return;
+    }
     if (method == K_CONV_ROWS) {
         k_conv_rows_bwd_weight_part(s, dw, NULL, x, NULL, dy, scratch, acc, first, last, pro);
         return;
@@ -282,8 +296,14 @@ void k_conv2d_bwd_weight_unpool2_part(const k_conv_shape *s, float *dw, const fl
     }
 }
 
+double k_conv2d_bwd_weight_unpool2_macs(const k_conv_shape *s) {
+    if (k_conv_choose_unpool2(s, K_CONV_BWD_WEIGHT) == K_CONV_SPARSE) return k_conv_sparse_executed_macs(s);
+    return (double)s->N * s->Co * s->Ho * s->Wo * s->Ci * s->kh * s->kw;
+}
+
 size_t k_conv2d_unpool2_share_floats(const k_conv_shape *s) {
-    if (k_conv_choose(s, K_CONV_BWD_DATA) != K_CONV_DIRECT || k_conv_choose(s, K_CONV_BWD_WEIGHT) != K_CONV_DIRECT)
+    if (k_conv_choose(s, K_CONV_BWD_DATA) != K_CONV_DIRECT ||
+        k_conv_choose_unpool2(s, K_CONV_BWD_WEIGHT) != K_CONV_DIRECT) /* the sparse pass reads (g, argmax) itself */
         return 0;
     return k_conv_direct_unpool2_share_floats(s);
 }

@@ -11,10 +11,13 @@
 #include "kernels/conv_common.h"
 #include "kernels/kernels.h"
 
-enum k_conv_method { K_CONV_IM2COL = 0, K_CONV_DIRECT = 1, K_CONV_ROWS = 2 };
+enum k_conv_method { K_CONV_IM2COL = 0, K_CONV_DIRECT = 1, K_CONV_ROWS = 2, K_CONV_SPARSE = 3 };
 
 /* Which method k_conv2d_* uses for this shape and pass (the measured choice). */
 int k_conv_choose(const k_conv_shape *s, int pass);
+/* The same for the _unpool2 passes (dy a max pool's gradient and argmax):
+ * the weight gradient may visit only the kept pixels (conv_sparse.h). */
+int k_conv_choose_unpool2(const k_conv_shape *s, int pass);
 const char *k_conv_method_name(int method);
 
 #endif

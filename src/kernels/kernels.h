@@ -128,6 +128,10 @@ void k_conv2d_bwd_data_masked(const k_conv_shape *s, float *dx, const float *dy,
                               const float *relu_mask, float *scratch, k_conv_packed pk);
 void k_conv2d_bwd_weight_unpool2_part(const k_conv_shape *s, float *dw, const float *x, k_unpool2 dy, float *scratch,
                                       float *acc, int first, int last, k_conv_prologue pro);
+/* The multiply-adds that pass executes for s on this CPU: where it visits
+ * only the pixels the pool kept (conv_sparse.c), a quarter of the
+ * N*Co*Ho*Wo*Ci*kh*kw a dense pass does. */
+double k_conv2d_bwd_weight_unpool2_macs(const k_conv_shape *s);
 
 void k_conv2d_fwd_ref(const k_conv_shape *s, float *y, const float *x, const float *w, const float *b);
 void k_conv2d_bwd_data_ref(const k_conv_shape *s, float *dx, const float *dy, const float *w);

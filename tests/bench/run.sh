@@ -130,12 +130,18 @@ for name in seed_cnn wide_cnn; do
         x="$tmp/x.$spec.$p"
         [ -s "$x" ] || continue
         macs=$(field fwd_macs "$(head -n 1 "$x")")
-        awk -v n=$name -v p=$p -v m="$macs" -v t="$(med "$x" train_sps)" -v i="$(med "$x" infer_sps)" -v f="$FMA" -v s="$PEAK" \
-            'BEGIN{ tf=t*6*m/1e9; inf=i*2*m/1e9;
+        ex=$(field sample_macs_executed "$(head -n 1 "$x")")
+        awk -v n=$name -v p=$p -v m="$macs" -v e="${ex:-0}" -v t="$(med "$x" train_sps)" -v i="$(med "$x" infer_sps)" -v f="$FMA" -v s="$PEAK" \
+            'BEGIN{ tf=t*6*m/1e9; inf=i*2*m/1e9; te=t*2*e/1e9;
                     printf "  %-9s %d worker(s): %.3f MFLOP/sample; train %6.1f GFLOP/s = %5.1f%% of the FMA limit of %d core(s) (%3.0f%% of sgemm); infer %6.1f GFLOP/s = %5.1f%%\n",
-                           n, p, 6*m/1e6, tf, 100*tf/(f*p), p, 100*tf/(s*p), inf, 100*inf/(f*p) }'
+                           n, p, 6*m/1e6, tf, 100*tf/(f*p), p, 100*tf/(s*p), inf, 100*inf/(f*p);
+                    if (e > 0) printf "  %-9s %d worker(s): executed %.3f MFLOP/sample (the passes as run); train %6.1f GFLOP/s = %5.1f%% of the FMA limit\n",
+                                      "", p, 2*e/1e6, te, 100*te/(f*p) }'
     done
 done
+echo "  (the first line counts the model's FLOPs, 3x the forward, as the issue and PyTorch-style MFU figures do;"
+echo "   the second what the kernels multiply: no backward-data for a first layer, and a weight gradient under a"
+echo "   max pool that visits only the kept pixel of each window, a quarter of its dense multiply-adds)"
 
 printf '\n== the seed CNN across batch sizes (1 worker, 51,200 samples per point, %s repetitions, medians; ratio to batch 128)\n' "$REPS"
 # each repetition runs every batch size, and batch 1024 once more with tiling off (XLATRAIN_NO_TILING=1), so

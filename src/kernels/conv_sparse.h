@@ -1,0 +1,41 @@
+/* conv_sparse.h — the weight gradient under a 2x2/2 max pool, from the pool's
+ * gradient and argmax alone: only the pixel each window kept (conv_sparse.c;
+ * private to src/kernels, the kernel tests and the kernel bench).
+ *
+ * Not here: the choice of method (conv.c), the dense passes (conv_direct.h,
+ * conv_rows.h), backward-data, bf16.
+ */
+#ifndef XT_KERNELS_CONV_SPARSE_H
+#define XT_KERNELS_CONV_SPARSE_H
+
+#include <stddef.h>
+
+#include "kernels/kernels.h"
+
+/* Whether this method can run the shape on this CPU, and should: AVX-512
+ * (x86-64 builds), a kernel row's kw*Ci inputs filling at least half of the
+ * vectors that hold them, and few enough vectors per kernel (kh rows of them)
+ * to keep them in registers. */
+int k_conv_sparse_fits(const k_conv_shape *s);
+/* Tests only: mode 1, run wherever it can (AVX-512 and a kernel for the
+ * shape) whatever the cost model says; 0, never; -1, the cost model.
+ * Returns 0 in a build without the method. */
+int k_conv_sparse_force(int mode);
+/* Scratch floats: one image channels-last, one (image, channel)'s kept
+ * pixels, and the accumulators of a whole-batch call. */
+size_t k_conv_sparse_scratch(const k_conv_shape *s);
+/* The per-lane sums kept between the parts of a batch: 16 lanes (a lane per
+ * image mod 16) x Co x kh x the padded kernel row. */
+size_t k_conv_sparse_acc_floats(const k_conv_shape *s);
+/* dw over consecutive parts of the batch (first starts the sums in acc, last
+ * writes dw; acc NULL: in scratch, one call over the batch). dy is the
+ * pool's gradient and argmax (up.g, up.argmax; up.share is not used); x is
+ * read through pro. The bits of k_conv_direct_bwd_weight_unpool2_part
+ * wherever x is finite, for any split into parts of whole 16-image blocks. */
+void k_conv_sparse_bwd_weight_unpool2_part(const k_conv_shape *s, float *dw, const float *x, k_unpool2 up,
+                                           float *scratch, float *acc, int first, int last, k_conv_prologue pro);
+/* Multiply-adds the pass executes for s (the kept pixels' taps, as the
+ * vectors carry them), against the dense pass's N*Co*Ho*Wo*Ci*kh*kw. */
+double k_conv_sparse_executed_macs(const k_conv_shape *s);
+
+#endif
