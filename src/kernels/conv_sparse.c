@@ -56,12 +56,15 @@ static int row_vecs(const k_conv_shape *s) { return div_up(s->kw * pitch(s), LAN
 static size_t image_floats(const k_conv_shape *s) {
     return (size_t)(s->H + 2 * s->ph) * (s->W + 2 * s->pw) * pitch(s) + SLACK;
 }
-/* Pooled rows per band: as many as keep the input rows they read in half
- * of L1 (at least one). */
+/* Pooled rows per band: as many as keep the input rows they read in 3/4 of
+ * L1 (at least one). MEASURED (wide_cnn's conv2, 16 images, Zen 5, 48 KiB
+ * L1): bands of 1, 2, 3, 4, 6 and 12 pooled rows (4-41 KB of rows) took 737,
+ * 685, 661, 645, 680 and 744 us: longer bands make fewer calls, each of which
+ * loads and stores its sums, until the rows no longer stay in L1. */
 static int band_rows(const k_conv_shape *s) {
-    size_t row = (size_t)(s->W + 2 * s->pw) * pitch(s) * sizeof(float), half = k_cache_l1d_bytes() / 2;
+    size_t row = (size_t)(s->W + 2 * s->pw) * pitch(s) * sizeof(float), budget = k_cache_l1d_bytes() * 3 / 4;
     int Hq = s->Ho / 2, b = 1;
-    while (b < Hq && (size_t)((2 * (b + 1) - 1) * s->sh + s->kh) * row <= half) b++;
+    while (b < Hq && (size_t)((2 * (b + 1) - 1) * s->sh + s->kh) * row <= budget) b++;
     return b;
 }
 /* one band's kept pixels at most (a window's one pixel per pooled column),
@@ -204,9 +207,10 @@ static TGT void to_channels_last(const k_conv_shape *s, float *xc, const float *
  * 16 windows at a time, compressed in registers: which row of a window the
  * pool took is a coin toss, and a branch per window mispredicted so often
  * that listing the pixels took twice as long as their multiply-adds.
- * Stores whole vectors: off and gv hold band_max(s) entries. */
-static TGT int kept_pixels(const k_conv_shape *s, int ph, const float *g, const int32_t *am, int32_t *off, float *gv,
-                           int m) {
+ * Stores whole vectors: off and gv hold band_max(s) entries. `avail`: the
+ * elements of g and am readable from the plane's start on. */
+static TGT int kept_pixels(const k_conv_shape *s, int ph, const float *g, const int32_t *am, size_t avail,
+                           int32_t *off, float *gv, int m) {
     int Wq = s->Wo / 2, Wo = s->Wo, Wp = s->W + 2 * s->pw;
     g += (size_t)ph * Wq, am += (size_t)ph * Wq;
     const __m512i two_pw = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
@@ -216,12 +220,16 @@ static TGT int kept_pixels(const k_conv_shape *s, int ph, const float *g, const 
         for (int pw0 = 0; pw0 < Wq; pw0 += LANES) {
             __mmask16 in = first_lanes(Wq - pw0);
             __m512i col = _mm512_add_epi32(two_pw, _mm512_set1_epi32(2 * pw0)); /* the window's first column */
-            __m512i a = _mm512_maskz_loadu_epi32(in, am + pw0);
+            /* whole loads where the buffers run on (lanes past the row are
+             * dropped by `in`): masked loads cost several times more on Zen 5,
+             * and with rows of fewer than 16 windows every load was masked */
+            int whole = (size_t)ph * Wq + pw0 + LANES <= avail;
+            __m512i a = whole ? _mm512_loadu_si512(am + pw0) : _mm512_maskz_loadu_epi32(in, am + pw0);
             __m512i d = _mm512_sub_epi32(a, _mm512_add_epi32(col, _mm512_set1_epi32(oh * Wo))); /* 0 or 1: this row */
             __mmask16 keep = _mm512_mask_cmple_epu32_mask(in, d, one);
             __m512i o = _mm512_mullo_epi32(_mm512_add_epi32(col, d), sw);
             o = _mm512_mullo_epi32(_mm512_add_epi32(o, _mm512_set1_epi32(oh * s->sh * Wp)), ci);
-            __m512 gw = _mm512_maskz_loadu_ps(in, g + pw0);
+            __m512 gw = whole ? _mm512_loadu_ps(g + pw0) : _mm512_maskz_loadu_ps(in, g + pw0);
             _mm512_storeu_si512(off + m, _mm512_maskz_compress_epi32(keep, o));
             _mm512_storeu_ps(gv + m, _mm512_maskz_compress_ps(keep, gw));
             m += __builtin_popcount((unsigned)keep);
@@ -236,8 +244,9 @@ static TGT int kept_pixels(const k_conv_shape *s, int ph, const float *g, const 
  * each with its own load, at one a cycle, and the listing, the channels-last
  * copy and the sums' loads and stores, SPARSE_OVERHEAD cycles. MEASURED
  * (Zen 5, train_bench --kernels, per step at batch 128): wide_cnn's conv2
- * (18 FMAs against 36) 6.4 against 10.8 ms; the seed CNN's conv2 (20
- * against 31) 372 against 354 us, hence the overhead. */
+ * (18 FMAs against 36) 4.9-5.1 against 10.8 ms; the seed CNN's conv2 (20
+ * against 31; its dense pass takes backward-data's scattered block, pass_share.c)
+ * 382-389 against 361-367 us, hence the overhead. */
 #define SPARSE_OVERHEAD 12
 static int g_force = -1;
 int k_conv_sparse_force(int mode) {
@@ -280,7 +289,9 @@ void k_conv_sparse_bwd_weight_unpool2_part(const k_conv_shape *s, float *dw, con
             for (int co = 0; co < s->Co; co++) {
                 size_t plane = n * img_g + (size_t)co * Hq * Wq;
                 int m = 0;
-                for (int ph = ph0; ph < ph1; ph++) m = kept_pixels(s, ph, up.g + plane, up.argmax + plane, off, gv, m);
+                size_t avail = (size_t)s->N * img_g - plane; /* g and argmax elements from the plane on */
+                for (int ph = ph0; ph < ph1; ph++)
+                    m = kept_pixels(s, ph, up.g + plane, up.argmax + plane, avail, off, gv, m);
                 fn(xc, xrow, off, gv, m, part + co * sums, ph0 == 0, ph1 == Hq, lane + co * sums, arow);
             }
         }
