@@ -47,11 +47,11 @@
 
 static int div_up(int a, int b) { return (a + b - 1) / b; }
 
-/* vectors per kernel row, and their floats */
 /* Floats per pixel of the channels-last image. MEASURED (the seed CNN's
  * conv2, Ci = 10, Zen 5): Ci rounded up to 16, so that every kernel row
  * starts on a cache line, ran no faster (372 against 372 us per step). */
 static int pitch(const k_conv_shape *s) { return s->Ci; }
+/* vectors per kernel row; floats of one channels-last image with its slack */
 static int row_vecs(const k_conv_shape *s) { return div_up(s->kw * pitch(s), LANES); }
 static size_t image_floats(const k_conv_shape *s) {
     return (size_t)(s->H + 2 * s->ph) * (s->W + 2 * s->pw) * pitch(s) + SLACK;
