@@ -21,6 +21,7 @@
 #include "kernels/conv.h"
 #include "kernels/conv_direct.h"
 #include "kernels/conv_im2col.h"
+#include "kernels/conv_sparse.h"
 #include "kernels/kernels.h"
 #include "kernels/simd.h"
 
@@ -172,6 +173,55 @@ static void run_conv(void *p) {
     }
 }
 
+/* The weight gradient with dy given as a 2x2/2 max pool's gradient and
+ * argmax (as the engine runs it under a pool): the dense pass and the one
+ * that visits only the kept pixels (conv_sparse.c), where it can run, and
+ * which one conv.c's cost model takes. GFLOP/s on the dense count, and for
+ * the sparse pass on what it executes (a quarter of it). y: the conv output
+ * the pool reads. */
+typedef struct {
+    const k_conv_shape *s;
+    const float *x;
+    k_unpool2 up;
+    float *dw, *scratch, *acc;
+} unpool_ctx;
+static void run_bww_unpool2(void *p) {
+    unpool_ctx *c = p;
+    k_conv2d_bwd_weight_unpool2_part(c->s, c->dw, c->x, c->up, c->scratch, c->acc, 1, 1, K_CONV_NO_PROLOGUE);
+}
+static void bench_bww_unpool2(const k_conv_shape *s, const float *x, const float *y, float *dw) {
+    if (s->Ho < 2 || s->Wo < 2) return;
+    k_pool_shape ps = k_conv_pool2_shape(s, s->N);
+    size_t gs = (size_t)ps.N * ps.C * ps.Ho * ps.Wo;
+    float *g = falloc(gs), *vals = falloc(gs);
+    int32_t *idx = malloc(gs * sizeof *idx);
+    if (!idx) exit(1);
+    fill(g, gs, 5);
+    k_maxpool2d_fwd(&ps, vals, idx, y);
+    k_conv_sparse_force(1);
+    size_t scr = k_conv2d_unpool2_scratch(s), accn = k_conv2d_bwd_weight_acc_floats(s); /* the larger of the two */
+    unpool_ctx c = {.s = s, .x = x, .up = {g, idx, NULL}, .dw = dw, .scratch = falloc(scr), .acc = falloc(accn)};
+    double flops = 2.0 * s->N * s->Co * s->Ho * s->Wo * (double)s->Ci * s->kh * s->kw;
+    printf("  bwd_weight under a 2x2 max pool (dy as its gradient and argmax):\n   ");
+    for (int sparse = 0; sparse < 2; sparse++) {
+        k_conv_sparse_force(sparse);
+        if (sparse && k_conv_choose_unpool2(s, K_CONV_BWD_WEIGHT) != K_CONV_SPARSE) {
+            printf(" sparse: n/a |");
+            continue;
+        }
+        double t = time_it(run_bww_unpool2, &c, 0.05);
+        if (sparse)
+            printf(" sparse %.0f us %.1f (executed %.1f) |", t * 1e6, flops / t * 1e-9,
+                   2.0 * k_conv_sparse_executed_macs(s) / t * 1e-9);
+        else
+            printf(" dense %.0f us %.1f |", t * 1e6, flops / t * 1e-9);
+        fflush(stdout);
+    }
+    k_conv_sparse_force(-1);
+    printf("  -> %s\n", k_conv_method_name(k_conv_choose_unpool2(s, K_CONV_BWD_WEIGHT)));
+    free(g), free(vals), free(idx), free(c.scratch), free(c.acc);
+}
+
 static void bench_conv(const char *label, k_conv_shape s) {
     if (k_conv_shape_infer(&s)) return;
     size_t xs = (size_t)s.N * s.Ci * s.H * s.W, ys = (size_t)s.N * s.Co * s.Ho * s.Wo;
@@ -212,6 +262,7 @@ static void bench_conv(const char *label, k_conv_shape s) {
         }
         printf("  -> %s\n", k_conv_method_name(k_conv_choose(&s, pass)));
     }
+    bench_bww_unpool2(&s, c.x, c.dy, c.dw);
     free(c.x), free(c.w), free(c.b), free(c.y), free(c.dx), free(c.dw), free(c.db), free(c.dy), free(c.scratch);
 }
 
