@@ -191,6 +191,11 @@ xt_plan *xt_compile(const xt_graph *g, const xt_compile_opts *o, xt_err *e) {
     if (o->fuse) p->shared_pairs = xt_pass_share(p);
     if (xt_pass_memplan(p, live, o->plan_memory, o->have_collective)) goto oom;
     if (alloc_exec_scratch(p)) goto oom;
+    for (int k = 0; k < p->nkernels; k++) /* the bench's FLOP counts: fixed by the plan, so counted once */
+        if (p->kernels[k].group < 0) {
+            p->macs += xt_kernel_macs(p, &p->nodes[p->kernels[k].node]);
+            p->macs_executed += xt_kernel_macs_executed(p, &p->nodes[p->kernels[k].node]);
+        }
     free(live);
     free(map);
     xt_graph_destroy(&lowered);

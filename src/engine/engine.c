@@ -279,13 +279,8 @@ int xt_mark_step(xt_engine *en, xt_err *e) {
         if (!en->last.tile_rows || p->runs[r].rows < en->last.tile_rows) en->last.tile_rows = p->runs[r].rows;
         if (p->runs[r].rows > en->last.tile_rows_max) en->last.tile_rows_max = p->runs[r].rows;
     }
-    en->last.macs = en->last.macs_executed = 0.0;
-    for (int k = 0; k < p->nkernels; k++)
-        if (p->kernels[k].group < 0) {
-            const xt_node *n = &p->nodes[p->kernels[k].node];
-            en->last.macs += xt_kernel_macs(p, n);
-            en->last.macs_executed += xt_kernel_macs_executed(p, n);
-        }
+    en->last.macs = p->macs;
+    en->last.macs_executed = p->macs_executed;
     en->last.precision = p->key.precision;
     en->last.bf16_casts = en->last.relu_epilogues = en->last.pool_epilogues = 0;
     en->last.sums_through_pool = p->sums_through_pool;

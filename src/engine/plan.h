@@ -127,6 +127,7 @@ typedef struct xt_plan {
     int unpool_prologues;     /* conv backward passes that scatter a pool's backward as they pack it (pass_conv_unpool.c) */
     int made_in_bf16;         /* values their kernel writes in bf16, a cast fewer each (pass_bf16_out.c) */
     int shared_pairs;         /* kernel pairs given a hand-off in the state area (pass_share.c) */
+    double macs, macs_executed; /* the kernels' multiply-adds per step, dense and as executed (xt_kernel_macs*) */
     /* execution scratch, sized when the plan is compiled so that running it
      * allocates nothing and has no fixed cap */
     void **operand_ptrs;      /* the widest kernel's operand (and group output) pointers */

@@ -47,14 +47,13 @@
 
 static int div_up(int a, int b) { return (a + b - 1) / b; }
 
-/* Floats per pixel of the channels-last image. MEASURED (the seed CNN's
- * conv2, Ci = 10, Zen 5): Ci rounded up to 16, so that every kernel row
- * starts on a cache line, ran no faster (372 against 372 us per step). */
-static int pitch(const k_conv_shape *s) { return s->Ci; }
-/* vectors per kernel row; floats of one channels-last image with its slack */
-static int row_vecs(const k_conv_shape *s) { return div_up(s->kw * pitch(s), LANES); }
+/* vectors per kernel row; floats of one channels-last image with its slack.
+ * A pixel holds its Ci floats. MEASURED (the seed CNN's conv2, Ci = 10, Zen
+ * 5): Ci rounded up to 16, so that every kernel row starts on a cache line,
+ * ran no faster (372 against 372 us per step). */
+static int row_vecs(const k_conv_shape *s) { return div_up(s->kw * s->Ci, LANES); }
 static size_t image_floats(const k_conv_shape *s) {
-    return (size_t)(s->H + 2 * s->ph) * (s->W + 2 * s->pw) * pitch(s) + SLACK;
+    return (size_t)(s->H + 2 * s->ph) * (s->W + 2 * s->pw) * s->Ci + SLACK;
 }
 /* Pooled rows per band: as many as keep the input rows they read in 3/4 of
  * L1 (at least one). MEASURED (wide_cnn's conv2, 16 images, Zen 5, 48 KiB
@@ -62,7 +61,7 @@ static size_t image_floats(const k_conv_shape *s) {
  * 685, 661, 645, 680 and 744 us: longer bands make fewer calls, each of which
  * loads and stores its sums, until the rows no longer stay in L1. */
 static int band_rows(const k_conv_shape *s) {
-    size_t row = (size_t)(s->W + 2 * s->pw) * pitch(s) * sizeof(float), budget = k_cache_l1d_bytes() * 3 / 4;
+    size_t row = (size_t)(s->W + 2 * s->pw) * s->Ci * sizeof(float), budget = k_cache_l1d_bytes() * 3 / 4;
     int Hq = s->Ho / 2, b = 1;
     while (b < Hq && (size_t)((2 * (b + 1) - 1) * s->sh + s->kh) * row <= budget) b++;
     return b;
@@ -168,7 +167,7 @@ static __mmask16 first_lanes(int n) { return n >= LANES ? (__mmask16)0xffff : (_
  * a last partial channel block is stored masked, so no store runs into the
  * next pixel's channels. */
 static TGT void to_channels_last(const k_conv_shape *s, float *xc, const float *x, const k_conv_prologue *pro) {
-    int Ci = s->Ci, H = s->H, W = s->W, Wp = W + 2 * s->pw, P = pitch(s);
+    int Ci = s->Ci, H = s->H, W = s->W, Wp = W + 2 * s->pw;
     const __m512 zero = _mm512_setzero_ps();
     for (int h = 0; h < H; h++)
         for (int w0 = 0; w0 < W; w0 += LANES) {
@@ -190,11 +189,11 @@ static TGT void to_channels_last(const k_conv_shape *s, float *xc, const float *
                     }
                 }
                 transpose_avx512(r);
-                float *dst = xc + ((size_t)(h + s->ph) * Wp + w0 + s->pw) * P + c0;
-                if (nc == LANES || P > Ci) /* whole vectors: lanes past Ci are the pitch's zero channels */
-                    for (int q = 0; q < nw; q++) _mm512_storeu_ps(dst + (size_t)q * P, r[q]);
+                float *dst = xc + ((size_t)(h + s->ph) * Wp + w0 + s->pw) * Ci + c0;
+                if (nc == LANES)
+                    for (int q = 0; q < nw; q++) _mm512_storeu_ps(dst + (size_t)q * Ci, r[q]);
                 else
-                    for (int q = 0; q < nw; q++) _mm512_mask_storeu_ps(dst + (size_t)q * P, first_lanes(nc), r[q]);
+                    for (int q = 0; q < nw; q++) _mm512_mask_storeu_ps(dst + (size_t)q * Ci, first_lanes(nc), r[q]);
             }
         }
 }
@@ -214,7 +213,7 @@ static TGT int kept_pixels(const k_conv_shape *s, int ph, const float *g, const 
     int Wq = s->Wo / 2, Wo = s->Wo, Wp = s->W + 2 * s->pw;
     g += (size_t)ph * Wq, am += (size_t)ph * Wq;
     const __m512i two_pw = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-    const __m512i one = _mm512_set1_epi32(1), sw = _mm512_set1_epi32(s->sw), ci = _mm512_set1_epi32(pitch(s));
+    const __m512i one = _mm512_set1_epi32(1), sw = _mm512_set1_epi32(s->sw), ci = _mm512_set1_epi32(s->Ci);
     for (int r = 0; r < 2; r++) {
         int oh = 2 * ph + r;
         for (int pw0 = 0; pw0 < Wq; pw0 += LANES) {
@@ -271,7 +270,7 @@ void k_conv_sparse_bwd_weight_unpool2_part(const k_conv_shape *s, float *dw, con
                                            float *scratch, float *acc, int first, int last, k_conv_prologue pro) {
     sparse_fn fn = sparse_kernel(s);
     int vpr = row_vecs(s), Lp = vpr * LANES, Hq = s->Ho / 2, Wq = s->Wo / 2, bq = band_rows(s);
-    size_t xrow = (size_t)(s->W + 2 * s->pw) * pitch(s), arow = (size_t)Lp, sums = (size_t)s->kh * Lp;
+    size_t xrow = (size_t)(s->W + 2 * s->pw) * s->Ci, arow = (size_t)Lp, sums = (size_t)s->kh * Lp;
     size_t per_lane = (size_t)s->Co * sums; /* one lane's sums: [co][i][Lp] */
     float *part = scratch + ((16 - ((uintptr_t)scratch / sizeof(float)) % 16) % 16); /* 64-byte aligned */
     float *xc = part + part_floats(s);
@@ -300,7 +299,7 @@ void k_conv_sparse_bwd_weight_unpool2_part(const k_conv_shape *s, float *dw, con
     /* dw[co][ci][i][j] is the lane sum of (co, i, j*Ci + ci), in double in
      * lane order: a kernel row of every lane at a time, so the lanes are read
      * as rows rather than 16 scattered floats per weight */
-    int K = s->Ci * s->kh * s->kw, P = pitch(s), L = s->kw * P;
+    int K = s->Ci * s->kh * s->kw, L = s->kw * s->Ci;
     double t[8 * LANES]; /* Lp <= 8 vectors (SPARSE_CFGS) */
     for (int co = 0; co < s->Co; co++)
         for (int i = 0; i < s->kh; i++) {
@@ -312,7 +311,7 @@ void k_conv_sparse_bwd_weight_unpool2_part(const k_conv_shape *s, float *dw, con
             }
             for (int j = 0; j < s->kw; j++)
                 for (int c = 0; c < s->Ci; c++)
-                    dw[(size_t)co * K + ((size_t)c * s->kh + i) * s->kw + j] = (float)t[j * P + c];
+                    dw[(size_t)co * K + ((size_t)c * s->kh + i) * s->kw + j] = (float)t[j * s->Ci + c];
         }
 }
 
