@@ -190,7 +190,7 @@ static void pool_epilogue_case(const char *what, const k_conv_shape *s, const k_
     void *scratch = scratch_of(k_conv2d_pool2_bf16_scratch(s));
     for (int relu = 0; relu < 2; relu++) {
         float *want = nan_f32(np), *got = nan_f32(np);
-        int32_t *wa = malloc(np * sizeof *wa), *ga = malloc(np * sizeof *ga);
+        uint8_t *wa = malloc(np * sizeof *wa), *ga = malloc(np * sizeof *ga);
         memset(ga, 0xff, np * sizeof *ga);
         k_maxpool2d_fwd(&ps, want, wa, relu ? yr : y);
         k_conv2d_fwd_pool2_bf16(s, got, ga, x, w, bias, relu, scratch);
@@ -421,7 +421,7 @@ TEST(bf16_conv_backward_unpool2_equals_pool_backward_in_bf16_then_the_pass) {
         size_t ws = (size_t)s.Co * s.Ci * s.kh * s.kw;
         k_bf16 *x = rand_bf16(xi * s.N, &seed), *w = rand_bf16(ws, &seed), *dy = malloc(yi * s.N * sizeof *dy);
         float *y = nan_f32(yi * s.N), *g = nan_f32(gi * s.N), *vals = nan_f32(gi * s.N);
-        int32_t *idx = malloc(gi * s.N * sizeof *idx);
+        uint8_t *idx = malloc(gi * s.N * sizeof *idx);
         for (size_t k = 0; k < yi * s.N; k++) y[k] = (float)((k * 2654435761u) % 1000) / 1000.0f; /* distinct enough */
         for (size_t k = 0; k < gi * s.N; k++) {
             seed = seed * 1664525u + 1013904223u;

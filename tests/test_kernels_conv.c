@@ -510,7 +510,7 @@ TEST(conv_fwd_pool2_epilogue_equals_conv_then_maxpool) {
             for (int relu = 0; relu < 2; relu++) {
                 k_simd_force(lvl);
                 float *y = nan_buf(ys), *want = nan_buf(ps_n), *got = nan_buf(ps_n);
-                int32_t *wa = malloc(ps_n * sizeof *wa), *ga = malloc(ps_n * sizeof *ga);
+                uint8_t *wa = malloc(ps_n * sizeof *wa), *ga = malloc(ps_n * sizeof *ga);
                 k_conv2d_fwd_act(&s, y, x, w, b, relu, scr, K_CONV_PACK_PER_CALL, K_CONV_NO_PROLOGUE);
                 k_maxpool2d_fwd(&ps, want, wa, y);
                 k_conv2d_fwd_pool2(&s, got, ga, x, w, b, relu, scr, K_CONV_PACK_PER_CALL, K_CONV_NO_PROLOGUE);
@@ -545,7 +545,7 @@ TEST(conv_backward_unpool2_equals_pool_backward_then_the_pass) {
         size_t ws = (size_t)s.Co * s.Ci * s.kh * s.kw;
         float *x = rand_buf(xi * s.N, &seed), *w = rand_buf(ws, &seed), *y = rand_buf(yi * s.N, &seed);
         float *g = rand_buf(gi * s.N, &seed), *vals = nan_buf(gi * s.N), *dy = nan_buf(yi * s.N);
-        int32_t *idx = malloc(gi * s.N * sizeof *idx);
+        uint8_t *idx = malloc(gi * s.N * sizeof *idx);
         g[3] = -0.0f;
         k_maxpool2d_fwd(&ps, vals, idx, y); /* real indices: one cell of each window */
         k_maxpool2d_bwd(&ps, dy, g, idx);
@@ -601,7 +601,7 @@ TEST(conv_sparse_weight_gradient_gives_the_dense_passs_bits) {
         size_t ws = (size_t)s.Co * s.Ci * s.kh * s.kw;
         float *x = rand_buf(xi * s.N, &seed), *y = rand_buf(yi * s.N, &seed), *g = rand_buf(gi * s.N, &seed);
         float *scale = rand_buf((size_t)s.Ci, &seed), *shift = rand_buf((size_t)s.Ci, &seed), *vals = nan_buf(gi * s.N);
-        int32_t *idx = malloc(gi * s.N * sizeof *idx);
+        uint8_t *idx = malloc(gi * s.N * sizeof *idx);
         k_maxpool2d_fwd(&ps, vals, idx, y);
         g[1] = -0.0f, scale[0] = -1.25f;
         float *scr = nan_buf(k_conv2d_unpool2_scratch(&s)), *acc = nan_buf(k_conv2d_bwd_weight_acc_floats(&s));
@@ -653,7 +653,7 @@ TEST(conv_unpool2_pair_shares_the_scattered_block_with_the_bits_of_two_passes) {
         size_t gs = (size_t)ps.N * ps.C * ps.Ho * ps.Wo, ws = (size_t)s.Co * s.Ci * s.kh * s.kw;
         float *x = rand_buf(xs, &seed), *w = rand_buf(ws, &seed), *y = rand_buf(ys, &seed), *mask = rand_buf(xs, &seed);
         float *g = rand_buf(gs, &seed), *g2 = rand_buf(gs, &seed), *g1 = nan_buf(gs), *vals = nan_buf(gs);
-        int32_t *idx = malloc(gs * sizeof *idx);
+        uint8_t *idx = malloc(gs * sizeof *idx);
         memcpy(g1, g, gs * sizeof *g);
         k_maxpool2d_fwd(&ps, vals, idx, y);
         float *scr = nan_buf(k_conv2d_unpool2_scratch(&s)), *acc = nan_buf(k_conv2d_bwd_weight_acc_floats(&s));
@@ -729,7 +729,7 @@ TEST(conv_batchnorm_prologue_equals_the_elementwise_ops_then_the_pass) {
         float *scale = rand_buf((size_t)s.Ci, &seed), *shift = rand_buf((size_t)s.Ci, &seed);
         float *dy = rand_buf(yi * s.N, &seed), *g = rand_buf(gi * s.N, &seed), *xa = nan_buf(xi * s.N);
         float *scr = nan_buf(sn), *acc = nan_buf(k_conv2d_bwd_weight_acc_floats(&s));
-        int32_t *idx = malloc(gi * s.N * sizeof *idx), *wa = malloc(gi * s.N * sizeof *wa), *ga = malloc(gi * s.N * sizeof *ga);
+        uint8_t *idx = malloc(gi * s.N * sizeof *idx), *wa = malloc(gi * s.N * sizeof *wa), *ga = malloc(gi * s.N * sizeof *ga);
         scale[0] = -1.5f;
         x[5] = NAN, x[xi + 7] = -0.0f;
         { /* real pool indices: one cell of each window */
@@ -803,7 +803,7 @@ TEST(conv_backward_data_relu_mask_epilogue_equals_the_pass_then_the_mask) {
         size_t gs = (size_t)ps.N * ps.C * ps.Ho * ps.Wo;
         float *w = rand_buf((size_t)s.Co * s.Ci * s.kh * s.kw, &seed), *y = rand_buf(ys, &seed);
         float *g = rand_buf(gs, &seed), *mask = rand_buf(xs, &seed), *vals = nan_buf(gs), *dy = nan_buf(ys);
-        int32_t *idx = malloc(gs * sizeof *idx);
+        uint8_t *idx = malloc(gs * sizeof *idx);
         mask[0] = NAN, mask[1] = -0.0f, mask[2] = 0.0f;
         k_maxpool2d_fwd(&ps, vals, idx, y);
         k_maxpool2d_bwd(&ps, dy, g, idx);
@@ -859,12 +859,12 @@ TEST(conv_weights_packed_once_for_a_steps_tiles_give_the_bits_of_one_call) {
             k_conv2d_fwd_act(&tail, got + 16 * iy, x + 16 * ix, nf ? nanw : w, b, 1, scr2, (k_conv_packed){nf ? fbuf : NULL, 0}, K_CONV_NO_PROLOGUE);
             CHECK_MSG(!memcmp(want, got, sizeof(float) * iy * s.N), "fwd, shape %zu, simd %d", i, lvl);
             float *pv = nan_buf(ip * s.N), *gv = nan_buf(ip * s.N);
-            int32_t *pa = malloc(sizeof(int32_t) * ip * s.N), *ga = malloc(sizeof(int32_t) * ip * s.N);
+            uint8_t *pa = malloc(ip * s.N), *ga = malloc(ip * s.N);
             k_conv2d_fwd_pool2(&s, pv, pa, x, w, b, 0, scr, K_CONV_PACK_PER_CALL, K_CONV_NO_PROLOGUE);
             k_conv2d_fwd_pool2(&head, gv, ga, x, w, b, 0, scr, (k_conv_packed){nf ? fbuf : NULL, 1}, K_CONV_NO_PROLOGUE);
             k_conv2d_fwd_pool2(&tail, gv + 16 * ip, ga + 16 * ip, x + 16 * ix, nf ? nanw : w, b, 0, scr2,
                                (k_conv_packed){nf ? fbuf : NULL, 0}, K_CONV_NO_PROLOGUE);
-            CHECK_MSG(!memcmp(pv, gv, sizeof(float) * ip * s.N) && !memcmp(pa, ga, sizeof(int32_t) * ip * s.N),
+            CHECK_MSG(!memcmp(pv, gv, sizeof(float) * ip * s.N) && !memcmp(pa, ga, ip * s.N),
                       "fwd + pool, shape %zu, simd %d", i, lvl);
             /* backward-data */
             float *wdx = nan_buf(ix * s.N), *gdx = nan_buf(ix * s.N);

@@ -278,6 +278,13 @@ TEST(spec_err_pool_padding_over_half_kernel) {
              "more than half the kernel 2", NULL);
 }
 
+/* a max pool's argmax is a byte, the kept cell of its window: 16x16 is the largest square window */
+TEST(spec_err_maxpool_window_over_256_cells) {
+    SPEC_ERR(HEAD "  - maxpool2d: {name: p, kernel: 17}\n", 3, 5, "layer 'p' (maxpool2d): a 17x17 window has 289 "
+             "cells; a max pool takes at most 256", NULL);
+    SPEC_ERR(HEAD "  - maxpool2d: {name: p, kernel: [2, 129]}\n", 3, 5, "a 2x129 window has 258 cells", NULL);
+}
+
 TEST(spec_err_names) {
     SPEC_ERR(HEAD "  - relu: {name: act}\n  - relu: {name: act}\n", 4, 5, "layer name 'act' is used twice (first "
              "at line 3)", NULL);

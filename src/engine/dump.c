@@ -13,7 +13,7 @@
 #include "io/atomic.h"
 
 static const char *dtype_tag(int dtype) {
-    return dtype == XT_I32 ? ":i32" : dtype == XT_BF16 ? ":bf16" : "";
+    return dtype == XT_I32 ? ":i32" : dtype == XT_BF16 ? ":bf16" : dtype == XT_U8 ? ":u8" : "";
 }
 
 static const char *loc_name(int k) {

@@ -129,17 +129,25 @@ KERNEL(CONV2D) {
     else k_conv2d_fwd_act(&s, out, in[0], in[1], conv_bias(n, in), n->iattr[4], scratch, packed_in(kc), prologue_of(n, in));
 }
 /* CONV2D then a 2x2/2 max pool, pooled in the conv's epilogue (pass_conv_epilogue.c);
- * the output is MAXPOOL2D's [values | int32 argmax], each batch-major. */
+ * the output is MAXPOOL2D's [values | argmax bytes], each batch-major. */
+_Static_assert(XT_MAXPOOL_MAX_CELLS == K_POOL_MAX_CELLS, "the graph's window limit is the kernels' argmax range");
+/* A tile's argmax bytes in pool output n (batch B), whose value rows start at
+ * y: y points row0 rows into the values, the argmax follows the whole batch's
+ * values, and its rows are a quarter of theirs. */
+static uint8_t *tile_argmax(const xt_kcall *kc, const xt_node *n, float *y, int32_t B) {
+    int64_t values = xt_maxpool_values(n), per_row = values / B;
+    return (uint8_t *)(y - kc->row0 * per_row + values) + kc->row0 * per_row;
+}
 KERNEL(CONV2D_POOL2) {
     k_conv_shape s = conv_shape(IN(0)->shape, IN(1)->shape, n->iattr);
     float *y = out; /* out is void *: index it as floats */
-    int64_t values = xt_numel(n) / 2;
+    uint8_t *argmax = tile_argmax(kc, n, y, s.N);
     s.N = ROWS(s.N);
     if (IN(0)->dtype == XT_BF16)
-        k_conv2d_fwd_pool2_bf16(&s, y, (int32_t *)(y + values), in[0], in[1], conv_bias(n, in), n->iattr[4], scratch);
+        k_conv2d_fwd_pool2_bf16(&s, y, argmax, in[0], in[1], conv_bias(n, in), n->iattr[4], scratch);
     else
-        k_conv2d_fwd_pool2(&s, y, (int32_t *)(y + values), in[0], in[1], conv_bias(n, in), n->iattr[4], scratch,
-                           packed_in(kc), prologue_of(n, in));
+        k_conv2d_fwd_pool2(&s, y, argmax, in[0], in[1], conv_bias(n, in), n->iattr[4], scratch, packed_in(kc),
+                           prologue_of(n, in));
 }
 /* iattr[4]: the ReLU's backward in the epilogue, its mask the last operand (fp32 only) */
 KERNEL(CONV2D_BWD_DATA) {
@@ -183,14 +191,13 @@ static k_pool_shape pool_shape(const int32_t *xs, const int32_t *a) {
     k_pool_shape_infer(&s);
     return s;
 }
-/* The output packs [values | argmax] for the whole batch: a tile's argmax
- * rows sit a whole batch of values after its value rows. */
+/* The output packs [values | argmax] for the whole batch (tile_argmax). */
 KERNEL(MAXPOOL2D) {
     k_pool_shape s = pool_shape(IN(0)->shape, n->iattr);
     float *y = out;
-    int64_t values = (int64_t)s.N * s.C * s.Ho * s.Wo;
+    uint8_t *argmax = tile_argmax(kc, n, y, s.N);
     s.N = ROWS(s.N);
-    k_maxpool2d_fwd(&s, y, (int32_t *)(y + values), in[0]);
+    k_maxpool2d_fwd(&s, y, argmax, in[0]);
 }
 /* (dy, argmax) -> dx shaped like x; fp32, or made in bf16 (pass_bf16_out.c) */
 KERNEL(MAXPOOL2D_BWD) {

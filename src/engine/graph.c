@@ -351,9 +351,13 @@ static xt_t pool(xt_graph *g, xt_op op, xt_t x, int kh, int kw, int sh, int sw, 
     int Ho = (X->shape[2] + 2 * ph - kh) / sh + 1, Wo = (X->shape[3] + 2 * pw - kw) / sw + 1;
     if (kh < 1 || kw < 1 || sh < 1 || sw < 1 || Ho < 1 || Wo < 1 || ph * 2 > kh || pw * 2 > kw)
         return xt_graph_fail(g, "%s: window %dx%d stride %d,%d padding %d,%d does not fit %s", xt_op_table[op].name, kh, kw, sh, sw, ph, pw, SHAPE(x, sx));
+    if (op == XT_OP_MAXPOOL2D && (int64_t)kh * kw > XT_MAXPOOL_MAX_CELLS)
+        return xt_graph_fail(g, "%s: a %dx%d window has more than %d cells; use a smaller kernel", xt_op_table[op].name, kh, kw,
+                             XT_MAXPOOL_MAX_CELLS);
     int32_t oshape[4] = {X->shape[0], X->shape[1], Ho, Wo};
     int64_t on = (int64_t)oshape[0] * oshape[1] * Ho * Wo;
-    xt_node n = op == XT_OP_MAXPOOL2D ? xt_proto(op, XT_F32, 1, (int32_t[]){(int32_t)(2 * on)}) : xt_proto(op, XT_F32, 4, oshape);
+    xt_node n = op == XT_OP_MAXPOOL2D ? xt_proto(op, XT_F32, 1, (int32_t[]){(int32_t)xt_maxpool_packed(on)})
+                                      : xt_proto(op, XT_F32, 4, oshape);
     n.iattr[0] = kh; n.iattr[1] = kw; n.iattr[2] = sh; n.iattr[3] = sw; n.iattr[4] = ph; n.iattr[5] = pw;
     xt_t p = xt_graph_push(g, &n, &x, 1);
     if (op != XT_OP_MAXPOOL2D) return p;
@@ -369,9 +373,9 @@ xt_t xt_avg_pool2d(xt_graph *g, xt_t x, int kh, int kw, int sh, int sw, int ph, 
     return pool(g, XT_OP_AVGPOOL2D, x, kh, kw, sh, sw, ph, pw);
 }
 
-/* The int32 argmax half of a MAXPOOL2D's packed output (used by autodiff). */
+/* The argmax bytes of a MAXPOOL2D's packed output (used by autodiff). */
 xt_t xt_maxpool_argmax(xt_graph *g, xt_t pool_node, const xt_node *values) {
-    return view(g, pool_node, xt_numel(values), XT_I32, values->rank, values->shape);
+    return view(g, pool_node, xt_numel(values), XT_U8, values->rank, values->shape);
 }
 
 xt_t xt_bn_stats(xt_graph *g, xt_t x) {

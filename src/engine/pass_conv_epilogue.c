@@ -91,7 +91,7 @@ static int only_relu_reads(const xt_plan *p, const uint8_t *live, int c, int *re
  * gradient is a RELU_BWD masked by v. Else -1. */
 static int pool_values_view(const xt_plan *p, const uint8_t *live, int m) {
     int v = -1;
-    int64_t values = xt_numel(&p->nodes[m]) / 2;
+    int64_t values = xt_maxpool_values(&p->nodes[m]);
     for (int i = m + 1; i < p->nnodes; i++) {
         const xt_node *n = &p->nodes[i];
         if (!live[i] || !n->nin || p->operands[n->in_off] != m) continue;
@@ -100,7 +100,7 @@ static int pool_values_view(const xt_plan *p, const uint8_t *live, int m) {
             v = i;
             continue;
         }
-        if (n->iattr[0] != values || n->dtype != XT_I32) return -1;
+        if (n->iattr[0] != values || n->dtype != XT_U8) return -1;
         for (int j = i + 1; j < p->nnodes; j++) { /* readers of the indices */
             const xt_node *r = &p->nodes[j];
             if (!live[j] || r->nin < 2 || p->operands[r->in_off + 1] != i) continue;
@@ -161,11 +161,11 @@ int xt_pass_conv_pool(xt_plan *p, uint8_t *live) {
     return 0;
 }
 
-/* Is v a view of pool m's indices (the int32 half of its packed output)? */
+/* Is v a view of pool m's indices (the bytes after its values)? */
 static int is_indices_view(const xt_plan *p, int v, int m) {
     const xt_node *n = &p->nodes[v];
-    return n->op == XT_OP_VIEW && n->dtype == XT_I32 && xt_plan_operand(p, v, 0) == m &&
-           n->iattr[0] == xt_numel(&p->nodes[m]) / 2;
+    return n->op == XT_OP_VIEW && n->dtype == XT_U8 && xt_plan_operand(p, v, 0) == m &&
+           n->iattr[0] == xt_maxpool_values(&p->nodes[m]);
 }
 
 /* For conv y, its ReLU r and r's pool m: m's values view (the mask the

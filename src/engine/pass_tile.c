@@ -94,14 +94,14 @@ static int64_t row_of(const xt_node *n, int32_t B) {
 }
 
 /* Where a kernel writes its output's rows: one segment, or two for max
- * pooling, whose output packs [values | int32 argmax], each batch-major. */
+ * pooling, whose output packs [values | argmax bytes], each batch-major. */
 typedef struct { int64_t off, row; } segment;
 static int packs_pool_output(const xt_node *n) { return n->op == XT_OP_MAXPOOL2D || n->op == XT_OP_CONV2D_POOL2; }
 static int output_segments(const xt_node *n, int32_t B, segment *s) {
     if (packs_pool_output(n)) {
-        int64_t half = node_bytes(n) / 2;
-        s[0] = (segment){0, half / B};
-        s[1] = (segment){half, half / B};
+        int64_t values = xt_maxpool_values(n);
+        s[0] = (segment){0, values * (int64_t)sizeof(float) / B};
+        s[1] = (segment){values * (int64_t)sizeof(float), values / B};
         return 2;
     }
     s[0] = (segment){0, node_bytes(n) / B};

@@ -15,8 +15,9 @@
 #include "util/err.h"
 
 /* XT_BF16 is never a slot's dtype: only the engine's cast nodes produce it
- * (engine/pass_precision.c), stored as the top 16 bits of a float32. */
-typedef enum { XT_F32 = 0, XT_I32 = 1, XT_BF16 = 2 } xt_dtype;
+ * (engine/pass_precision.c), stored as the top 16 bits of a float32. Nor is
+ * XT_U8: a max pool's argmax (the kept cell of each window) only. */
+typedef enum { XT_F32 = 0, XT_I32 = 1, XT_BF16 = 2, XT_U8 = 3 } xt_dtype;
 
 /* Bytes of one element of a dtype: the one place that knows it. */
 static inline size_t xt_dtype_size(int dtype) {
@@ -24,6 +25,7 @@ static inline size_t xt_dtype_size(int dtype) {
     case XT_F32: return sizeof(float);
     case XT_I32: return sizeof(int32_t);
     case XT_BF16: return sizeof(uint16_t);
+    case XT_U8: return sizeof(uint8_t);
     default: return 0;
     }
 }

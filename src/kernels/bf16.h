@@ -106,7 +106,7 @@ void k_conv2d_fwd_bf16(const k_conv_shape *s, float *y, const k_bf16 *x, const k
  * k_conv2d_fwd_pool2 (values and indices bit for bit those of pooling the
  * k_conv2d_fwd_bf16_act output), in k_conv2d_pool2_bf16_scratch(s) bytes. */
 size_t k_conv2d_pool2_bf16_scratch(const k_conv_shape *s);
-void k_conv2d_fwd_pool2_bf16(const k_conv_shape *s, float *vals, int32_t *argmax, const k_bf16 *x, const k_bf16 *w,
+void k_conv2d_fwd_pool2_bf16(const k_conv_shape *s, float *vals, uint8_t *argmax, const k_bf16 *x, const k_bf16 *w,
                              const float *b, int relu, void *scratch);
 void k_conv2d_bwd_data_bf16(const k_conv_shape *s, float *dx, const k_bf16 *dy, const k_bf16 *w, void *scratch);
 void k_conv2d_bwd_weight_bf16(const k_conv_shape *s, float *dw, const k_bf16 *x, const k_bf16 *dy, void *scratch);

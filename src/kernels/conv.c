@@ -159,7 +159,7 @@ k_pool_shape k_conv_pool2_shape(const k_conv_shape *s, int n) {
     return p;
 }
 
-void k_conv_pool2_image_by_image(const k_conv_shape *s, float *vals, int32_t *argmax, const void *x, size_t x_elem,
+void k_conv_pool2_image_by_image(const k_conv_shape *s, float *vals, uint8_t *argmax, const void *x, size_t x_elem,
                                  const void *w, const float *b, int relu, void *scratch, float *y,
                                  k_conv_fwd_act_fn fwd) {
     k_conv_shape one = one_image(s);
@@ -176,7 +176,7 @@ static void fwd_act(const k_conv_shape *s, float *y, const void *x, const void *
     k_conv2d_fwd_act(s, y, x, w, b, relu, scratch, K_CONV_PACK_PER_CALL, K_CONV_NO_PROLOGUE);
 }
 
-void k_conv2d_fwd_pool2(const k_conv_shape *s, float *vals, int32_t *argmax, const float *x, const float *w,
+void k_conv2d_fwd_pool2(const k_conv_shape *s, float *vals, uint8_t *argmax, const float *x, const float *w,
                         const float *b, int relu, float *scratch, k_conv_packed pk, k_conv_prologue pro) {
     if (k_conv_choose(s, K_CONV_FWD) == K_CONV_DIRECT) {
         k_conv_direct_fwd_pool(s, vals, argmax, x, w, b, relu, scratch, pk, pro);

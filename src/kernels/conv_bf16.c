@@ -209,7 +209,7 @@ static void fwd_act(const k_conv_shape *s, float *y, const void *x, const void *
     k_conv2d_fwd_bf16_act(s, y, x, w, b, relu, scratch);
 }
 
-void k_conv2d_fwd_pool2_bf16(const k_conv_shape *s, float *vals, int32_t *argmax, const k_bf16 *x, const k_bf16 *w,
+void k_conv2d_fwd_pool2_bf16(const k_conv_shape *s, float *vals, uint8_t *argmax, const k_bf16 *x, const k_bf16 *w,
                              const float *b, int relu, void *scratch) {
     if (k_conv_bf16_choose(s, K_CONV_FWD) == K_BF16_DIRECT) {
         k_conv_direct_bf16_fwd_pool(s, vals, argmax, x, w, b, relu, scratch);

@@ -26,7 +26,7 @@ k_pool_shape k_conv_pool2_shape(const k_conv_shape *s, int n);
  * of x_elem bytes (fp32 or bf16); scratch is fwd's. */
 typedef void (*k_conv_fwd_act_fn)(const k_conv_shape *s, float *y, const void *x, const void *w, const float *b,
                                   int relu, void *scratch);
-void k_conv_pool2_image_by_image(const k_conv_shape *s, float *vals, int32_t *argmax, const void *x, size_t x_elem,
+void k_conv_pool2_image_by_image(const k_conv_shape *s, float *vals, uint8_t *argmax, const void *x, size_t x_elem,
                                  const void *w, const float *b, int relu, void *scratch, float *y,
                                  k_conv_fwd_act_fn fwd);
 

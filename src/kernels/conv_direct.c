@@ -211,6 +211,35 @@ __attribute__((target("avx2,fma"))) static inline void transpose_avx2(__m256 *r)
 #undef VHSUM
 #undef VRELU
 #undef VKEEP
+
+/* 16 window cells of 16 images at a time, the rest one by one (conv_direct.h) */
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma"))) void
+k_conv_direct_cells_to_blocked16(int32_t *ib, const uint8_t *a, size_t img, int nb, int n) {
+    int p = 0;
+    for (; p + 16 <= n; p += 16) {
+        __m512 r[16];
+        for (int l = 0; l < 16; l++)
+            r[l] = l < nb ? _mm512_castsi512_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(a + l * img + p))))
+                          : _mm512_setzero_ps();
+        transpose_avx512(r);
+        for (int k = 0; k < 16; k++) _mm512_storeu_ps((float *)ib + (size_t)(p + k) * 16, r[k]);
+    }
+    for (; p < n; p++)
+        for (int l = 0; l < 16; l++) ib[(size_t)p * 16 + l] = l < nb ? a[l * img + p] : 0;
+}
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma"))) void
+k_conv_direct_cells_from_blocked16(uint8_t *a, size_t img, const int32_t *ib, int nb, int n) {
+    int p = 0;
+    for (; p + 16 <= n; p += 16) {
+        __m512 r[16];
+        for (int k = 0; k < 16; k++) r[k] = _mm512_loadu_ps((const float *)ib + (size_t)(p + k) * 16);
+        transpose_avx512(r);
+        for (int l = 0; l < nb; l++)
+            _mm_storeu_si128((__m128i *)(a + l * img + p), _mm512_cvtepi32_epi8(_mm512_castps_si512(r[l])));
+    }
+    for (; p < n; p++)
+        for (int l = 0; l < nb; l++) a[l * img + p] = (uint8_t)ib[(size_t)p * 16 + l];
+}
 #endif
 #undef NFWD_CFGS
 #undef NBWW_CFGS
@@ -332,8 +361,7 @@ static void to_blocked(const nisa *isa, float *t, const float *x, size_t img, in
  * registers 7% (rdtsc around the unpack); in the step 11.84 -> 11.68 ms
  * (train_bench --kernels, medians of 7 interleaved runs).
  * Without a bias the unpack adds -0.0, which leaves every float's bits as
- * they are (-0 included, and int32 indices moved through float lanes: no
- * flush-to-zero is ever enabled). */
+ * they are (-0 included: no flush-to-zero is ever enabled). */
 static void from_blocked(const nisa *isa, float *x, size_t img, const float *t, int nb, int C, int H, int W, int Wd,
                          const float *bias, int relu, const float *mask, float *sink) {
     int NB = isa->vl;
@@ -380,8 +408,8 @@ static void zero_unreached(int NB, float *t, int Wd, int P, int H, int W) {
 }
 
 /* One channel: blocked t[(h*Wd + P + w)*NB] for h < H, w < W <- the pooled
- * gradient gb and argmax ib, blocked [(r*Wq + q)*NB]. Every interior cell is
- * written once. */
+ * gradient gb and argmax ib (each window's kept cell, 0-3), blocked
+ * [(r*Wq + q)*NB]. Every interior cell is written once. */
 static void unpool_scatter(int NB, float *t, int Wd, int P, const float *gb, const int32_t *ib, int H, int W) {
     int Hq = H / 2, Wq = W / 2;
     for (int r = 0; r < Hq; r++)
@@ -390,9 +418,8 @@ static void unpool_scatter(int NB, float *t, int Wd, int P, const float *gb, con
             const int32_t *a = ib + ((size_t)r * Wq + q) * NB;
             for (int c = 0; c < 4; c++) {
                 int oh = 2 * r + (c >> 1), ow = 2 * q + (c & 1);
-                int32_t e = oh * W + ow;
                 float *o = t + ((size_t)oh * Wd + P + ow) * NB;
-                for (int l = 0; l < NB; l++) o[l] = a[l] == e ? v[l] : 0.0f;
+                for (int l = 0; l < NB; l++) o[l] = a[l] == c ? v[l] : 0.0f;
             }
         }
     zero_unreached(NB, t, Wd, P, H, W);
@@ -402,25 +429,24 @@ static void unpool_scatter(int NB, float *t, int Wd, int P, const float *gb, con
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq"))) static void unpool_scatter16(
     float *t, int Wd, int P, const float *gb, const int32_t *ib, int H, int W) {
     int Hq = H / 2, Wq = W / 2;
+    const __m512i c0 = _mm512_setzero_si512(), c1 = _mm512_set1_epi32(1), c2 = _mm512_set1_epi32(2),
+                  c3 = _mm512_set1_epi32(3);
     for (int r = 0; r < Hq; r++) {
         float *o0 = t + ((size_t)(2 * r) * Wd + P) * 16, *o1 = o0 + (size_t)Wd * 16;
-        __m512i e0 = _mm512_set1_epi32(2 * r * W), e1 = _mm512_set1_epi32((2 * r + 1) * W), one = _mm512_set1_epi32(1);
         for (int q = 0; q < Wq; q++, o0 += 32, o1 += 32) {
             __m512 v = _mm512_loadu_ps(gb + ((size_t)r * Wq + q) * 16);
             __m512i a = _mm512_loadu_si512(ib + ((size_t)r * Wq + q) * 16);
-            __m512i c = _mm512_set1_epi32(2 * q);
-            __m512i i00 = _mm512_add_epi32(e0, c), i10 = _mm512_add_epi32(e1, c);
-            _mm512_storeu_ps(o0, _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(a, i00), v));
-            _mm512_storeu_ps(o0 + 16, _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(a, _mm512_add_epi32(i00, one)), v));
-            _mm512_storeu_ps(o1, _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(a, i10), v));
-            _mm512_storeu_ps(o1 + 16, _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(a, _mm512_add_epi32(i10, one)), v));
+            _mm512_storeu_ps(o0, _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(a, c0), v));
+            _mm512_storeu_ps(o0 + 16, _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(a, c1), v));
+            _mm512_storeu_ps(o1, _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(a, c2), v));
+            _mm512_storeu_ps(o1 + 16, _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(a, c3), v));
         }
     }
     zero_unreached(16, t, Wd, P, H, W);
 }
 #endif
 
-/* floats of one image's pooled gradient (and as many of its argmax), plain */
+/* floats of one image's pooled gradient (and bytes of its argmax), plain */
 static size_t pooled_img(const k_conv_shape *s) { return (size_t)s->Co * (s->Ho / 2) * (s->Wo / 2); }
 
 /* floats of one channel's blocked pooled gradient (and as many for its argmax) */
@@ -428,11 +454,35 @@ static size_t unpool_plane_floats(const k_conv_shape *s) {
     return (size_t)(s->Ho / 2) * (s->Wo / 2) * NB_MAX;
 }
 
+/* A channel's argmax bytes (n window cells of each of nb images, img bytes
+ * apart) <-> the blocked int32 [p*NB + l] that pooling and unpooling compare
+ * in registers; idle lanes read 0. 16 cells at a time through the 16x16
+ * transpose on AVX-512, the rest one by one. */
+static void cells_to_blocked(int NB, int32_t *ib, const uint8_t *a, size_t img, int nb, int n) {
+#ifdef XT_DIRECT_X86
+    if (NB == 16) {
+        k_conv_direct_cells_to_blocked16(ib, a, img, nb, n);
+        return;
+    }
+#endif
+    for (int p = 0; p < n; p++)
+        for (int l = 0; l < NB; l++) ib[(size_t)p * NB + l] = l < nb ? a[l * img + p] : 0;
+}
+static void cells_from_blocked(int NB, uint8_t *a, size_t img, const int32_t *ib, int nb, int n) {
+#ifdef XT_DIRECT_X86
+    if (NB == 16) {
+        k_conv_direct_cells_from_blocked16(a, img, ib, nb, n);
+        return;
+    }
+#endif
+    for (int p = 0; p < n; p++)
+        for (int l = 0; l < nb; l++) a[l * img + p] = (uint8_t)ib[(size_t)p * NB + l];
+}
+
 /* Blocked dy t[c][h][P + w][NB] (channel stride cstride, rows Wo + 2P wide)
  * of images n0 .. n0+nb from `src`; idle lanes read `zeros`. Unpooling goes
- * channel by channel: the channel's gradient and argmax planes are packed
- * (the argmax's int32 bits through float lanes, which packing only moves)
- * into gb and ib, then scattered while they are in L1. */
+ * channel by channel: the channel's gradient plane is packed into gb and its
+ * argmax bytes widened into ib, then scattered while they are in L1. */
 static void dy_to_blocked(const nisa *isa, float *t, size_t cstride, const dy_source *src, int n0, int nb,
                           const k_conv_shape *s, int P, const float *zeros, float *gb, float *ib) {
     size_t img_y = (size_t)s->Co * s->Ho * s->Wo;
@@ -442,13 +492,13 @@ static void dy_to_blocked(const nisa *isa, float *t, size_t cstride, const dy_so
     }
     int NB = isa->vl, Hq = s->Ho / 2, Wq = s->Wo / 2, Wd = s->Wo + 2 * P;
     size_t plane = (size_t)Hq * Wq, img_g = pooled_img(s);
-    const float *g = src->up.g + n0 * img_g, *a = (const float *)(src->up.argmax + n0 * img_g);
+    const float *g = src->up.g + n0 * img_g;
+    const uint8_t *a = src->up.argmax + n0 * img_g;
     const float *from[NB_MAX];
     for (int c = 0; c < s->Co; c++) {
         for (int l = 0; l < NB; l++) from[l] = l < nb ? g + l * img_g + c * plane : zeros;
         isa->pack(gb, from, Hq, Wq, Wq, 0, 0);
-        for (int l = 0; l < NB; l++) from[l] = l < nb ? a + l * img_g + c * plane : zeros;
-        isa->pack(ib, from, Hq, Wq, Wq, 0, 0);
+        cells_to_blocked(NB, (int32_t *)ib, a + c * plane, img_g, nb, (int)plane);
 #ifdef XT_DIRECT_X86
         if (NB == 16) {
             unpool_scatter16(t + c * cstride, Wd, P, gb, (const int32_t *)ib, s->Ho, s->Wo);
@@ -472,7 +522,7 @@ static void dy_to_blocked(const nisa *isa, float *t, size_t cstride, const dy_so
  * Zen 5): the second scatter was 3.6% of the weight gradient's time. */
 typedef struct {
     const float *g;        /* the block's first image's pooled gradient and argmax */
-    const int32_t *argmax;
+    const uint8_t *argmax;
     const float *dy;       /* channel 0, pixel (0, 0) of the blocked dy */
     size_t dstride, drow;  /* floats between channels, between rows */
     int nb, NB;            /* images in the block; lanes of the flavour that wrote it */
@@ -532,7 +582,7 @@ static const nfwd_cfg *pick_fwd(const nisa *isa, const k_conv_shape *s) {
 
 typedef struct {
     float *xb, *yb, *wpk, *zeros, *sink, *pooled;
-    int32_t *off, *argmax;
+    int32_t *off, *argmax; /* argmax: the pool epilogue's window cells, blocked */
 } fwd_mem;
 
 /* the 2x2, stride-2 max pool of a conv output: its size */
@@ -566,7 +616,7 @@ void k_conv_direct_fwd(const k_conv_shape *s, float *y, const float *x, const fl
 /* The blocked conv output yb of one block -> its 2x2 max pool, blocked:
  * per lane, the window's values (+ bias, relu) compared in the order
  * (0,0) (0,1) (1,0) (1,1), a candidate taken when strictly greater or NaN,
- * as k_maxpool2d_fwd does; argmax is the index in the conv output plane. */
+ * as k_maxpool2d_fwd does; argmax is the window's cell, 0-3 row-major. */
 #ifdef XT_DIRECT_X86
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq"))) static void pool_blocked16(
     const k_conv_shape *s, const float *yb, int wo_pad, const float *b, int relu, float *pv, int32_t *pa) {
@@ -584,7 +634,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq"))) static void pool_b
                     __mmask16 t = q == 0 ? (__mmask16)0xffff
                                          : _mm512_cmp_ps_mask(c, v, _CMP_GT_OQ) | _mm512_cmp_ps_mask(c, c, _CMP_UNORD_Q);
                     v = _mm512_mask_mov_ps(v, t, c);
-                    a = _mm512_mask_mov_epi32(a, t, _mm512_set1_epi32(oh * s->Wo + ow));
+                    a = _mm512_mask_mov_epi32(a, t, _mm512_set1_epi32(q));
                 }
                 size_t o = (((size_t)co * Hp + ph) * Wp + pw) * 16;
                 _mm512_storeu_ps(pv + o, v);
@@ -614,7 +664,7 @@ static void pool_blocked(const k_conv_shape *s, int NB, const float *yb, int wo_
                     for (int l = 0; l < NB; l++) {
                         float c = y[l] + (b ? b[co] : -0.0f);
                         if (relu) c = c > 0.0f ? c : 0.0f;
-                        if (q == 0 || c > v[l] || c != c) v[l] = c, a[l] = oh * s->Wo + ow;
+                        if (q == 0 || c > v[l] || c != c) v[l] = c, a[l] = q;
                     }
                 }
             }
@@ -624,7 +674,7 @@ static void pool_blocked(const k_conv_shape *s, int NB, const float *yb, int wo_
  * start, planes Ho x wo_pad) -> their pooled values and indices, out of the
  * blocked layout (the conv output itself never leaves it). */
 static void pool_out_channels(const nisa *isa, const k_conv_shape *s, int c0, int cn, const float *yb, int wo_pad,
-                              int nb, const float *b, int relu, float *y, int32_t *argmax, float *pooled, int32_t *pa,
+                              int nb, const float *b, int relu, float *y, uint8_t *argmax, float *pooled, int32_t *pa,
                               float *sink) {
     k_conv_shape part = *s;
     part.Co = cn;
@@ -632,7 +682,7 @@ static void pool_out_channels(const nisa *isa, const k_conv_shape *s, int c0, in
     size_t plane = (size_t)pho * pwo, img_p = (size_t)s->Co * plane;
     pool_blocked(&part, isa->vl, yb, wo_pad, b ? b + c0 : NULL, relu, pooled, pa);
     from_blocked(isa, y + c0 * plane, img_p, pooled, nb, cn, pho, pwo, pwo, NULL, 0, NULL, sink);
-    from_blocked(isa, (float *)(argmax + c0 * plane), img_p, (const float *)pa, nb, cn, pho, pwo, pwo, NULL, 0, NULL, sink);
+    for (int c = 0; c < cn; c++) cells_from_blocked(isa->vl, argmax + (c0 + c) * plane, img_p, pa + c * plane * isa->vl, nb, (int)plane);
 }
 
 #ifdef XT_DIRECT_X86
@@ -640,7 +690,7 @@ size_t k_conv_direct_pool16_floats(const k_conv_shape *s) {
     return (size_t)s->Co * pool2_out(s->Ho) * pool2_out(s->Wo) * 16;
 }
 void k_conv_direct_pool_from_blocked16(const k_conv_shape *s, int c0, int cn, const float *yb, int wo_pad, int nb,
-                                       const float *b, int relu, float *y, int32_t *argmax, float *pooled, int32_t *pa,
+                                       const float *b, int relu, float *y, uint8_t *argmax, float *pooled, int32_t *pa,
                                        float *sink) {
     pool_out_channels(&nisa_avx512, s, c0, cn, yb, wo_pad, nb, b, relu, y, argmax, pooled, pa, sink);
 }
@@ -651,7 +701,7 @@ void k_conv_direct_fwd_act(const k_conv_shape *s, float *y, const float *x, cons
     k_conv_direct_fwd_pool(s, y, NULL, x, w, b, relu, scratch, pk, pro);
 }
 
-void k_conv_direct_fwd_pool(const k_conv_shape *s, float *y, int32_t *argmax, const float *x, const float *w,
+void k_conv_direct_fwd_pool(const k_conv_shape *s, float *y, uint8_t *argmax, const float *x, const float *w,
                             const float *b, int relu, float *scratch, k_conv_packed pk, k_conv_prologue pro) {
     const nisa *isa = nisa_now();
     const nfwd_cfg *cfg = pick_fwd(isa, s);

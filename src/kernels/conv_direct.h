@@ -23,7 +23,7 @@ void k_conv_direct_fwd(const k_conv_shape *s, float *y, const float *x, const fl
  * output (as k_maxpool2d_fwd, bit for bit), pooled in the blocked layout;
  * the conv output itself is never written. */
 /* pro: x read through batch norm's apply (k_conv_prologue), made as x is packed. */
-void k_conv_direct_fwd_pool(const k_conv_shape *s, float *y, int32_t *argmax, const float *x, const float *w,
+void k_conv_direct_fwd_pool(const k_conv_shape *s, float *y, uint8_t *argmax, const float *x, const float *w,
                             const float *b, int relu, float *scratch, k_conv_packed pk, k_conv_prologue pro);
 void k_conv_direct_fwd_act(const k_conv_shape *s, float *y, const float *x, const float *w, const float *b, int relu,
                            float *scratch, k_conv_packed pk, k_conv_prologue pro);
@@ -88,8 +88,14 @@ size_t k_conv_direct_pool16_floats(const k_conv_shape *s);
 static inline size_t k_conv_direct_spread_stride(size_t lines, int NB) {
     return (lines | 1) * (size_t)NB;
 }
+/* A channel plane's argmax bytes (n window cells of each of nb images, img
+ * bytes apart) to and from the blocked int32 layout [p*16 + l] the pool and
+ * unpool steps compare in (idle lanes 0), 16 cells at a time through the
+ * 16x16 transpose (AVX-512 only). */
+void k_conv_direct_cells_to_blocked16(int32_t *ib, const uint8_t *a, size_t img, int nb, int n);
+void k_conv_direct_cells_from_blocked16(uint8_t *a, size_t img, const int32_t *ib, int nb, int n);
 void k_conv_direct_pool_from_blocked16(const k_conv_shape *s, int c0, int cn, const float *yb, int wo_pad, int nb,
-                                       const float *b, int relu, float *y, int32_t *argmax, float *pooled, int32_t *pa,
+                                       const float *b, int relu, float *y, uint8_t *argmax, float *pooled, int32_t *pa,
                                        float *sink);
 
 #endif

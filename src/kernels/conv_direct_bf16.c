@@ -335,26 +335,25 @@ static void fix_shifted_edges(uint32_t *t, const k_bf16 *const *a, int H, int W,
 /* ---- dy from a max pool's gradient and argmax (k_unpool2) ----------------------- */
 
 /* The pooled gradient and argmax of channel c of images n0 .. n0+nb-1, blocked
- * as gb, ib [Hq*Wq][16] (32-bit words: the float's bits, the index); idle
- * lanes read `zeros`, so their dy is +0 (the x of an idle lane is 0 too, and
- * 0 * 0 adds nothing to a per-lane sum). */
+ * as gb, ib [Hq*Wq][16] (32-bit words: the float's bits, the window cell);
+ * idle lanes read `zeros` (and cell 0), so their dy is +0 (the x of an idle
+ * lane is 0 too, and 0 * 0 adds nothing to a per-lane sum). */
 static void pack_pooled(const k_conv_shape *s, uint32_t *gb, uint32_t *ib, k_unpool2 up, int n0, int nb, int c,
                         const void *zeros) {
     size_t pq = (size_t)(s->Ho / 2) * (s->Wo / 2), img = (size_t)s->Co * pq;
-    const uint32_t *g[NB], *a[NB];
+    const uint32_t *g[NB];
     for (int l = 0; l < NB; l++) {
         size_t at = (size_t)(n0 + l) * img + (size_t)c * pq;
         g[l] = l < nb ? (const uint32_t *)(const void *)(up.g + at) : zeros;
-        a[l] = l < nb ? (const uint32_t *)(const void *)(up.argmax + at) : zeros;
     }
     pack_u32_plane(gb, g, (int)pq);
-    pack_u32_plane(ib, a, (int)pq);
+    k_conv_direct_cells_to_blocked16((int32_t *)ib, up.argmax + (size_t)n0 * img + (size_t)c * pq, img, nb, (int)pq);
 }
 
-/* The dy word of cell `cell` (h*Wo + w, the argmax's numbering) of a window
- * whose rounded gradient is b (bf16 in the low half) and argmax a, in the
- * low half (hi 0) or the high half (hi 1) of the word; 0 where the argmax
- * points elsewhere. */
+/* The dy word of window cell `cell` (0-3 row-major, the argmax's numbering)
+ * of a window whose rounded gradient is b (bf16 in the low half) and argmax
+ * a, in the low half (hi 0) or the high half (hi 1) of the word; 0 where the
+ * argmax points elsewhere. */
 static inline __attribute__((always_inline)) TGT __m512i unpool_cell(__m512i b, __m512i a, int cell, int hi) {
     __m512i v = hi ? _mm512_slli_epi32(b, 16) : b;
     return _mm512_maskz_mov_epi32(_mm512_cmpeq_epi32_mask(a, _mm512_set1_epi32(cell)), v);
@@ -371,9 +370,8 @@ static TGT void unpool_row_pairs(uint32_t *dyb, const uint32_t *gb, const uint32
         for (int v = 0; v < Wq; v++) {
             size_t at = ((size_t)r * Wq + v) * NB;
             __m512i b = k_bf16_lanes(_mm512_castsi512_ps(_mm512_loadu_si512(gb + at))), a = _mm512_loadu_si512(ib + at);
-            int c0 = 2 * r * Wo + 2 * v, c1 = c0 + Wo;
-            _mm512_storeu_si512(r0 + (size_t)v * NB, _mm512_or_si512(unpool_cell(b, a, c0, 0), unpool_cell(b, a, c0 + 1, 1)));
-            _mm512_storeu_si512(r1 + (size_t)v * NB, _mm512_or_si512(unpool_cell(b, a, c1, 0), unpool_cell(b, a, c1 + 1, 1)));
+            _mm512_storeu_si512(r0 + (size_t)v * NB, _mm512_or_si512(unpool_cell(b, a, 0, 0), unpool_cell(b, a, 1, 1)));
+            _mm512_storeu_si512(r1 + (size_t)v * NB, _mm512_or_si512(unpool_cell(b, a, 2, 0), unpool_cell(b, a, 3, 1)));
         }
         if (Wo2 > Wq) {
             _mm512_storeu_si512(r0 + (size_t)Wq * NB, _mm512_setzero_si512());
@@ -396,8 +394,9 @@ static TGT void unpool_channel_pairs(uint32_t *dyb, const uint32_t *g0, const ui
             __m512i b1 = k_bf16_lanes(_mm512_castsi512_ps(_mm512_loadu_si512(g1 + at))), a1 = _mm512_loadu_si512(i1 + at);
             for (int dh = 0; dh < 2; dh++)
                 for (int dw = 0; dw < 2; dw++) {
-                    int cell = (2 * r + dh) * Wo + 2 * v + dw;
-                    _mm512_storeu_si512(dyb + (size_t)cell * NB,
+                    size_t at_dy = (size_t)(2 * r + dh) * Wo + 2 * v + dw;
+                    int cell = 2 * dh + dw;
+                    _mm512_storeu_si512(dyb + at_dy * NB,
                                         _mm512_or_si512(unpool_cell(b0, a0, cell, 0), unpool_cell(b1, a1, cell, 1)));
                 }
         }
@@ -561,7 +560,7 @@ void k_conv_direct_bf16_fwd(const k_conv_shape *s, float *y, const k_bf16 *x, co
     k_conv_direct_bf16_fwd_pool(s, y, NULL, x, w, b, relu, scratch);
 }
 
-void k_conv_direct_bf16_fwd_pool(const k_conv_shape *s, float *y, int32_t *argmax, const k_bf16 *x, const k_bf16 *w,
+void k_conv_direct_bf16_fwd_pool(const k_conv_shape *s, float *y, uint8_t *argmax, const k_bf16 *x, const k_bf16 *w,
                                  const float *b, int relu, void *scratch) {
     const dfwd_cfg *cfg = pick_fwd(s);
     int taps = fwd_pairs_taps(s), jp = div_up(s->kw, 2), Cp = div_up(s->Ci, 2);
@@ -790,7 +789,7 @@ void k_conv_direct_bf16_fwd(const k_conv_shape *s, float *y, const k_bf16 *x, co
                             int relu, void *scratch) {
     (void)s, (void)y, (void)x, (void)w, (void)b, (void)relu, (void)scratch;
 }
-void k_conv_direct_bf16_fwd_pool(const k_conv_shape *s, float *y, int32_t *argmax, const k_bf16 *x, const k_bf16 *w,
+void k_conv_direct_bf16_fwd_pool(const k_conv_shape *s, float *y, uint8_t *argmax, const k_bf16 *x, const k_bf16 *w,
                                  const float *b, int relu, void *scratch) {
     (void)s, (void)y, (void)argmax, (void)x, (void)w, (void)b, (void)relu, (void)scratch;
 }

@@ -20,9 +20,9 @@ size_t k_conv_direct_bf16_scratch(const k_conv_shape *s);
 void k_conv_direct_bf16_fwd(const k_conv_shape *s, float *y, const k_bf16 *x, const k_bf16 *w, const float *b,
                             int relu, void *scratch);
 /* argmax non-NULL: y and argmax receive the 2x2, stride-2 max pool of that
- * output (values and int32 indices, bit for bit as k_maxpool2d_fwd), pooled
+ * output (values and window cells, bit for bit as k_maxpool2d_fwd), pooled
  * in the blocked layout; the conv output itself is never written. */
-void k_conv_direct_bf16_fwd_pool(const k_conv_shape *s, float *y, int32_t *argmax, const k_bf16 *x, const k_bf16 *w,
+void k_conv_direct_bf16_fwd_pool(const k_conv_shape *s, float *y, uint8_t *argmax, const k_bf16 *x, const k_bf16 *w,
                                  const float *b, int relu, void *scratch);
 void k_conv_direct_bf16_bwd_data(const k_conv_shape *s, float *dx, const k_bf16 *dy, const k_bf16 *w, void *scratch);
 /* dw (fp32, [Co][Ci][kh][kw]) overwritten; no bias gradient (the engine sums it in fp32) */

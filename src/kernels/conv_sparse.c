@@ -200,17 +200,18 @@ static TGT void to_channels_last(const k_conv_shape *s, float *xc, const float *
 
 /* The kept pixels of pooled row ph of one (image, channel) plane appended
  * to the list's first m, in row-major order of the conv output: the windows
- * whose argmax is in their top row, then those in their bottom row. off: where the pixel's receptive
- * field starts in xc; an argmax outside its window (never from
- * k_maxpool2d_fwd) keeps nothing, as the dense scatter writes nothing there.
+ * whose argmax (the window cell, 0-3 row-major) is in their top row, then
+ * those in their bottom row. off: where the pixel's receptive field starts
+ * in xc; an argmax past the window's 4 cells (never from k_maxpool2d_fwd)
+ * keeps nothing, as the dense scatter writes nothing there.
  * 16 windows at a time, compressed in registers: which row of a window the
  * pool took is a coin toss, and a branch per window mispredicted so often
  * that listing the pixels took twice as long as their multiply-adds.
  * Stores whole vectors: off and gv hold band_max(s) entries. `avail`: the
  * elements of g and am readable from the plane's start on. */
-static TGT int kept_pixels(const k_conv_shape *s, int ph, const float *g, const int32_t *am, size_t avail,
+static TGT int kept_pixels(const k_conv_shape *s, int ph, const float *g, const uint8_t *am, size_t avail,
                            int32_t *off, float *gv, int m) {
-    int Wq = s->Wo / 2, Wo = s->Wo, Wp = s->W + 2 * s->pw;
+    int Wq = s->Wo / 2, Wp = s->W + 2 * s->pw;
     g += (size_t)ph * Wq, am += (size_t)ph * Wq;
     const __m512i two_pw = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     const __m512i one = _mm512_set1_epi32(1), sw = _mm512_set1_epi32(s->sw), ci = _mm512_set1_epi32(s->Ci);
@@ -223,8 +224,9 @@ static TGT int kept_pixels(const k_conv_shape *s, int ph, const float *g, const 
              * dropped by `in`): masked loads cost several times more on Zen 5,
              * and with rows of fewer than 16 windows every load was masked */
             int whole = (size_t)ph * Wq + pw0 + LANES <= avail;
-            __m512i a = whole ? _mm512_loadu_si512(am + pw0) : _mm512_maskz_loadu_epi32(in, am + pw0);
-            __m512i d = _mm512_sub_epi32(a, _mm512_add_epi32(col, _mm512_set1_epi32(oh * Wo))); /* 0 or 1: this row */
+            __m512i a = _mm512_cvtepu8_epi32(whole ? _mm_loadu_si128((const __m128i *)(am + pw0))
+                                                   : _mm_maskz_loadu_epi8(in, am + pw0));
+            __m512i d = _mm512_sub_epi32(a, _mm512_set1_epi32(2 * r)); /* 0 or 1 (the column): a cell of this row */
             __mmask16 keep = _mm512_mask_cmple_epu32_mask(in, d, one);
             __m512i o = _mm512_mullo_epi32(_mm512_add_epi32(col, d), sw);
             o = _mm512_mullo_epi32(_mm512_add_epi32(o, _mm512_set1_epi32(oh * s->sh * Wp)), ci);

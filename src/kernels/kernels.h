@@ -79,7 +79,7 @@ size_t k_conv2d_bwd_data_packed_floats(const k_conv_shape *s);  /* the same for 
  * where the direct method runs (else one image at a time through scratch).
  * scratch: k_conv2d_pool2_scratch(s) floats. */
 size_t k_conv2d_pool2_scratch(const k_conv_shape *s);
-void k_conv2d_fwd_pool2(const k_conv_shape *s, float *vals, int32_t *argmax, const float *x, const float *w,
+void k_conv2d_fwd_pool2(const k_conv_shape *s, float *vals, uint8_t *argmax, const float *x, const float *w,
                         const float *b, int relu, float *scratch, k_conv_packed pk, k_conv_prologue pro);
 /* The same, y = relu(conv(x, w) + b) when relu is 1 (applied as the output is written). */
 void k_conv2d_fwd_act(const k_conv_shape *s, float *y, const float *x, const float *w, const float *b, int relu,
@@ -98,14 +98,14 @@ void k_conv2d_bwd_weight_part(const k_conv_shape *s, float *dw, const float *x, 
                               float *acc, int first, int last, k_conv_prologue pro);
 /* The gradient dy of a conv output that a 2x2, stride-2 max pool without
  * padding read, not yet scattered: the pool's gradient g (N, Co, Ho/2, Wo/2)
- * and its argmax (the index in each Ho x Wo plane, as k_maxpool2d_fwd
- * writes). dy is k_maxpool2d_bwd(g, argmax); the _unpool2 passes below
+ * and its argmax (the kept cell of each window, 0-3 row-major, as
+ * k_maxpool2d_fwd writes). dy is k_maxpool2d_bwd(g, argmax); the _unpool2 passes below
  * scatter it block by block as they pack it, so the (N, Co, Ho, Wo) dy is
  * never written: the same bits as the pool's backward then the plain pass.
  * scratch: k_conv2d_unpool2_scratch(s) floats. */
 typedef struct k_unpool2 {
     const float *g;
-    const int32_t *argmax;
+    const uint8_t *argmax;
     /* Optional (NULL: none), for a backward-data and a weight-gradient pass
      * over the same (g, argmax) called one after the other: backward-data
      * leaves the last block of images' scattered dy here in its blocked
@@ -145,24 +145,30 @@ typedef struct k_pool_shape {
 } k_pool_shape;
 
 int k_pool_shape_infer(k_pool_shape *s);
-/* y = max over each window; argmax[i] = flat index h*W+w of the winner inside
- * its (n,c) input plane (ties: first in row-major order, as PyTorch). Padding is -inf. */
-void k_maxpool2d_fwd(const k_pool_shape *s, float *y, int32_t *argmax, const float *x);
+/* y = max over each window (ties: the first in row-major order, as PyTorch;
+ * padding is -inf); argmax[i] = the winner's cell in its window, i*kw + j for
+ * window row i and column j, one byte (so a window has at most
+ * K_POOL_MAX_CELLS cells). Not PyTorch's flat index h*W + w in the plane: the
+ * backward passes read the argmax of every pooled value back, and at a large
+ * batch that traffic crosses DRAM (seed CNN, batch 1024: 5.9 MB of int32
+ * indices written and read again per step, 1.5 MB of bytes). */
+#define K_POOL_MAX_CELLS 256
+void k_maxpool2d_fwd(const k_pool_shape *s, float *y, uint8_t *argmax, const float *x);
 /* dx = 0, then dx[argmax] += dy (overwrites dx). */
-void k_maxpool2d_bwd(const k_pool_shape *s, float *dx, const float *dy, const int32_t *argmax);
+void k_maxpool2d_bwd(const k_pool_shape *s, float *dx, const float *dy, const uint8_t *argmax);
 /* The same, each element rounded to bf16 (k_bf16_from_f32) as it is
  * written: a 2x2 pool's AVX-512 path stores bf16 itself, any other runs
  * k_maxpool2d_bwd a few planes at a time (about K_BF16_PIECE_FLOATS) into
  * scratch (k_maxpool2d_bwd_bf16_scratch_floats floats) and rounds them. */
 size_t k_maxpool2d_bwd_bf16_scratch_floats(const k_pool_shape *s);
-void k_maxpool2d_bwd_bf16(const k_pool_shape *s, uint16_t *dx, const float *dy, const int32_t *argmax, float *scratch);
+void k_maxpool2d_bwd_bf16(const k_pool_shape *s, uint16_t *dx, const float *dy, const uint8_t *argmax, float *scratch);
 /* avg pool with count_include_pad=True (PyTorch's default). */
 void k_avgpool2d_fwd(const k_pool_shape *s, float *y, const float *x);
 void k_avgpool2d_bwd(const k_pool_shape *s, float *dx, const float *dy);
 
-void k_maxpool2d_fwd_ref(const k_pool_shape *s, float *y, int32_t *argmax, const float *x);
+void k_maxpool2d_fwd_ref(const k_pool_shape *s, float *y, uint8_t *argmax, const float *x);
 /* The zero-then-scatter loop k_maxpool2d_bwd is checked against. */
-void k_maxpool2d_bwd_ref(const k_pool_shape *s, float *dx, const float *dy, const int32_t *argmax);
+void k_maxpool2d_bwd_ref(const k_pool_shape *s, float *dx, const float *dy, const uint8_t *argmax);
 
 /* ---- batch norm over (N, H*W) per channel C ------------------------------
  * Training: mean and biased variance of the batch; y = (x-mean)*invstd*gamma + beta,

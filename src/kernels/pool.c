@@ -41,28 +41,34 @@ int k_pool_shape_infer(k_pool_shape *s) {
     return 0;
 }
 
-/* One output of a max pool over plane x (H x W): the window's max and its flat
- * index. As PyTorch: start from -inf at the window's first cell; a later cell
- * wins if strictly greater or NaN (so NaN propagates). */
-static inline void max_window(const k_pool_shape *s, const float *x, int oh, int ow, float *out, int32_t *arg) {
+/* One output of a max pool over plane x (H x W): the window's max and its
+ * cell in the window, i*kw + j (padding cells count). As PyTorch: start from
+ * -inf at the window's first cell in the plane; a later cell wins if strictly
+ * greater or NaN (so NaN propagates). */
+static inline void max_window(const k_pool_shape *s, const float *x, int oh, int ow, float *out, uint8_t *arg) {
     int h0 = oh * s->sh - s->ph, w0 = ow * s->sw - s->pw;
     int hs = h0 < 0 ? 0 : h0, ws = w0 < 0 ? 0 : w0;
     int he = h0 + s->kh > s->H ? s->H : h0 + s->kh, we = w0 + s->kw > s->W ? s->W : w0 + s->kw;
     float best = -INFINITY;
-    int32_t bi = hs * s->W + ws;
+    int bi = (hs - h0) * s->kw + (ws - w0);
     for (int h = hs; h < he; h++)
         for (int w = ws; w < we; w++) {
             float v = x[h * s->W + w];
             if (v > best || isnan(v)) {
                 best = v;
-                bi = h * s->W + w;
+                bi = (h - h0) * s->kw + (w - w0);
             }
         }
     *out = best;
-    *arg = bi;
+    *arg = (uint8_t)bi;
 }
 
-void k_maxpool2d_fwd_ref(const k_pool_shape *s, float *y, int32_t *argmax, const float *x) {
+/* The plane index of window (oh, ow)'s cell `cell` (k_maxpool2d_fwd's argmax) */
+static inline size_t cell_index(const k_pool_shape *s, int oh, int ow, int cell) {
+    return (size_t)(oh * s->sh - s->ph + cell / s->kw) * s->W + (size_t)(ow * s->sw - s->pw + cell % s->kw);
+}
+
+void k_maxpool2d_fwd_ref(const k_pool_shape *s, float *y, uint8_t *argmax, const float *x) {
     size_t in_plane = (size_t)s->H * s->W, out_plane = (size_t)s->Ho * s->Wo;
     for (size_t nc = 0; nc < (size_t)s->N * s->C; nc++)
         for (int oh = 0; oh < s->Ho; oh++)
@@ -76,7 +82,7 @@ static int is_2x2(const k_pool_shape *s) {
     return s->kh == 2 && s->kw == 2 && s->sh == 2 && s->sw == 2 && s->ph == 0 && s->pw == 0;
 }
 
-/* Candidate v (flat index idx) against the running (m, a): the ref's rule, lane-wise. */
+/* Candidate v (window cell idx) against the running (m, a): the ref's rule, lane-wise. */
 #define TAKE4(v, idx)                                    \
     do {                                                 \
         v4i t_ = ((v) > m) | ((v) != (v));               \
@@ -86,7 +92,7 @@ static int is_2x2(const k_pool_shape *s) {
 
 /* 2x2 stride 2, no padding; four outputs per step: the even and odd columns of
  * the two input rows are split out of eight consecutive floats. */
-static void maxpool_2x2(const k_pool_shape *s, float *y, int32_t *argmax, const float *x) {
+static void maxpool_2x2(const k_pool_shape *s, float *y, uint8_t *argmax, const float *x) {
     size_t in_plane = (size_t)s->H * s->W, out_plane = (size_t)s->Ho * s->Wo;
     int W = s->W, Wo = s->Wo, W4 = Wo & ~3;
     for (size_t nc = 0; nc < (size_t)s->N * s->C; nc++) {
@@ -94,8 +100,7 @@ static void maxpool_2x2(const k_pool_shape *s, float *y, int32_t *argmax, const 
         for (int oh = 0; oh < s->Ho; oh++) {
             const float *r0 = xp + (size_t)(2 * oh) * W, *r1 = r0 + W;
             float *yr = y + nc * out_plane + (size_t)oh * Wo;
-            int32_t *ar = argmax + nc * out_plane + (size_t)oh * Wo;
-            int32_t base = 2 * oh * W;
+            uint8_t *ar = argmax + nc * out_plane + (size_t)oh * Wo;
             for (int ow = 0; ow < W4; ow += 4) {
                 v4f p0 = v4_load(r0 + 2 * ow), p1 = v4_load(r0 + 2 * ow + 4);
                 v4f q0 = v4_load(r1 + 2 * ow), q1 = v4_load(r1 + 2 * ow + 4);
@@ -103,22 +108,21 @@ static void maxpool_2x2(const k_pool_shape *s, float *y, int32_t *argmax, const 
                 v4f b = __builtin_shufflevector(p0, p1, 1, 3, 5, 7);
                 v4f c = __builtin_shufflevector(q0, q1, 0, 2, 4, 6);
                 v4f d = __builtin_shufflevector(q0, q1, 1, 3, 5, 7);
-                v4i a0 = v4i_splat(base + 2 * ow) + (v4i){0, 2, 4, 6}, a = a0;
-                TAKE4(b, a0 + 1);
-                TAKE4(c, a0 + W);
-                TAKE4(d, a0 + W + 1);
+                v4i a = v4i_splat(0);
+                TAKE4(b, v4i_splat(1));
+                TAKE4(c, v4i_splat(2));
+                TAKE4(d, v4i_splat(3));
                 v4_store(yr + ow, m);
-                v4i_store(ar + ow, a);
+                for (int k = 0; k < 4; k++) ar[ow + k] = (uint8_t)a[k];
             }
             for (int ow = W4; ow < Wo; ow++) {
                 float m = r0[2 * ow];
-                int32_t a = base + 2 * ow;
+                int a = 0;
                 float cand[3] = {r0[2 * ow + 1], r1[2 * ow], r1[2 * ow + 1]};
-                int32_t ci[3] = {a + 1, a + W, a + W + 1};
                 for (int k = 0; k < 3; k++)
-                    if (cand[k] > m || isnan(cand[k])) m = cand[k], a = ci[k];
+                    if (cand[k] > m || isnan(cand[k])) m = cand[k], a = k + 1;
                 yr[ow] = m;
-                ar[ow] = a;
+                ar[ow] = (uint8_t)a;
             }
         }
     }
@@ -158,18 +162,17 @@ XT_AVX512 static inline void store_under(float *p, __mmask16 m, __m512 v) {
         _mm512_mask_storeu_ps(p, m, v);
 }
 
-XT_AVX512 static void maxpool_2x2_avx512(const k_pool_shape *s, float *y, int32_t *argmax, const float *x) {
+XT_AVX512 static void maxpool_2x2_avx512(const k_pool_shape *s, float *y, uint8_t *argmax, const float *x) {
     size_t in_plane = (size_t)s->H * s->W, out_plane = (size_t)s->Ho * s->Wo;
     int W = s->W, Wo = s->Wo;
     const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
-    const __m512i one = _mm512_set1_epi32(1), down = _mm512_set1_epi32(W);
     for (size_t nc = 0; nc < (size_t)s->N * s->C; nc++) {
         const float *xp = x + nc * in_plane;
         for (int oh = 0; oh < s->Ho; oh++) {
             const float *r0 = xp + (size_t)(2 * oh) * W, *r1 = r0 + W;
             float *yr = y + nc * out_plane + (size_t)oh * Wo;
-            int32_t *ar = argmax + nc * out_plane + (size_t)oh * Wo;
+            uint8_t *ar = argmax + nc * out_plane + (size_t)oh * Wo;
             /* lanes past the row read the next one and are dropped; the
              * call's last row stays inside under the mask */
             int last = nc + 1 == (size_t)s->N * s->C && oh + 1 == s->Ho;
@@ -179,18 +182,16 @@ XT_AVX512 static void maxpool_2x2_avx512(const k_pool_shape *s, float *y, int32_
                 __m512 p0 = load_under(r0 + 2 * ow, lo, last), p1 = load_under(r0 + 2 * ow + 16, hi, last);
                 __m512 q0 = load_under(r1 + 2 * ow, lo, last), q1 = load_under(r1 + 2 * ow + 16, hi, last);
                 __m512 m = _mm512_permutex2var_ps(p0, even, p1);
-                __m512i a0 = _mm512_add_epi32(_mm512_set1_epi32(2 * oh * W + 2 * ow), even), a = a0;
+                __m512i a = _mm512_setzero_si512();
                 __m512 c[3] = {_mm512_permutex2var_ps(p0, odd, p1), _mm512_permutex2var_ps(q0, even, q1),
                                _mm512_permutex2var_ps(q0, odd, q1)};
-                __m512i ci[3] = {_mm512_add_epi32(a0, one), _mm512_add_epi32(a0, down),
-                                 _mm512_add_epi32(_mm512_add_epi32(a0, down), one)};
                 for (int k = 0; k < 3; k++) { /* strictly greater, or NaN: as the ref */
                     __mmask16 t = _mm512_cmp_ps_mask(c[k], m, _CMP_GT_OQ) | _mm512_cmp_ps_mask(c[k], c[k], _CMP_UNORD_Q);
                     m = _mm512_mask_mov_ps(m, t, c[k]);
-                    a = _mm512_mask_mov_epi32(a, t, ci[k]);
+                    a = _mm512_mask_mov_epi32(a, t, _mm512_set1_epi32(k + 1));
                 }
                 store_under(yr + ow, om, m);
-                store_under((float *)ar + ow, om, _mm512_castsi512_ps(a));
+                _mm512_mask_cvtepi32_storeu_epi8(ar + ow, om, a);
             }
         }
     }
@@ -210,21 +211,20 @@ XT_AVX512 static inline void store_under_bf16(k_bf16 *p, __mmask16 m, __m512 v) 
  * float, or k_bf16 rounded from the same floats. */
 XT_AVX512 static inline __attribute__((always_inline)) void maxpool_2x2_bwd_body(const int BF16, const k_pool_shape *s,
                                                                                 void *dx, const float *dy,
-                                                                                const int32_t *argmax) {
+                                                                                const uint8_t *argmax) {
     size_t in_plane = (size_t)s->H * s->W, out_plane = (size_t)s->Ho * s->Wo, esz = BF16 ? 2 : 4;
     int W = s->W, Wo = s->Wo;
-    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     /* interleave p and q (lanes 16+ of the permute index select q) */
     const __m512i ilo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
     const __m512i ihi = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
-    const __m512i one = _mm512_set1_epi32(1), down = _mm512_set1_epi32(W);
+    const __m512i c1 = _mm512_set1_epi32(1), c2 = _mm512_set1_epi32(2), c3 = _mm512_set1_epi32(3);
 #define STORE_ROW(at, m, v) (BF16 ? store_under_bf16((k_bf16 *)(void *)(at), m, v) : store_under((float *)(void *)(at), m, v))
     for (size_t nc = 0; nc < (size_t)s->N * s->C; nc++) {
         char *xp = (char *)dx + nc * in_plane * esz;
         for (int oh = 0; oh < s->Ho; oh++) {
             char *r0 = xp + (size_t)(2 * oh) * W * esz, *r1 = r0 + (size_t)W * esz;
             const float *gr = dy + nc * out_plane + (size_t)oh * Wo;
-            const int32_t *ar = argmax + nc * out_plane + (size_t)oh * Wo;
+            const uint8_t *ar = argmax + nc * out_plane + (size_t)oh * Wo;
             /* lanes past the row read the next one; their windows land in
              * store lanes that are off */
             int last = nc + 1 == (size_t)s->N * s->C && oh + 1 == s->Ho;
@@ -232,13 +232,12 @@ XT_AVX512 static inline __attribute__((always_inline)) void maxpool_2x2_bwd_body
                 __mmask16 om, lo, hi;
                 step_masks(Wo - ow < 16 ? Wo - ow : 16, &om, &lo, &hi);
                 __m512 g = load_under(gr + ow, om, last);
-                __m512i a = _mm512_castps_si512(load_under((const float *)ar + ow, om, last));
-                __m512i e = _mm512_add_epi32(_mm512_set1_epi32(2 * oh * W + 2 * ow), even);
-                __m512i f = _mm512_add_epi32(e, down);
-                __m512 p = _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(a, e), g);
-                __m512 q = _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(a, _mm512_add_epi32(e, one)), g);
-                __m512 u = _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(a, f), g);
-                __m512 v = _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(a, _mm512_add_epi32(f, one)), g);
+                __m512i a = _mm512_cvtepu8_epi32(last && om != 0xFFFFu ? _mm_maskz_loadu_epi8(om, ar + ow)
+                                                                       : _mm_loadu_si128((const __m128i *)(ar + ow)));
+                __m512 p = _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(a, _mm512_setzero_si512()), g);
+                __m512 q = _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(a, c1), g);
+                __m512 u = _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(a, c2), g);
+                __m512 v = _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(a, c3), g);
                 STORE_ROW(r0 + 2 * ow * esz, lo, _mm512_permutex2var_ps(p, ilo, q));
                 STORE_ROW(r0 + (2 * ow + 16) * esz, hi, _mm512_permutex2var_ps(p, ihi, q));
                 STORE_ROW(r1 + 2 * ow * esz, lo, _mm512_permutex2var_ps(u, ilo, v));
@@ -253,11 +252,11 @@ XT_AVX512 static inline __attribute__((always_inline)) void maxpool_2x2_bwd_body
     }
 #undef STORE_ROW
 }
-XT_AVX512 static void maxpool_2x2_bwd_avx512(const k_pool_shape *s, float *dx, const float *dy, const int32_t *argmax) {
+XT_AVX512 static void maxpool_2x2_bwd_avx512(const k_pool_shape *s, float *dx, const float *dy, const uint8_t *argmax) {
     maxpool_2x2_bwd_body(0, s, dx, dy, argmax);
 }
 XT_AVX512 static void maxpool_2x2_bwd_bf16_avx512(const k_pool_shape *s, k_bf16 *dx, const float *dy,
-                                                   const int32_t *argmax) {
+                                                   const uint8_t *argmax) {
     maxpool_2x2_bwd_body(1, s, dx, dy, argmax);
 }
 #undef XT_AVX512
@@ -269,7 +268,7 @@ static int use_avx512(const k_pool_shape *s) {
 }
 #endif
 
-void k_maxpool2d_fwd(const k_pool_shape *s, float *y, int32_t *argmax, const float *x) {
+void k_maxpool2d_fwd(const k_pool_shape *s, float *y, uint8_t *argmax, const float *x) {
 #ifdef XT_POOL_X86
     if (is_2x2(s) && use_avx512(s)) {
         maxpool_2x2_avx512(s, y, argmax, x);
@@ -282,16 +281,20 @@ void k_maxpool2d_fwd(const k_pool_shape *s, float *y, int32_t *argmax, const flo
         k_maxpool2d_fwd_ref(s, y, argmax, x);
 }
 
-void k_maxpool2d_bwd_ref(const k_pool_shape *s, float *dx, const float *dy, const int32_t *argmax) {
+void k_maxpool2d_bwd_ref(const k_pool_shape *s, float *dx, const float *dy, const uint8_t *argmax) {
     size_t in_plane = (size_t)s->H * s->W, out_plane = (size_t)s->Ho * s->Wo;
     memset(dx, 0, sizeof(float) * in_plane * s->N * s->C);
     for (size_t nc = 0; nc < (size_t)s->N * s->C; nc++)
-        for (size_t o = 0; o < out_plane; o++) dx[nc * in_plane + argmax[nc * out_plane + o]] += dy[nc * out_plane + o];
+        for (int oh = 0; oh < s->Ho; oh++)
+            for (int ow = 0; ow < s->Wo; ow++) {
+                size_t o = nc * out_plane + (size_t)oh * s->Wo + ow;
+                dx[nc * in_plane + cell_index(s, oh, ow, argmax[o])] += dy[o];
+            }
 }
 
 /* 2x2 backward, written window by window (every input cell exactly once, no
  * zeroing pass): four windows per step, dy where the argmax points, else 0. */
-static void maxpool_2x2_bwd(const k_pool_shape *s, float *dx, const float *dy, const int32_t *argmax) {
+static void maxpool_2x2_bwd(const k_pool_shape *s, float *dx, const float *dy, const uint8_t *argmax) {
     size_t in_plane = (size_t)s->H * s->W, out_plane = (size_t)s->Ho * s->Wo;
     int W = s->W, Wo = s->Wo, W4 = Wo & ~3;
     v4f zero = v4_splat(0.0f);
@@ -300,25 +303,24 @@ static void maxpool_2x2_bwd(const k_pool_shape *s, float *dx, const float *dy, c
         for (int oh = 0; oh < s->Ho; oh++) {
             float *r0 = xp + (size_t)(2 * oh) * W, *r1 = r0 + W;
             const float *gr = dy + nc * out_plane + (size_t)oh * Wo;
-            const int32_t *ar = argmax + nc * out_plane + (size_t)oh * Wo;
-            int32_t base = 2 * oh * W;
+            const uint8_t *ar = argmax + nc * out_plane + (size_t)oh * Wo;
             for (int ow = 0; ow < W4; ow += 4) {
                 v4f g = v4_load(gr + ow);
-                v4i a = v4i_load(ar + ow), e = v4i_splat(base + 2 * ow) + (v4i){0, 2, 4, 6};
-                v4f p = v4_select(a == e, g, zero), q = v4_select(a == e + 1, g, zero);
-                v4f u = v4_select(a == e + W, g, zero), v = v4_select(a == e + W + 1, g, zero);
+                v4i a = {ar[ow], ar[ow + 1], ar[ow + 2], ar[ow + 3]};
+                v4f p = v4_select(a == 0, g, zero), q = v4_select(a == 1, g, zero);
+                v4f u = v4_select(a == 2, g, zero), v = v4_select(a == 3, g, zero);
                 v4_store(r0 + 2 * ow, __builtin_shufflevector(p, q, 0, 4, 1, 5));
                 v4_store(r0 + 2 * ow + 4, __builtin_shufflevector(p, q, 2, 6, 3, 7));
                 v4_store(r1 + 2 * ow, __builtin_shufflevector(u, v, 0, 4, 1, 5));
                 v4_store(r1 + 2 * ow + 4, __builtin_shufflevector(u, v, 2, 6, 3, 7));
             }
             for (int ow = W4; ow < Wo; ow++) {
-                int32_t a = ar[ow], e = base + 2 * ow;
+                int a = ar[ow];
                 float g = gr[ow];
-                r0[2 * ow] = a == e ? g : 0.0f;
-                r0[2 * ow + 1] = a == e + 1 ? g : 0.0f;
-                r1[2 * ow] = a == e + W ? g : 0.0f;
-                r1[2 * ow + 1] = a == e + W + 1 ? g : 0.0f;
+                r0[2 * ow] = a == 0 ? g : 0.0f;
+                r0[2 * ow + 1] = a == 1 ? g : 0.0f;
+                r1[2 * ow] = a == 2 ? g : 0.0f;
+                r1[2 * ow + 1] = a == 3 ? g : 0.0f;
             }
             if (W & 1) r0[W - 1] = r1[W - 1] = 0.0f; /* the column no window reaches */
         }
@@ -328,24 +330,21 @@ static void maxpool_2x2_bwd(const k_pool_shape *s, float *dx, const float *dy, c
 
 /* Any other tiling (kernel == stride, no padding): each input cell is in at most
  * one window, so it is written exactly once. */
-static void maxpool_bwd_tiled(const k_pool_shape *s, float *dx, const float *dy, const int32_t *argmax) {
+static void maxpool_bwd_tiled(const k_pool_shape *s, float *dx, const float *dy, const uint8_t *argmax) {
     size_t in_plane = (size_t)s->H * s->W, out_plane = (size_t)s->Ho * s->Wo;
     int W = s->W, covered_h = s->Ho * s->kh, covered_w = s->Wo * s->kw;
     for (size_t nc = 0; nc < (size_t)s->N * s->C; nc++) {
         float *xp = dx + nc * in_plane;
         const float *g = dy + nc * out_plane;
-        const int32_t *a = argmax + nc * out_plane;
+        const uint8_t *a = argmax + nc * out_plane;
         for (int oh = 0; oh < s->Ho; oh++) {
             for (int i = 0; i < s->kh; i++) {
                 int h = oh * s->kh + i;
                 float *row = xp + (size_t)h * W;
                 for (int ow = 0; ow < s->Wo; ow++) {
-                    int32_t am = a[oh * s->Wo + ow];
+                    int am = a[oh * s->Wo + ow] - i * s->kw; /* the kept column when the cell is in row i */
                     float gv = g[oh * s->Wo + ow];
-                    for (int j = 0; j < s->kw; j++) {
-                        int w = ow * s->kw + j;
-                        row[w] = (h * W + w == am) ? gv : 0.0f;
-                    }
+                    for (int j = 0; j < s->kw; j++) row[ow * s->kw + j] = j == am ? gv : 0.0f;
                 }
                 for (int w = covered_w; w < W; w++) row[w] = 0.0f; /* columns no window reaches */
             }
@@ -354,7 +353,7 @@ static void maxpool_bwd_tiled(const k_pool_shape *s, float *dx, const float *dy,
     }
 }
 
-void k_maxpool2d_bwd(const k_pool_shape *s, float *dx, const float *dy, const int32_t *argmax) {
+void k_maxpool2d_bwd(const k_pool_shape *s, float *dx, const float *dy, const uint8_t *argmax) {
 #ifdef XT_POOL_X86
     if (is_2x2(s) && use_avx512(s)) {
         maxpool_2x2_bwd_avx512(s, dx, dy, argmax);
@@ -375,14 +374,14 @@ size_t k_maxpool2d_bwd_bf16_scratch_floats(const k_pool_shape *s) {
     return plane < K_BF16_PIECE_FLOATS ? K_BF16_PIECE_FLOATS : plane;
 }
 
-void k_maxpool2d_bwd_bf16(const k_pool_shape *s, k_bf16 *dx, const float *dy, const int32_t *argmax, float *scratch) {
+void k_maxpool2d_bwd_bf16(const k_pool_shape *s, k_bf16 *dx, const float *dy, const uint8_t *argmax, float *scratch) {
 #ifdef XT_POOL_X86
     if (is_2x2(s) && use_avx512(s)) {
         maxpool_2x2_bwd_bf16_avx512(s, dx, dy, argmax);
         return;
     }
 #endif
-    /* argmax indexes within an (n, c) plane, so a piece of whole planes runs alone */
+    /* argmax names a cell of its own window, so a piece of whole planes runs alone */
     int64_t planes = (int64_t)s->N * s->C, in_plane = (int64_t)s->H * s->W, out_plane = (int64_t)s->Ho * s->Wo;
     int64_t per = (int64_t)k_maxpool2d_bwd_bf16_scratch_floats(s) / in_plane;
     for (int64_t q = 0; q < planes; q += per) {

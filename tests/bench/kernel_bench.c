@@ -194,7 +194,7 @@ static void bench_bww_unpool2(const k_conv_shape *s, const float *x, const float
     k_pool_shape ps = k_conv_pool2_shape(s, s->N);
     size_t gs = (size_t)ps.N * ps.C * ps.Ho * ps.Wo;
     float *g = falloc(gs), *vals = falloc(gs);
-    int32_t *idx = malloc(gs * sizeof *idx);
+    uint8_t *idx = malloc(gs * sizeof *idx);
     if (!idx) exit(1);
     fill(g, gs, 5);
     k_maxpool2d_fwd(&ps, vals, idx, y);
@@ -368,7 +368,7 @@ static void bench_gemm_bf16(void) {
 typedef struct {
     k_pool_shape s;
     float *x, *y, *dx, *dy;
-    int32_t *arg;
+    uint8_t *arg;
     int op;
 } pool_ctx;
 
@@ -383,7 +383,7 @@ static void bench_pool(const char *label, k_pool_shape s) {
     if (!wanted(label) || k_pool_shape_infer(&s)) return;
     size_t xs = (size_t)s.N * s.C * s.H * s.W, ys = (size_t)s.N * s.C * s.Ho * s.Wo;
     pool_ctx c = {.s = s, .x = falloc(xs), .y = falloc(ys), .dx = falloc(xs), .dy = falloc(ys)};
-    c.arg = malloc(ys * sizeof(int32_t));
+    c.arg = malloc(ys);
     fill(c.x, xs, 5), fill(c.dy, ys, 6);
     k_maxpool2d_fwd(&c.s, c.y, c.arg, c.x);
     const char *ops[3] = {"fwd", "bwd", "fwd_ref"};
