@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "config/config_yaml.h"
+#include "kernels/kernels.h" /* K_POOL_MAX_CELLS: a max pool's argmax is a byte, the kept cell of its window */
 
 /* ---- the layer kinds and their parameters ----------------------------------- */
 
@@ -72,9 +73,6 @@ static const struct { const char *alias, *kind; } kind_aliases[] = {
 #define MAX_CHANNELS 65536
 #define MAX_SIDE 65536
 #define MAX_KERNEL 1024
-/* A max pool's argmax is a byte per output, the kept cell of its window
- * (kernels.h's K_POOL_MAX_CELLS): a window has at most 256 cells */
-#define MAX_MAXPOOL_CELLS 256
 #define MAX_FEATURES (1 << 24)
 #define MAX_ELEMS INT_MAX
 
@@ -576,9 +574,9 @@ static int infer_window(const xt_spec *s, xt_layer *l, const char *lab, long lon
         if (pool && 2 * l->padding[d] > l->kernel[d])
             return at_layer(s, l, e, "%s: padding %d is more than half the kernel %s; use padding <= %d", lab,
                             l->padding[d], ks, l->kernel[d] / 2);
-    if (l->kind == XT_L_MAXPOOL2D && (long long)l->kernel[0] * l->kernel[1] > MAX_MAXPOOL_CELLS)
+    if (l->kind == XT_L_MAXPOOL2D && (long long)l->kernel[0] * l->kernel[1] > K_POOL_MAX_CELLS)
         return at_layer(s, l, e, "%s: a %dx%d window has %lld cells; a max pool takes at most %d (e.g. kernel 16)",
-                        lab, l->kernel[0], l->kernel[1], (long long)l->kernel[0] * l->kernel[1], MAX_MAXPOOL_CELLS);
+                        lab, l->kernel[0], l->kernel[1], (long long)l->kernel[0] * l->kernel[1], K_POOL_MAX_CELLS);
     long long h = window_out(sh[1], l->kernel[0], l->stride[0], l->padding[0]);
     long long w = window_out(sh[2], l->kernel[1], l->stride[1], l->padding[1]);
     if (h < 1 || w < 1)

@@ -130,7 +130,6 @@ KERNEL(CONV2D) {
 }
 /* CONV2D then a 2x2/2 max pool, pooled in the conv's epilogue (pass_conv_epilogue.c);
  * the output is MAXPOOL2D's [values | argmax bytes], each batch-major. */
-_Static_assert(XT_MAXPOOL_MAX_CELLS == K_POOL_MAX_CELLS, "the graph's window limit is the kernels' argmax range");
 /* A tile's argmax bytes in pool output n (batch B), whose value rows start at
  * y: y points row0 rows into the values, the argmax follows the whole batch's
  * values, and its rows are a quarter of theirs. */

@@ -1,6 +1,7 @@
 /* graph.c — capture: appending IR nodes with hash-on-insert CSE, and the
  * shape-checked constructors of every op. Computes nothing. */
 #include "engine/internal.h"
+#include "kernels/kernels.h" /* K_POOL_MAX_CELLS */
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -351,9 +352,9 @@ static xt_t pool(xt_graph *g, xt_op op, xt_t x, int kh, int kw, int sh, int sw, 
     int Ho = (X->shape[2] + 2 * ph - kh) / sh + 1, Wo = (X->shape[3] + 2 * pw - kw) / sw + 1;
     if (kh < 1 || kw < 1 || sh < 1 || sw < 1 || Ho < 1 || Wo < 1 || ph * 2 > kh || pw * 2 > kw)
         return xt_graph_fail(g, "%s: window %dx%d stride %d,%d padding %d,%d does not fit %s", xt_op_table[op].name, kh, kw, sh, sw, ph, pw, SHAPE(x, sx));
-    if (op == XT_OP_MAXPOOL2D && (int64_t)kh * kw > XT_MAXPOOL_MAX_CELLS)
+    if (op == XT_OP_MAXPOOL2D && (int64_t)kh * kw > K_POOL_MAX_CELLS)
         return xt_graph_fail(g, "%s: a %dx%d window has more than %d cells; use a smaller kernel", xt_op_table[op].name, kh, kw,
-                             XT_MAXPOOL_MAX_CELLS);
+                             K_POOL_MAX_CELLS);
     int32_t oshape[4] = {X->shape[0], X->shape[1], Ho, Wo};
     int64_t on = (int64_t)oshape[0] * oshape[1] * Ho * Wo;
     xt_node n = op == XT_OP_MAXPOOL2D ? xt_proto(op, XT_F32, 1, (int32_t[]){(int32_t)xt_maxpool_packed(on)})

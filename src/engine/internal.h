@@ -59,13 +59,12 @@ xt_t xt_graph_push_copy(xt_graph *g, const xt_node *proto, const xt_t *ins, int 
 xt_node xt_proto(xt_op op, int dtype, int rank, const int32_t *shape);
 xt_t xt_maxpool_argmax(xt_graph *g, xt_t pool_node, const xt_node *values);
 /* A max pool's output packs [values | argmax]: `values` floats, then a byte
- * per value (the kept cell of its window, kernels.h's k_maxpool2d_fwd),
- * padded to whole floats. The packed node is F32 [xt_maxpool_packed(values)];
- * xt_maxpool_values gives `values` back from it (MAXPOOL2D, CONV2D_POOL2). */
+ * per value (the kept cell of its window, kernels.h's k_maxpool2d_fwd; so at
+ * most K_POOL_MAX_CELLS cells a window), padded to whole floats. The packed
+ * node is F32 [xt_maxpool_packed(values)]; xt_maxpool_values gives `values`
+ * back from it (MAXPOOL2D, CONV2D_POOL2). */
 static inline int64_t xt_maxpool_packed(int64_t values) { return values + (values + 3) / 4; }
 static inline int64_t xt_maxpool_values(const xt_node *packed) { return xt_numel(packed) * 4 / 5; }
-/* A max pool's window has at most this many cells (its argmax is a byte) */
-#define XT_MAXPOOL_MAX_CELLS 256
 void xt_graph_init(xt_graph *g, xt_store *store);
 void xt_graph_destroy(xt_graph *g);
 /* Structural hash of the whole step (nodes + outputs). */

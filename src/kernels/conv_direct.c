@@ -73,6 +73,17 @@ typedef struct {
     int nbwd;
 } nisa;
 
+/* Cells p0 .. n-1 of a channel's argmax bytes to and from the blocked int32
+ * layout, one by one (cells_to_blocked below) */
+static void cells_to_blocked_from(int NB, int32_t *ib, const uint8_t *a, size_t img, int nb, int p0, int n) {
+    for (int p = p0; p < n; p++)
+        for (int l = 0; l < NB; l++) ib[(size_t)p * NB + l] = l < nb ? a[l * img + p] : 0;
+}
+static void cells_from_blocked_from(int NB, uint8_t *a, size_t img, const int32_t *ib, int nb, int p0, int n) {
+    for (int p = p0; p < n; p++)
+        for (int l = 0; l < nb; l++) a[l * img + p] = (uint8_t)ib[(size_t)p * NB + l];
+}
+
 /* ---- the three flavours of conv_direct_simd.h ------------------------------- */
 
 typedef float ngen __attribute__((vector_size(16)));
@@ -224,8 +235,7 @@ k_conv_direct_cells_to_blocked16(int32_t *ib, const uint8_t *a, size_t img, int 
         transpose_avx512(r);
         for (int k = 0; k < 16; k++) _mm512_storeu_ps((float *)ib + (size_t)(p + k) * 16, r[k]);
     }
-    for (; p < n; p++)
-        for (int l = 0; l < 16; l++) ib[(size_t)p * 16 + l] = l < nb ? a[l * img + p] : 0;
+    cells_to_blocked_from(16, ib, a, img, nb, p, n);
 }
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma"))) void
 k_conv_direct_cells_from_blocked16(uint8_t *a, size_t img, const int32_t *ib, int nb, int n) {
@@ -237,8 +247,7 @@ k_conv_direct_cells_from_blocked16(uint8_t *a, size_t img, const int32_t *ib, in
         for (int l = 0; l < nb; l++)
             _mm_storeu_si128((__m128i *)(a + l * img + p), _mm512_cvtepi32_epi8(_mm512_castps_si512(r[l])));
     }
-    for (; p < n; p++)
-        for (int l = 0; l < nb; l++) a[l * img + p] = (uint8_t)ib[(size_t)p * 16 + l];
+    cells_from_blocked_from(16, a, img, ib, nb, p, n);
 }
 #endif
 #undef NFWD_CFGS
@@ -457,7 +466,8 @@ static size_t unpool_plane_floats(const k_conv_shape *s) {
 /* A channel's argmax bytes (n window cells of each of nb images, img bytes
  * apart) <-> the blocked int32 [p*NB + l] that pooling and unpooling compare
  * in registers; idle lanes read 0. 16 cells at a time through the 16x16
- * transpose on AVX-512, the rest one by one. */
+ * transpose on AVX-512 (k_conv_direct_cells_*_blocked16, which hand their
+ * last cells to cells_*_blocked_from). */
 static void cells_to_blocked(int NB, int32_t *ib, const uint8_t *a, size_t img, int nb, int n) {
 #ifdef XT_DIRECT_X86
     if (NB == 16) {
@@ -465,8 +475,7 @@ static void cells_to_blocked(int NB, int32_t *ib, const uint8_t *a, size_t img, 
         return;
     }
 #endif
-    for (int p = 0; p < n; p++)
-        for (int l = 0; l < NB; l++) ib[(size_t)p * NB + l] = l < nb ? a[l * img + p] : 0;
+    cells_to_blocked_from(NB, ib, a, img, nb, 0, n);
 }
 static void cells_from_blocked(int NB, uint8_t *a, size_t img, const int32_t *ib, int nb, int n) {
 #ifdef XT_DIRECT_X86
@@ -475,8 +484,7 @@ static void cells_from_blocked(int NB, uint8_t *a, size_t img, const int32_t *ib
         return;
     }
 #endif
-    for (int p = 0; p < n; p++)
-        for (int l = 0; l < nb; l++) a[l * img + p] = (uint8_t)ib[(size_t)p * NB + l];
+    cells_from_blocked_from(NB, a, img, ib, nb, 0, n);
 }
 
 /* Blocked dy t[c][h][P + w][NB] (channel stride cstride, rows Wo + 2P wide)
