@@ -147,6 +147,13 @@ printf '\n== the seed CNN across batch sizes (1 worker, 51,200 samples per point
 # each repetition runs every batch size, and batch 1024 once more with tiling off (XLATRAIN_NO_TILING=1), so
 # the ratios compare runs that saw the same machine; each point trains 51,200 samples (about 0.8 s; 25,600
 # until 2026-11-27: a burst of another machine's load then decided a point more often)
+# what one core reads per second by footprint (tests/bench/read_bw.c): where its L3 share ends on this
+# machine today, which is what the large batches' arenas (plus their images) are set against
+if [ -x $B/read_bw ]; then
+    $B/read_bw > "$tmp/read_bw" 2>/dev/null
+    awk '/^READ_BW/ { split($2, m, "="); split($3, g, "="); split($4, w, "="); s = s sep m[2] " MB " sprintf("%.0f", g[2]); sep = ", "; width = w[2] }
+         END { if (s != "") printf "  one core reads (GB/s, by footprint; %s loads, tests/bench/read_bw.c): %s\n", width, s }' "$tmp/read_bw"
+fi
 for bsz in 16 32 64 128 256 512 1024 1024u; do : > "$tmp/sweep.$bsz"; done
 i=0
 while [ $i -lt "$REPS" ]; do
@@ -163,8 +170,8 @@ for bsz in 16 32 64 128 256 512 1024 1024u; do
     [ "$(field tile_runs "$l")" = 0 ] && note="not tiled"
     [ "$bsz" = 1024u ] && note="tiling off (XLATRAIN_NO_TILING=1)"
     awk -v b=${bsz%u} -v v="$(med "$tmp/sweep.$bsz" train_sps)" -v r="$(med "$tmp/sweep.128" train_sps)" -v n="$note" \
-        -v a="$(med "$tmp/sweep.$bsz" arena_kb)" \
-        'BEGIN{ printf "  batch %5d: %9.1f samples/s  %.3f of batch 128  arena %6.1f MB  %s\n", b, v, (r > 0 ? v / r : 0), a / 1024, n }'
+        -v a="$(med "$tmp/sweep.$bsz" arena_kb)" -v x="$(field input_kb "$l")" \
+        'BEGIN{ printf "  batch %5d: %9.1f samples/s  %.3f of batch 128  arena %5.1f MB + images %4.1f MB  %s\n", b, v, (r > 0 ? v / r : 0), a / 1024, x / 1024, n }'
 done
 
 printf '\n== data wait in a real training run (synthetic 25,600 images, 1 epoch, 1 and 2 workers)\n'

@@ -12,7 +12,8 @@
  * process), the step split (trace_ms: trace + hash + cache lookup, from the
  * engine's TraceHashLookupTime; host_ms: the rest outside execution, e.g.
  * binding the batch; exec_ms; per
- * kernel class), ir_nodes, kernels, fused, arena_kb, intermediates_kb, and
+ * kernel class), ir_nodes, kernels, fused, arena_kb, intermediates_kb,
+ * input_kb (one batch's inputs, which the step reads beside its arena), and
  * fwd_macs (one sample's forward multiply-adds, from the spec: the FLOP
  * count run.sh holds against the FMA limit), graphs (distinct graphs the
  * engine compiled over the 5 warm-up steps: 1 when the train step compiles once),
@@ -179,14 +180,14 @@ static int worker(int rank, void *arg) {
         double step_s = sum[V_TRAIN_S] / n;
         printf("RESULT model=%s procs=%d batch=%d steps=%d train_sps=%.1f infer_sps=%.1f rss_mb=%.1f step_ms=%.3f trace_ms=%.4f host_ms=%.4f exec_ms=%.3f"
                " conv_ms=%.3f gemm_ms=%.3f pool_ms=%.3f norm_ms=%.3f ew_ms=%.3f reduce_ms=%.3f allreduce_ms=%.3f other_ms=%.3f"
-               " ir_nodes=%d kernels=%d fused=%d arena_kb=%.1f intermediates_kb=%.1f loss=%.4f fwd_macs=%lld graphs=%d"
+               " ir_nodes=%d kernels=%d fused=%d arena_kb=%.1f intermediates_kb=%.1f input_kb=%.1f loss=%.4f fwd_macs=%lld graphs=%d"
                " precision=%s bf16_path=%s convert_ms=%.3f tile_runs=%d tiled_kernels=%d tile_rows=%d tile_rows_max=%d"
                " sample_macs=%.0f sample_macs_executed=%.0f\n",
                r->c->spec.source, n, b->batch, b->steps, (double)b->batch * b->steps * n / step_s, sum[V_INFER_SPS],
                sum[V_RSS] / n, step_s * 1e3 / b->steps, sum[V_TRACE] / n, sum[V_HOST] / n, sum[V_EXEC] / n,
                sum[V_CONV] / n, sum[V_GEMM] / n, sum[V_POOL] / n, sum[V_NORM] / n, sum[V_EW] / n, sum[V_RED] / n,
                sum[V_AR] / n, sum[V_OTHER] / n, st.ir_nodes, st.kernels, st.fused_kernels, st.arena_bytes / 1024.0,
-               st.intermediate_bytes / 1024.0, loss, xt_spec_forward_macs(&r->c->spec), st.distinct_graphs,
+               st.intermediate_bytes / 1024.0, (double)b->batch * (double)px * sizeof *x / 1024.0, loss, xt_spec_forward_macs(&r->c->spec), st.distinct_graphs,
                xt_precision_name(b->precision), k_bf16_path_name(k_bf16_path()), sum[V_CONVERT] / n, st.tile_runs,
                st.tiled_kernels, st.tile_rows, st.tile_rows_max, st.macs / b->batch, st.macs_executed / b->batch);
         fflush(stdout);
