@@ -666,17 +666,17 @@ TEST(bn_stats_bwd_matches_the_formula_at_every_width) {
             }
 }
 
-/* k_sum_runs (8 runs at a time on AVX-512, their lanes transposed to fold
- * together) gives each run exactly k_sum_run's bits, at every SIMD level,
+/* k_sum_runs (16 or 8 runs at a time on AVX-512, their lanes transposed to
+ * fold together) gives each run exactly k_sum_run's bits, at every SIMD level,
  * for run lengths below, at and past the 16 lanes, with tails, and run
- * counts around the block of 8. Two lanes hold +-1e18, 2^60 above the
+ * counts around the blocks of 8 and 16. Two lanes hold +-1e18, 2^60 above the
  * rest, so that folding the lanes in another order changes the double. */
 TEST(sum_runs_give_each_run_the_bits_of_sum_run) {
     static const int lens[] = {1, 5, 15, 16, 17, 31, 64, 144, 577};
-    static const int counts[] = {1, 7, 8, 9, 17};
-    static float x[17 * 577];
-    double sums[17];
-    for (int i = 0; i < 17 * 577; i++) {
+    static const int counts[] = {1, 7, 8, 9, 15, 16, 17, 24, 33};
+    static float x[33 * 577];
+    double sums[33];
+    for (int i = 0; i < 33 * 577; i++) {
         float v = (float)((i * 37) % 101) / 7.0f - 7.0f;
         x[i] = i % 16 == 3 ? 1e18f + v : i % 16 == 11 ? -1e18f : v; /* two lanes that cancel, 2^60 above the rest */
     }

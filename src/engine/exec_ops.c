@@ -59,23 +59,23 @@ KERNEL(SUM_TO) {
     for (int d = d0; d < 4; d++) inner *= X[d];
     for (int d = 0; d < d0; d++) outer *= X[d];
     int idx[4] = {0, 0, 0, 0};
+    int64_t yo = 0; /* sum of idx[d] * ys[d], kept as idx steps */
     /* reduced runs are summed a block at a time (k_sum_runs: the same bits as
      * one by one), then added to y in run order, as before */
     enum { BLOCK = 256 };
     double sums[BLOCK];
-    for (int64_t o = 0; o < outer; o++) {
-        int64_t yo = 0;
-        for (int d = 0; d < d0; d++) yo += idx[d] * ys[d];
-        if (red) {
-            int64_t j = o % BLOCK;
-            if (j == 0) k_sum_runs(xv + o * inner, outer - o < BLOCK ? outer - o : BLOCK, inner, sums);
-            y[yo] += (float)sums[j];
-        } else {
-            k_add_run(y + yo, xv + o * inner, inner);
-        }
-        for (int d = d0 - 1; d >= 0; d--) {
-            if (++idx[d] < X[d]) break;
-            idx[d] = 0;
+    for (int64_t o0 = 0; o0 < outer; o0 += BLOCK) {
+        int64_t nb = outer - o0 < BLOCK ? outer - o0 : BLOCK;
+        if (red) k_sum_runs(xv + o0 * inner, nb, inner, sums);
+        for (int64_t j = 0; j < nb; j++) {
+            if (red) y[yo] += (float)sums[j];
+            else k_add_run(y + yo, xv + (o0 + j) * inner, inner);
+            for (int d = d0 - 1; d >= 0; d--) {
+                yo += ys[d];
+                if (++idx[d] < X[d]) break;
+                yo -= X[d] * ys[d];
+                idx[d] = 0;
+            }
         }
     }
 }

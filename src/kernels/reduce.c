@@ -12,11 +12,13 @@
  * lanes in one zmm each, and folds lane k of the 8 runs in one __m512d add,
  * so the 16 dependent double adds of a fold are paid once per 8 runs (a
  * bias gradient sums thousands of runs of 16-576 floats; one at a time, the
- * fold's latency was most of the cost).
+ * fold's latency was most of the cost), and two such groups at once where
+ * there are 16 runs, their folds interleaved.
  * Is not: the shape bookkeeping of SUM_TO (engine/exec_ops.c).
  */
 #include "kernels/kernels.h"
 #include "kernels/simd.h"
+#include "kernels/unroll.h"
 
 #define SUM_LANES 16
 
@@ -45,7 +47,7 @@ DEFINE_RUNS(_avx512, __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,a
 #ifdef REDUCE_WIDE
 #include <immintrin.h>
 /* the 8x8 transpose of doubles: r[k] becomes (r[0][k], ..., r[7][k]) */
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma"))) static void transpose8_pd(__m512d *r) {
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma"), always_inline)) static inline void transpose8_pd(__m512d *r) {
     __m512d t[8];
     for (int i = 0; i < 8; i += 2) {
         t[i] = _mm512_unpacklo_pd(r[i], r[i + 1]);     /* a0 b0 a2 b2 a4 b4 a6 b6 */
@@ -93,13 +95,55 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma"))) static vo
     }
     _mm512_storeu_pd(sums, acc);
 }
+
+/* 16 runs: two groups of 8, each exactly as sum_runs8_avx512 (so each run
+ * gets k_sum_run's bits), with the two groups' folds interleaved: a fold is
+ * 16 dependent double adds, and for runs of one or two vectors (a bias
+ * gradient over 4x4 or 12x12 planes) its latency, not the loads, set the
+ * pace when the groups came one after the other. */
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma"))) static void sum_runs16_avx512(
+    const float *x, int64_t n, double *sums) {
+    int64_t full = n / SUM_LANES * SUM_LANES;
+    __m512 l[16];
+XT_UNROLL
+    for (int r = 0; r < 16; r++) l[r] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < full; i += SUM_LANES)
+XT_UNROLL
+        for (int r = 0; r < 16; r++) l[r] = _mm512_add_ps(l[r], _mm512_loadu_ps(x + r * n + i));
+    __m512d lo[2][8], hi[2][8]; /* group g's run r: lanes 0-7 and 8-15 as doubles */
+XT_UNROLL
+    for (int r = 0; r < 16; r++) {
+        lo[r / 8][r % 8] = _mm512_cvtps_pd(_mm512_castps512_ps256(l[r]));
+        hi[r / 8][r % 8] = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(l[r]), 1)));
+    }
+    transpose8_pd(lo[0]);
+    transpose8_pd(lo[1]);
+    transpose8_pd(hi[0]);
+    transpose8_pd(hi[1]);
+    __m512d a0 = _mm512_setzero_pd(), a1 = _mm512_setzero_pd();
+XT_UNROLL
+    for (int k = 0; k < 8; k++) a0 = _mm512_add_pd(a0, lo[0][k]), a1 = _mm512_add_pd(a1, lo[1][k]);
+XT_UNROLL
+    for (int k = 0; k < 8; k++) a0 = _mm512_add_pd(a0, hi[0][k]), a1 = _mm512_add_pd(a1, hi[1][k]);
+    if (full < n) {
+        __m512i step = _mm512_mullo_epi64(_mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7), _mm512_set1_epi64(n));
+        for (int64_t i = full; i < n; i++) {
+            a0 = _mm512_add_pd(a0, _mm512_cvtps_pd(_mm512_i64gather_ps(step, x + i, 4)));
+            a1 = _mm512_add_pd(a1, _mm512_cvtps_pd(_mm512_i64gather_ps(step, x + 8 * n + i, 4)));
+        }
+    }
+    _mm512_storeu_pd(sums, a0);
+    _mm512_storeu_pd(sums + 8, a1);
+}
 #endif
 
 void k_sum_runs(const float *x, int64_t runs, int64_t n, double *sums) {
     int64_t r = 0;
 #ifdef REDUCE_WIDE
-    if (k_simd_level() == K_SIMD_AVX512)
+    if (k_simd_level() == K_SIMD_AVX512) {
+        for (; r + 16 <= runs; r += 16) sum_runs16_avx512(x + r * n, n, sums + r);
         for (; r + 8 <= runs; r += 8) sum_runs8_avx512(x + r * n, n, sums + r);
+    }
 #endif
     for (; r < runs; r++) sums[r] = k_sum_run(x + r * n, n);
 }
