@@ -142,6 +142,24 @@ TEST(tiling_trains_residual_blocks_bit_identically) {
     tiled_equals_untiled("models/resnet8_mnist.yaml", 24, 64 * 1024, &st);
 }
 
+/* pass_bn_bwd.c: batch norm's statistics gradient adds the direct path's
+ * gradient and masks by the ReLU before the batch norm as it writes (the
+ * seed CNN's bn1 and bn2), or only adds (residual blocks, whose batch norms
+ * follow convolutions); the same bits as the plan without any fusion, where
+ * an ADD and a RELU_BWD run as elementwise ops of their own. */
+TEST(bn_bwd_epilogues_train_bit_identically) {
+    /* literal_sums: the bias gradients summed as traced, not through the pool (pass_sum_pool.c's own test) */
+    xt_engine_opts fused = {.fuse = 1, .literal_sums = 1, .tile_cache_bytes = 64 * 1024},
+                   plain = {.fuse = 0, .no_tiling = 1};
+    xt_exec_stats sa, sb;
+    same_training("models/fashion_cnn.yaml", 72, &fused, &plain, &sa, &sb, "the BN gradient epilogues and separate ops");
+    CHECK_EQ(sa.bn_bwd_epilogues, 2);
+    CHECK_EQ(sb.bn_bwd_epilogues, 0);
+    same_training("models/resnet8_mnist.yaml", 24, &fused, &plain, &sa, &sb, "the BN gradient epilogues and separate ops");
+    CHECK_MSG(sa.bn_bwd_epilogues >= 4, "%d epilogues", sa.bn_bwd_epilogues);
+    CHECK_EQ(sb.bn_bwd_epilogues, 0);
+}
+
 /* Batch norm's apply (seed CNN) and apply + ReLU (residual blocks) are made
  * again in front of their backward readers instead of kept from the forward,
  * and so is a cheap convolution with its ReLU (wide_cnn's conv1), once for
@@ -291,8 +309,9 @@ TEST(tiling_keeps_stretch_internal_values_at_tile_size) {
     }
     CHECK_MSG(arena[0] < arena[1], "arena %zu bytes tiled, %zu untiled", arena[0], arena[1]);
     char out[4096];
-    dump_counts(dir, " = CONV2D_BWD_DATA_UNPOOL2 .1024, 10, 12, 12..*(one tile)", " = RELU_BWD .1024, 10, 12, 12..*(one tile)",
-                out, sizeof out);
+    /* the ReLU's gradient is made by bn1's statistics gradient (pass_bn_bwd.c) */
+    dump_counts(dir, " = CONV2D_BWD_DATA_UNPOOL2 .1024, 10, 12, 12..*(one tile)",
+                " = BN_STATS_BWD .1024, 10, 12, 12..*attrs=.2,1,.*(one tile)", out, sizeof out);
     CHECK_MSG(!strcmp(out, "1\n1\n"), "conv2's gradient into conv1's pooled output, its ReLU's gradient tile-local: %s",
               out);
     model_run_free(m);

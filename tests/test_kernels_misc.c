@@ -666,6 +666,38 @@ TEST(bn_stats_bwd_matches_the_formula_at_every_width) {
             }
 }
 
+/* The statistics gradient with an addend and a ReLU's mask folded in gives
+ * the bits of the three separate steps, at every SIMD width, with the addend
+ * on either side, without either, and with masks that are NaN, -0, +0 and
+ * negative (each masks to +0). */
+TEST(bn_stats_bwd_fused_gives_the_separate_ops_bits) {
+    enum { N = 3, C = 2, HW = 37, L = N * C * HW };
+    static float x[L], u[L], m[L], dx[L], want[L];
+    float ds[2 * C] = {0.5f, -1.25f, 0.75f, 2.0f}, st[C] = {0.1f, -0.3f};
+    for (int i = 0; i < L; i++) {
+        x[i] = (float)((i * 29) % 53) / 7.0f - 3.0f;
+        u[i] = (float)((i * 17) % 41) / 3.0f - 6.5f;
+        m[i] = i % 5 == 0 ? NAN : i % 5 == 1 ? -0.0f : i % 5 == 2 ? 0.0f : i % 5 == 3 ? -1.5f : 2.0f + (float)i;
+    }
+    int64_t count = 5 * HW;
+    for (int lvl = 0; lvl <= k_simd_detect(); lvl++) {
+        k_simd_force(lvl);
+        for (int mode = 0; mode < 6; mode++) { /* addend none / after / first, times mask or not */
+            int add = mode % 3, masked = mode / 3;
+            k_bn_stats_bwd(N, C, HW, count, want, ds, x, st);
+            for (int i = 0; i < L; i++) {
+                float v = want[i];
+                if (add) v = add == 2 ? u[i] + v : v + u[i];
+                if (masked) v = m[i] > 0.0f ? v : 0.0f;
+                want[i] = v;
+            }
+            k_bn_stats_bwd_fused(N, C, HW, count, dx, ds, x, st, add ? u : NULL, add == 2, masked ? m : NULL);
+            CHECK_MSG(!memcmp(dx, want, sizeof dx), "SIMD level %d, addend %d, mask %d", lvl, add, masked);
+        }
+    }
+    k_simd_force(-1);
+}
+
 /* k_sum_runs (16 or 8 runs at a time on AVX-512, their lanes transposed to
  * fold together) gives each run exactly k_sum_run's bits, at every SIMD level,
  * for run lengths below, at and past the 16 lanes, with tails, and run

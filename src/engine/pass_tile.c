@@ -66,7 +66,7 @@ static uint32_t batched_operands(int op) {
     case XT_OP_AVGPOOL2D:       return 1u;
     case XT_OP_AVGPOOL2D_BWD:   return 1u;
     case XT_OP_BN_STATS:        return 1u | ACCUMULATES;   /* x -> (mean, var), gathered chunk by chunk */
-    case XT_OP_BN_STATS_BWD:    return 2u;      /* x; dstats and stats whole */
+    case XT_OP_BN_STATS_BWD:    return 26u;     /* x[, addend][, mask]; dstats and stats whole */
     case XT_OP_LOG_SOFTMAX:     return 1u;
     case XT_OP_LOG_SOFTMAX_BWD: return 3u;
     case XT_OP_NLL_LOSS_BWD:    return 2u;      /* targets; the scalar gradient whole */

@@ -194,6 +194,13 @@ void k_add_run(float *y, const float *x, int64_t n);
  * samples of x (N, C, HW): dx = ds[c] / count + 2 ds[C + c] (x - st[c]) / count.
  * count is the whole batch's N*HW when N is a micro-batch tile of it. */
 void k_bn_stats_bwd(int N, int C, int HW, int64_t count, float *dx, const float *ds, const float *x, const float *st);
+/* The same with what reads dx next folded in (engine/pass_bn_bwd.c), each
+ * step the one IEEE operation the separate elementwise op makes, so the bits
+ * are theirs: u (laid out as x, or NULL) is added, u + dx when u_first, else
+ * dx + u (the ADD's operand order), then m (as x, or NULL) masks as a ReLU's
+ * backward does: m > 0 ? value : +0 (NaN masks to +0). */
+void k_bn_stats_bwd_fused(int N, int C, int HW, int64_t count, float *dx, const float *ds, const float *x,
+                          const float *st, const float *u, int u_first, const float *m);
 
 void k_bn_stats_ref(int N, int C, int HW, float *mean, float *var, const float *x);
 

@@ -25,6 +25,8 @@ typedef struct {
     double (*sum)(const float *p, int N, size_t stride, size_t HW);
     double (*sqdev)(const float *p, int N, size_t stride, size_t HW, float m);
     void (*stats_bwd)(float *dx, const float *x, size_t HW, float a, float b, float mu);
+    void (*stats_bwd_fused)(float *dx, const float *x, const float *u, int u_first, const float *m, size_t HW, float a,
+                            float b, float mu);
 } bn_isa;
 
 #define FOLD_PLANES 8
@@ -36,7 +38,9 @@ typedef struct {
 #define VLOAD(p) v4_load(p)
 #define VSTORE(p, v) v4_store(p, v)
 #define VSPLAT(s) v4_splat(s)
+#define VKEEP(mask, v) v4_select(mask, v, v4_splat(0.0f)) /* mask lanes all-ones: v, else +0 */
 #include "kernels/norm_simd.h"
+#undef VKEEP
 #undef SFX
 #undef TGT
 #undef VW
@@ -49,6 +53,7 @@ typedef struct {
 #define XT_NORM_AVX512 1
 typedef float v16f __attribute__((vector_size(64)));
 typedef float v16f_u __attribute__((vector_size(64), aligned(4), may_alias));
+typedef int32_t v16i __attribute__((vector_size(64)));
 #define SFX _avx512
 #define TGT __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
 #define VW 16
@@ -56,7 +61,9 @@ typedef float v16f_u __attribute__((vector_size(64), aligned(4), may_alias));
 #define VLOAD(p) (*(const v16f_u *)(p))
 #define VSTORE(p, v) (*(v16f_u *)(p) = (v))
 #define VSPLAT(s) ((v16f){0} + (s))
+#define VKEEP(mask, v) ((v16f)((v16i)(v) & (mask)))
 #include "kernels/norm_simd.h"
+#undef VKEEP
 #undef SFX
 #undef TGT
 #undef VW
@@ -133,6 +140,18 @@ void k_bn_stats_bwd(int N, int C, int HW, int64_t count, float *dx, const float 
         for (int c = 0; c < C; c++) {
             size_t o = ((size_t)i * C + c) * HW;
             isa->stats_bwd(dx + o, x + o, (size_t)HW, ds[c] * inv_m, 2.0f * ds[C + c] * inv_m, st[c]);
+        }
+}
+
+void k_bn_stats_bwd_fused(int N, int C, int HW, int64_t count, float *dx, const float *ds, const float *x,
+                          const float *st, const float *u, int u_first, const float *m) {
+    const bn_isa *isa = bn_now();
+    float inv_m = 1.0f / (float)count;
+    for (int i = 0; i < N; i++)
+        for (int c = 0; c < C; c++) {
+            size_t o = ((size_t)i * C + c) * HW;
+            isa->stats_bwd_fused(dx + o, x + o, u ? u + o : NULL, u_first, m ? m + o : NULL, (size_t)HW, ds[c] * inv_m,
+                                 2.0f * ds[C + c] * inv_m, st[c]);
         }
 }
 

@@ -81,7 +81,35 @@ static TGT void BFN(stats_bwd_plane)(float *dx, const float *x, size_t HW, float
     for (; i < HW; i++) dx[i] = a + b * (x[i] - mu);
 }
 
-static const bn_isa BFN(bn_isa) = {BFN(sum_planes), BFN(sqdev_planes), BFN(stats_bwd_plane)};
+/* The same, then + u (u_first: u + dx, else dx + u) where u is given, then
+ * m > 0 ? . : +0 where m is given (k_bn_stats_bwd_fused): one pass over the
+ * plane for what were three. The flags are the same for the whole plane. */
+static TGT void BFN(stats_bwd_fused_plane)(float *dx, const float *x, const float *u, int u_first, const float *m,
+                                           size_t HW, float a, float b, float mu) {
+    vec av = VSPLAT(a), bv = VSPLAT(b), mv = VSPLAT(mu), zero = VSPLAT(0.0f);
+    size_t i = 0;
+    for (; i + VW <= HW; i += VW) {
+        vec v = av + bv * (VLOAD(x + i) - mv);
+        if (u) {
+            vec w = VLOAD(u + i);
+            v = u_first ? w + v : v + w;
+        }
+        if (m) {
+            vec k = VLOAD(m + i);
+            v = VKEEP(k > zero, v);
+        }
+        VSTORE(dx + i, v);
+    }
+    for (; i < HW; i++) {
+        float v = a + b * (x[i] - mu);
+        if (u) v = u_first ? u[i] + v : v + u[i];
+        if (m) v = m[i] > 0.0f ? v : 0.0f;
+        dx[i] = v;
+    }
+}
+
+static const bn_isa BFN(bn_isa) = {BFN(sum_planes), BFN(sqdev_planes), BFN(stats_bwd_plane),
+                                   BFN(stats_bwd_fused_plane)};
 
 #undef BFN
 #undef BCAT
