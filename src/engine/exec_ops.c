@@ -242,14 +242,10 @@ static size_t scratch_BN_STATS(const xt_plan *p, const xt_node *n) {
  * backward that read it folded in (pass_bn_bwd.c): iattr[0] 1 the addend
  * after it (ADD(u, dx): 2, u first), iattr[1] the mask after that. */
 KERNEL(BN_STATS_BWD) {
-    int HW = n->shape[2] * n->shape[3], N = ROWS(n->shape[0]), C = n->shape[1];
-    int64_t count = (int64_t)n->shape[0] * HW;
-    if (!n->iattr[0] && !n->iattr[1]) {
-        k_bn_stats_bwd(N, C, HW, count, out, in[0], in[1], in[2]);
-        return;
-    }
+    int HW = n->shape[2] * n->shape[3];
     const float *u = n->iattr[0] ? in[3] : NULL, *m = n->iattr[1] ? in[n->iattr[0] ? 4 : 3] : NULL;
-    k_bn_stats_bwd_fused(N, C, HW, count, out, in[0], in[1], in[2], u, n->iattr[0] == 2, m);
+    k_bn_stats_bwd_fused(ROWS(n->shape[0]), n->shape[1], HW, (int64_t)n->shape[0] * HW, out, in[0], in[1], in[2], u,
+                         n->iattr[0] == 2, m);
 }
 KERNEL(LOG_SOFTMAX) {
     k_log_softmax_fwd(ROWS(n->shape[0]), n->shape[1], out, in[0]);

@@ -24,7 +24,6 @@
 typedef struct {
     double (*sum)(const float *p, int N, size_t stride, size_t HW);
     double (*sqdev)(const float *p, int N, size_t stride, size_t HW, float m);
-    void (*stats_bwd)(float *dx, const float *x, size_t HW, float a, float b, float mu);
     void (*stats_bwd_fused)(float *dx, const float *x, const float *u, int u_first, const float *m, size_t HW, float a,
                             float b, float mu);
 } bn_isa;
@@ -133,16 +132,6 @@ void k_bn_stats(int N, int C, int HW, float *mean, float *var, const float *x) {
     if (acc != one) free(acc);
 }
 
-void k_bn_stats_bwd(int N, int C, int HW, int64_t count, float *dx, const float *ds, const float *x, const float *st) {
-    const bn_isa *isa = bn_now();
-    float inv_m = 1.0f / (float)count;
-    for (int i = 0; i < N; i++)
-        for (int c = 0; c < C; c++) {
-            size_t o = ((size_t)i * C + c) * HW;
-            isa->stats_bwd(dx + o, x + o, (size_t)HW, ds[c] * inv_m, 2.0f * ds[C + c] * inv_m, st[c]);
-        }
-}
-
 void k_bn_stats_bwd_fused(int N, int C, int HW, int64_t count, float *dx, const float *ds, const float *x,
                           const float *st, const float *u, int u_first, const float *m) {
     const bn_isa *isa = bn_now();
@@ -153,6 +142,10 @@ void k_bn_stats_bwd_fused(int N, int C, int HW, int64_t count, float *dx, const 
             isa->stats_bwd_fused(dx + o, x + o, u ? u + o : NULL, u_first, m ? m + o : NULL, (size_t)HW, ds[c] * inv_m,
                                  2.0f * ds[C + c] * inv_m, st[c]);
         }
+}
+
+void k_bn_stats_bwd(int N, int C, int HW, int64_t count, float *dx, const float *ds, const float *x, const float *st) {
+    k_bn_stats_bwd_fused(N, C, HW, count, dx, ds, x, st, NULL, 0, NULL);
 }
 
 void k_bn_stats_ref(int N, int C, int HW, float *mean, float *var, const float *x) {

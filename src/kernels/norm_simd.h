@@ -72,18 +72,11 @@ static TGT double BFN(sqdev_planes)(const float *p, int N, size_t stride, size_t
 }
 
 /* dx = a + b * (x - mu) over one plane: the gradient through (mean,
- * variance); one multiply and two adds per element, never contracted
- * (ISO C: -ffp-contract=off), so every width gives the same bits */
-static TGT void BFN(stats_bwd_plane)(float *dx, const float *x, size_t HW, float a, float b, float mu) {
-    vec av = VSPLAT(a), bv = VSPLAT(b), mv = VSPLAT(mu);
-    size_t i = 0;
-    for (; i + VW <= HW; i += VW) VSTORE(dx + i, av + bv * (VLOAD(x + i) - mv));
-    for (; i < HW; i++) dx[i] = a + b * (x[i] - mu);
-}
-
-/* The same, then + u (u_first: u + dx, else dx + u) where u is given, then
- * m > 0 ? . : +0 where m is given (k_bn_stats_bwd_fused): one pass over the
- * plane for what were three. The flags are the same for the whole plane. */
+ * variance); one multiply and two adds per element, never contracted (ISO C:
+ * -ffp-contract=off), so every width gives the same bits. Then + u (u_first:
+ * u + dx, else dx + u) where u is given, and m > 0 ? . : +0 where m is given
+ * (k_bn_stats_bwd_fused): one pass over the plane for what were three. u and
+ * m are the same for the whole plane: the branches on them always go one way. */
 static TGT void BFN(stats_bwd_fused_plane)(float *dx, const float *x, const float *u, int u_first, const float *m,
                                            size_t HW, float a, float b, float mu) {
     vec av = VSPLAT(a), bv = VSPLAT(b), mv = VSPLAT(mu), zero = VSPLAT(0.0f);
@@ -108,8 +101,7 @@ static TGT void BFN(stats_bwd_fused_plane)(float *dx, const float *x, const floa
     }
 }
 
-static const bn_isa BFN(bn_isa) = {BFN(sum_planes), BFN(sqdev_planes), BFN(stats_bwd_plane),
-                                   BFN(stats_bwd_fused_plane)};
+static const bn_isa BFN(bn_isa) = {BFN(sum_planes), BFN(sqdev_planes), BFN(stats_bwd_fused_plane)};
 
 #undef BFN
 #undef BCAT

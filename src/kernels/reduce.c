@@ -66,74 +66,62 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma"), always_inl
     }
 }
 
-/* 8 runs of n floats, run r at x + r*n: sums[r] = sum_run_avx512(run r),
- * bit for bit. Lanes: per run, float lane k += x[i + k] in i order (as the
- * scalar lane array), the 8 runs' chains interleaved; fold: acc = 0, then
- * acc += lane k for k = 0..15 in double, the 8 runs in the 8 doubles of a
- * zmm (the lanes transposed to that order); tail: acc += x[i] in i order. */
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma"))) static void sum_runs8_avx512(
-    const float *x, int64_t n, double *sums) {
-    int64_t full = n / SUM_LANES * SUM_LANES;
-    __m512 l[8];
-    for (int r = 0; r < 8; r++) l[r] = _mm512_setzero_ps();
-    for (int64_t i = 0; i < full; i += SUM_LANES)
-        for (int r = 0; r < 8; r++) l[r] = _mm512_add_ps(l[r], _mm512_loadu_ps(x + r * n + i));
-    __m512d lo[8], hi[8]; /* lanes 0-7 and 8-15 of run r, as doubles */
-    for (int r = 0; r < 8; r++) {
-        lo[r] = _mm512_cvtps_pd(_mm512_castps512_ps256(l[r]));
-        hi[r] = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(l[r]), 1)));
-    }
-    transpose8_pd(lo);
-    transpose8_pd(hi);
-    __m512d acc = _mm512_setzero_pd();
-    for (int k = 0; k < 8; k++) acc = _mm512_add_pd(acc, lo[k]);
-    for (int k = 0; k < 8; k++) acc = _mm512_add_pd(acc, hi[k]);
-    if (full < n) {
-        __m512i step = _mm512_mullo_epi64(_mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7), _mm512_set1_epi64(n));
-        for (int64_t i = full; i < n; i++)
-            acc = _mm512_add_pd(acc, _mm512_cvtps_pd(_mm512_i64gather_ps(step, x + i, 4)));
-    }
-    _mm512_storeu_pd(sums, acc);
-}
-
-/* 16 runs: two groups of 8, each exactly as sum_runs8_avx512 (so each run
- * gets k_sum_run's bits), with the two groups' folds interleaved: a fold is
- * 16 dependent double adds, and for runs of one or two vectors (a bias
- * gradient over 4x4 or 12x12 planes) its latency, not the loads, set the
- * pace when the groups came one after the other. */
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma"))) static void sum_runs16_avx512(
-    const float *x, int64_t n, double *sums) {
+/* 8*G runs of n floats (G = 1 or 2, a constant once inlined), run r at
+ * x + r*n: sums[r] = sum_run_avx512(run r), bit for bit. Lanes: per run,
+ * float lane k += x[i + k] in i order (as the scalar lane array), the runs'
+ * chains interleaved; fold: acc = 0, then acc += lane k for k = 0..15 in
+ * double, a group's 8 runs in the 8 doubles of a zmm (the lanes transposed
+ * to that order); tail: acc += x[i] in i order. With G = 2 the two groups'
+ * folds are interleaved: a fold is 16 dependent double adds, and for runs of
+ * one or two vectors (a bias gradient over 4x4 or 12x12 planes) its latency,
+ * not the loads, set the pace when the groups came one after the other. */
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma"), always_inline)) static inline void
+sum_runs_groups_avx512(const float *x, int64_t n, double *sums, const int G) {
     int64_t full = n / SUM_LANES * SUM_LANES;
     __m512 l[16];
 XT_UNROLL
-    for (int r = 0; r < 16; r++) l[r] = _mm512_setzero_ps();
+    for (int r = 0; r < 8 * G; r++) l[r] = _mm512_setzero_ps();
     for (int64_t i = 0; i < full; i += SUM_LANES)
 XT_UNROLL
-        for (int r = 0; r < 16; r++) l[r] = _mm512_add_ps(l[r], _mm512_loadu_ps(x + r * n + i));
+        for (int r = 0; r < 8 * G; r++) l[r] = _mm512_add_ps(l[r], _mm512_loadu_ps(x + r * n + i));
     __m512d lo[2][8], hi[2][8]; /* group g's run r: lanes 0-7 and 8-15 as doubles */
 XT_UNROLL
-    for (int r = 0; r < 16; r++) {
+    for (int r = 0; r < 8 * G; r++) {
         lo[r / 8][r % 8] = _mm512_cvtps_pd(_mm512_castps512_ps256(l[r]));
         hi[r / 8][r % 8] = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(l[r]), 1)));
     }
-    transpose8_pd(lo[0]);
-    transpose8_pd(lo[1]);
-    transpose8_pd(hi[0]);
-    transpose8_pd(hi[1]);
-    __m512d a0 = _mm512_setzero_pd(), a1 = _mm512_setzero_pd();
+    __m512d acc[2];
 XT_UNROLL
-    for (int k = 0; k < 8; k++) a0 = _mm512_add_pd(a0, lo[0][k]), a1 = _mm512_add_pd(a1, lo[1][k]);
+    for (int g = 0; g < G; g++) {
+        transpose8_pd(lo[g]);
+        transpose8_pd(hi[g]);
+        acc[g] = _mm512_setzero_pd();
+    }
 XT_UNROLL
-    for (int k = 0; k < 8; k++) a0 = _mm512_add_pd(a0, hi[0][k]), a1 = _mm512_add_pd(a1, hi[1][k]);
+    for (int k = 0; k < 8; k++)
+XT_UNROLL
+        for (int g = 0; g < G; g++) acc[g] = _mm512_add_pd(acc[g], lo[g][k]);
+XT_UNROLL
+    for (int k = 0; k < 8; k++)
+XT_UNROLL
+        for (int g = 0; g < G; g++) acc[g] = _mm512_add_pd(acc[g], hi[g][k]);
     if (full < n) {
         __m512i step = _mm512_mullo_epi64(_mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7), _mm512_set1_epi64(n));
-        for (int64_t i = full; i < n; i++) {
-            a0 = _mm512_add_pd(a0, _mm512_cvtps_pd(_mm512_i64gather_ps(step, x + i, 4)));
-            a1 = _mm512_add_pd(a1, _mm512_cvtps_pd(_mm512_i64gather_ps(step, x + 8 * n + i, 4)));
-        }
+        for (int64_t i = full; i < n; i++)
+XT_UNROLL
+            for (int g = 0; g < G; g++)
+                acc[g] = _mm512_add_pd(acc[g], _mm512_cvtps_pd(_mm512_i64gather_ps(step, x + 8 * g * n + i, 4)));
     }
-    _mm512_storeu_pd(sums, a0);
-    _mm512_storeu_pd(sums + 8, a1);
+XT_UNROLL
+    for (int g = 0; g < G; g++) _mm512_storeu_pd(sums + 8 * g, acc[g]);
+}
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma"))) static void sum_runs8_avx512(
+    const float *x, int64_t n, double *sums) {
+    sum_runs_groups_avx512(x, n, sums, 1);
+}
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma"))) static void sum_runs16_avx512(
+    const float *x, int64_t n, double *sums) {
+    sum_runs_groups_avx512(x, n, sums, 2);
 }
 #endif
 
