@@ -728,6 +728,45 @@ TEST(sum_runs_give_each_run_the_bits_of_sum_run) {
     k_simd_force(-1);
 }
 
+/* k_lane_sums (on AVX-512 16 or 32 vectors at a time, transposed so that a
+ * lane of 16 vectors is one zmm) gives each vector the bits of the scalar
+ * definition, 0.0 + lane 0 + ... + lane 15 in double, rounded to float once,
+ * at every SIMD level, for vector counts around the groups of 16 and 32, at 4,
+ * 8 and 16 lanes, into a separate array and compacted in place. Lanes 3 and 11
+ * hold +-1e18 (2^60 above the rest): adding the lanes in another order, or
+ * rounding to float before the end, changes the result. */
+TEST(lane_sums_give_each_vector_the_bits_of_the_lane_order_sum) {
+    static const int counts[] = {1, 15, 16, 17, 31, 32, 33, 48, 63, 64, 65, 100};
+    static const int lanes[] = {4, 8, 16};
+    enum { MAXV = 100 };
+    static float x[MAXV * 16], inplace[MAXV * 16], out[MAXV], want[MAXV];
+    for (int i = 0; i < MAXV * 16; i++) {
+        float v = (float)((i * 37) % 101) / 7.0f - 7.0f;
+        x[i] = i % 16 == 3 ? 1e18f + v : i % 16 == 11 ? -1e18f : v;
+    }
+    x[5 * 16 + 2] = -0.0f;
+    x[7 * 16 + 9] = NAN;
+    for (int lvl = 0; lvl <= k_simd_detect(); lvl++) {
+        k_simd_force(lvl);
+        for (size_t a = 0; a < sizeof lanes / sizeof *lanes; a++)
+            for (size_t b = 0; b < sizeof counts / sizeof *counts; b++) {
+                int L = lanes[a], n = counts[b];
+                for (int v = 0; v < n; v++) {
+                    double t = 0.0;
+                    for (int l = 0; l < L; l++) t += x[v * L + l];
+                    want[v] = (float)t;
+                }
+                k_lane_sums(x, n, L, out);
+                memcpy(inplace, x, sizeof(float) * (size_t)n * L);
+                k_lane_sums(inplace, n, L, inplace);
+                CHECK_MSG(!memcmp(out, want, sizeof(float) * (size_t)n), "level %d, %d vectors of %d lanes", lvl, n, L);
+                CHECK_MSG(!memcmp(inplace, want, sizeof(float) * (size_t)n), "level %d, %d vectors of %d lanes, in place",
+                          lvl, n, L);
+            }
+    }
+    k_simd_force(-1);
+}
+
 /* SUM_TO's runs give the same bits at every SIMD width, and the sum is
  * within float rounding of the double sum (1003 elements: a tail at each). */
 TEST(sum_and_add_runs_agree_at_every_width) {

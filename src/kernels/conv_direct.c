@@ -864,16 +864,15 @@ static void bwd_weight_part(const k_conv_shape *s, float *dw, float *db, const f
     }
     if (sh) sh->full = 0;
     if (!last) return;
-    /* accv tile (co0, k0) holds ct x tt vectors, channel-major; lanes summed in double */
+    /* accv tile (co0, k0) holds ct x tt vectors, channel-major; each vector's
+     * lanes summed in double, compacted in place, then placed in dw */
+    float *sums = m.accv;
+    k_lane_sums(m.accv, (int64_t)co_pad * k_pad, NB, sums);
     for (int co0 = 0; co0 < co_pad; co0 += ct)
         for (int k0 = 0; k0 < k_pad; k0 += tt)
             for (int c = 0; c < ct && co0 + c < s->Co; c++)
-                for (int u = 0; u < tt && k0 + u < K; u++) {
-                    const float *v = m.accv + ((size_t)co0 * k_pad + (size_t)k0 * ct + (size_t)(c * tt + u)) * NB;
-                    double t = 0.0;
-                    for (int l = 0; l < NB; l++) t += v[l];
-                    dw[(size_t)(co0 + c) * K + k0 + u] = (float)t;
-                }
+                for (int u = 0; u < tt && k0 + u < K; u++)
+                    dw[(size_t)(co0 + c) * K + k0 + u] = sums[(size_t)co0 * k_pad + (size_t)k0 * ct + (size_t)(c * tt + u)];
 }
 
 void k_conv_direct_bwd_weight_part(const k_conv_shape *s, float *dw, float *db, const float *x, const float *dy,

@@ -760,14 +760,14 @@ static void bwd_weight_part(const k_conv_shape *s, float *dw, const k_bf16 *x, c
                             m.accv + ((size_t)co0 * k_pad + (size_t)k0 * ct) * NB);
     }
     if (!last) return;
-    /* tile (co0, k0) holds ct x tt vectors, channel-major; lanes summed in double */
+    /* tile (co0, k0) holds ct x tt vectors, channel-major; each vector's lanes
+     * summed in double, compacted in place, then placed in dw */
+    float *sums = m.accv;
+    k_lane_sums(m.accv, (int64_t)co_pad * k_pad, NB, sums);
     for (int co = 0; co < s->Co; co++)
         for (int kk = 0; kk < K; kk++) {
             int co0 = co / ct * ct, k0 = kk / tt * tt;
-            const float *v = m.accv + ((size_t)co0 * k_pad + (size_t)k0 * ct + (size_t)((co - co0) * tt + kk - k0)) * NB;
-            double t = 0.0;
-            for (int l = 0; l < NB; l++) t += v[l];
-            dw[(size_t)co * K + kk] = (float)t;
+            dw[(size_t)co * K + kk] = sums[(size_t)co0 * k_pad + (size_t)k0 * ct + (size_t)((co - co0) * tt + kk - k0)];
         }
 }
 void k_conv_direct_bf16_bwd_weight_part(const k_conv_shape *s, float *dw, const k_bf16 *x, const k_bf16 *dy,

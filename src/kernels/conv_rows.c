@@ -305,19 +305,8 @@ TGT void k_conv_rows_bwd_weight_part(const k_conv_shape *s, float *dw, float *db
             }
     }
     if (!last) return;
-    for (int co = 0; co < s->Co; co++) {
-        for (int t = 0; t < T; t++) {
-            const float *v = acc + ((size_t)co * T + t) * 16;
-            double sum = 0.0;
-            for (int l = 0; l < 16; l++) sum += v[l];
-            dw[(size_t)co * T + t] = (float)sum;
-        }
-        if (db) {
-            double sum = 0.0;
-            for (int l = 0; l < 16; l++) sum += accb[(size_t)co * 16 + l];
-            db[co] = (float)sum;
-        }
-    }
+    k_lane_sums(acc, (int64_t)s->Co * T, 16, dw); /* dw[co][t]: the lanes of vector co*T + t */
+    if (db) k_lane_sums(accb, s->Co, 16, db);
 }
 
 int k_conv_rows_fits(const k_conv_shape *s) {

@@ -190,6 +190,12 @@ double k_sum_run(const float *x, int64_t n);
 /* sums[r] = k_sum_run(x + r*n, n) for r < runs, bit for bit, several runs at once */
 void k_sum_runs(const float *x, int64_t runs, int64_t n, double *sums);
 void k_add_run(float *y, const float *x, int64_t n);
+/* The weight gradients' last step: out[v] = (float)t with t = 0.0, then
+ * t += x[v*lanes + l] for l = 0..lanes-1 in double, for each of nvec
+ * vectors of `lanes` floats (a vector accumulator's lanes, one image block
+ * each). out may be x itself (the sums are compacted in place, a group's
+ * vectors read before its sums are written); otherwise they must not overlap. */
+void k_lane_sums(const float *x, int64_t nvec, int lanes, float *out);
 /* Gradient of (mean, biased variance) of `count` values per channel, for N
  * samples of x (N, C, HW): dx = ds[c] / count + 2 ds[C + c] (x - st[c]) / count.
  * count is the whole batch's N*HW when N is a micro-batch tile of it. */
