@@ -86,17 +86,34 @@ static int grow(void **p, int *cap, int need, size_t elem) {
     return 0;
 }
 
+/* The node's structure: its own fields packed into 64-bit words, each
+ * scrambled with its own odd multiplier and summed, then one full mix, then
+ * the operands' hashes chained in order. The words are independent, so the
+ * core overlaps their multiplies; one xt_mix64 per field (~10 cycles each,
+ * about 17 in a chain per node) was 3.7% of the seed CNN's step at batch 16.
+ * Equal fields give equal hashes (shape past rank counts as 0); the hash only
+ * has to spread nodes over the CSE table and the plan cache, both of which
+ * compare the nodes themselves on a match. */
+static inline uint64_t word_scramble(uint64_t w, uint64_t k) {
+    w = (w + 0x9e3779b97f4a7c15ULL) * k;
+    return w ^ (w >> 29);
+}
 static uint64_t node_hash(const xt_graph *g, const xt_node *n, const xt_t *ins) {
-    uint64_t h = xt_mix64(0x6a09e667f3bcc908ULL, (uint64_t)n->op);
-    h = xt_mix64(h, (uint64_t)n->dtype << 8 | (uint64_t)n->rank);
-    for (int i = 0; i < n->rank; i++) h = xt_mix64(h, (uint64_t)n->shape[i]);
-    for (int i = 0; i < 6; i++) h = xt_mix64(h, (uint64_t)(uint32_t)n->iattr[i]);
-    for (int i = 0; i < 2; i++) {
-        uint32_t bits;
-        memcpy(&bits, &n->fattr[i], 4);
-        h = xt_mix64(h, bits);
+    static const uint64_t K[8] = {0xbf58476d1ce4e5b9ULL, 0x94d049bb133111ebULL, 0xd6e8feb86659fd93ULL,
+                                  0xa0761d6478bd642fULL, 0xe7037ed1a0b428dbULL, 0x8ebc6af09c88c6e3ULL,
+                                  0x589965cc75374cc3ULL, 0x1d8e4e27c47d124fULL};
+    uint32_t f[2];
+    memcpy(f, n->fattr, sizeof f);
+    uint64_t h = word_scramble((uint64_t)(uint16_t)n->op | (uint64_t)(uint8_t)n->dtype << 16 |
+                                   (uint64_t)(uint8_t)n->rank << 24 | (uint64_t)(uint32_t)n->nin << 32, K[0]);
+    h += word_scramble((uint64_t)f[0] | (uint64_t)f[1] << 32, K[1]);
+    for (int i = 0; i < 6; i += 2)
+        h += word_scramble((uint64_t)(uint32_t)n->iattr[i] | (uint64_t)(uint32_t)n->iattr[i + 1] << 32, K[2 + i / 2]);
+    for (int i = 0; i < XT_MAX_RANK; i += 2) {
+        uint64_t a = i < n->rank ? (uint32_t)n->shape[i] : 0, b = i + 1 < n->rank ? (uint32_t)n->shape[i + 1] : 0;
+        h += word_scramble(a | b << 32, K[(5 + i / 2) & 7]);
     }
-    h = xt_mix64(h, (uint64_t)n->nin);
+    h = xt_mix64(0x6a09e667f3bcc908ULL, h);
     for (int i = 0; i < n->nin; i++) h = xt_mix64(h, g->nodes[ins[i]].hash);
     return h;
 }
