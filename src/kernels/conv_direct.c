@@ -37,7 +37,7 @@
 typedef void (*nfwd_fn)(const float *xb, const int32_t *off, int K, const float *wpk, size_t xstep, float *y,
                         size_t ystride);
 typedef void (*nbww_fn)(const float *dyb, size_t dstride, size_t drow, const float *xb, const int32_t *off, int Ho,
-                        int Wo, size_t xrow, size_t xcol, float *acc_out);
+                        int Wo, size_t xrow, size_t xcol, float *acc_out, int init);
 typedef void (*nbwd_fn)(const float *dyb, size_t dstride, int Co, int Wo, const int32_t *rows, int nr,
                         const int32_t *cols, int nc, const float *wpk, int kw, float *dx, size_t xstride);
 typedef struct {
@@ -839,7 +839,8 @@ static void bwd_weight_part(const k_conv_shape *s, float *dw, float *db, const f
     size_t img_x = (size_t)s->Ci * s->H * s->W;
     clear_xb_border(s, m.xb, NB);
     memset(m.dyb + (size_t)s->Co * dstride, 0, sizeof(float) * (size_t)(co_pad - s->Co) * dstride); /* channels past Co stay zero */
-    if (first) memset(m.accv, 0, sizeof(float) * (size_t)co_pad * k_pad * NB);
+    /* no zeroing of the accumulators: the first block stores its sums, the
+     * later ones add theirs (see nbww_body) */
     memset(m.zeros, 0, sizeof(float) * plane_floats(s));
     if (db && first)
         for (int co = 0; co < s->Co; co++) db[co] = 0.0f;
@@ -860,7 +861,7 @@ static void bwd_weight_part(const k_conv_shape *s, float *dw, float *db, const f
         for (int co0 = 0; co0 < co_pad; co0 += ct)
             for (int k0 = 0; k0 < k_pad; k0 += tt)
                 cfg->fn(dyb + co0 * ds, ds, drow, m.xb, m.off + k0, s->Ho, s->Wo, (size_t)s->sh * Wp * NB,
-                        (size_t)s->sw * NB, m.accv + ((size_t)co0 * k_pad + (size_t)k0 * ct) * NB);
+                        (size_t)s->sw * NB, m.accv + ((size_t)co0 * k_pad + (size_t)k0 * ct) * NB, first && n0 == 0);
     }
     if (sh) sh->full = 0;
     if (!last) return;

@@ -54,11 +54,15 @@ XT_UNROLL
 }
 
 /* Sums over the Ho x Wo output pixels of one block and adds the CT x TT vector
- * accumulators into acc_out (lane sums are taken once, after the last block). */
+ * accumulators into acc_out (lane sums are taken once, after the last block),
+ * or with init (the first block) stores them there: acc_out needs no zeroing
+ * (320 KB for the seed CNN's conv2, paid per call). The same bits at the end:
+ * 0 + a and a differ only for a = -0, and a zero's sign cannot reach the
+ * weight (a later nonzero addend absorbs it; the lane sum starts from +0.0). */
 static inline __attribute__((always_inline)) TGT void NFN(nbww_body)(const int CT, const int TT, const float *dyb,
                                                                     size_t dstride, size_t drow, const float *xb,
                                                                     const int32_t *off, int Ho, int Wo, size_t xrow,
-                                                                    size_t xcol, float *acc_out) {
+                                                                    size_t xcol, float *acc_out, int init) {
     vec acc[8][8];
 XT_UNROLL
     for (int c = 0; c < CT; c++)
@@ -83,7 +87,10 @@ XT_UNROLL
 XT_UNROLL
         for (int u = 0; u < TT; u++) {
             float *o = acc_out + (size_t)(c * TT + u) * VL;
-            VSTORE(o, VLOAD(o) + acc[c][u]);
+            if (init)
+                VSTORE(o, acc[c][u]);
+            else
+                VSTORE(o, VLOAD(o) + acc[c][u]);
         }
 }
 
@@ -241,8 +248,9 @@ static TGT double NFN(sum_floats)(const float *p, size_t n) {
 #define NBWW_INST(ct, tt)                                                                                      \
     static TGT void NFN(NCAT(NCAT(nbww_, ct), NCAT(_, tt)))(const float *dyb, size_t dstride, size_t drow,      \
                                                             const float *xb, const int32_t *off, int Ho,       \
-                                                            int Wo, size_t xrow, size_t xcol, float *acc_out) { \
-        NFN(nbww_body)(ct, tt, dyb, dstride, drow, xb, off, Ho, Wo, xrow, xcol, acc_out);                      \
+                                                            int Wo, size_t xrow, size_t xcol, float *acc_out,  \
+                                                            int init) {                                        \
+        NFN(nbww_body)(ct, tt, dyb, dstride, drow, xb, off, Ho, Wo, xrow, xcol, acc_out, init);                \
     }
 #define NBWD_INST(ct)                                                                                          \
     static TGT void NFN(NCAT(nbwd_, ct))(const float *dyb, size_t dstride, int Co, int Wo, const int32_t *rows, \
