@@ -117,11 +117,13 @@ XT_UNROLL
 }
 
 /* acc_out[c][u] (16 lanes) += sum over the output pixel pairs of one block of
- * dyb[c][pair] . xb[off[u] + pair]: CT channels x TT taps, Ho x Wo2 pixel pairs */
+ * dyb[c][pair] . xb[off[u] + pair]: CT channels x TT taps, Ho x Wo2 pixel pairs;
+ * with init (a call's first sweep) = instead of +=, so acc_out needs no zeroing
+ * (the same bits at the end, as the fp32 twin's nbww_body explains) */
 static inline __attribute__((always_inline)) TGT void dbww_body(const int CT, const int TT, const uint32_t *dyb,
                                                                 size_t dstride, const uint32_t *xb,
                                                                 const int32_t *off, int Ho, int Wo2, size_t xrow,
-                                                                size_t xcol, float *acc_out) {
+                                                                size_t xcol, float *acc_out, int init) {
     __m512 acc[8][8];
 XT_UNROLL
     for (int c = 0; c < CT; c++)
@@ -146,7 +148,7 @@ XT_UNROLL
 XT_UNROLL
         for (int u = 0; u < TT; u++) {
             float *o = acc_out + (size_t)(c * TT + u) * NB;
-            _mm512_storeu_ps(o, _mm512_add_ps(_mm512_loadu_ps(o), acc[c][u]));
+            _mm512_storeu_ps(o, init ? acc[c][u] : _mm512_add_ps(_mm512_loadu_ps(o), acc[c][u]));
         }
 }
 
@@ -157,7 +159,7 @@ typedef void (*dbwd_fn)(const uint32_t *dyb, size_t dstride, int Cq, int Wo, con
 typedef struct { int ct, pt; dfwd_fn fn; } dfwd_cfg;
 typedef struct { int ct; dbwd_fn fn; } dbwd_cfg;
 typedef void (*dbww_fn)(const uint32_t *dyb, size_t dstride, const uint32_t *xb, const int32_t *off, int Ho, int Wo2,
-                        size_t xrow, size_t xcol, float *acc_out);
+                        size_t xrow, size_t xcol, float *acc_out, int init);
 typedef struct { int ct, tt; dbww_fn fn; } dbww_cfg;
 
 /* the fp32 AVX-512 lists: CT*PT accumulators + PT inputs + 1 broadcast <= 32 registers */
@@ -177,8 +179,8 @@ typedef struct { int ct, tt; dbww_fn fn; } dbww_cfg;
     }
 #define DBWW_INST(ct, tt)                                                                                      \
     static TGT void dbww_##ct##_##tt(const uint32_t *dyb, size_t dstride, const uint32_t *xb, const int32_t *off, \
-                                     int Ho, int Wo2, size_t xrow, size_t xcol, float *acc_out) {               \
-        dbww_body(ct, tt, dyb, dstride, xb, off, Ho, Wo2, xrow, xcol, acc_out);                                \
+                                     int Ho, int Wo2, size_t xrow, size_t xcol, float *acc_out, int init) {     \
+        dbww_body(ct, tt, dyb, dstride, xb, off, Ho, Wo2, xrow, xcol, acc_out, init);                          \
     }
 DFWD_CFGS(DFWD_INST)
 DBWD_CFGS(DBWD_INST)
@@ -746,8 +748,7 @@ static void bwd_weight_part(const k_conv_shape *s, float *dw, const k_bf16 *x, c
     for (; k < k_pad; k++) m.off[k] = 0; /* padding taps: read valid memory, results dropped */
     memset(m.xb, 0, 4 * (size_t)s->Ci * Hp * Wp * NB);
     memset(m.dyb + (size_t)s->Co * dstride, 0, 4 * (size_t)(co_pad - s->Co) * dstride);
-    if (first) memset(m.accv, 0, 4 * (size_t)co_pad * k_pad * NB);
-    memset(m.zeros, 0, 2 * (plane_elems(s) + 2 * (size_t)s->Ho));
+    memset(m.zeros, 0, 2 * (plane_elems(s) + 2 * (size_t)s->Ho)); /* accv: the first sweep stores (dbww_body) */
     size_t xrow = (size_t)s->sh * Wp * NB, drow = (size_t)Wo2 * NB; /* one output row's step in xb, dyb */
     int rows = bww_rows(s, (size_t)s->Ci * Wp * NB, (size_t)co_pad * drow);
     for (int n0 = 0; n0 < s->N; n0 += NB) {
@@ -757,7 +758,7 @@ static void bwd_weight_part(const k_conv_shape *s, float *dw, const k_bf16 *x, c
                 for (int k0 = 0; k0 < k_pad; k0 += tt)
                     cfg->fn(m.dyb + co0 * dstride + oh0 * drow, dstride, m.xb + oh0 * xrow, m.off + k0,
                             s->Ho - oh0 < rows ? s->Ho - oh0 : rows, Wo2, xrow, (size_t)2 * s->sw * NB,
-                            m.accv + ((size_t)co0 * k_pad + (size_t)k0 * ct) * NB);
+                            m.accv + ((size_t)co0 * k_pad + (size_t)k0 * ct) * NB, first && n0 == 0 && oh0 == 0);
     }
     if (!last) return;
     /* tile (co0, k0) holds ct x tt vectors, channel-major; each vector's lanes
