@@ -15,10 +15,9 @@
  * fold's latency was most of the cost), and two such groups at once where
  * there are 16 runs, their folds interleaved.
  * k_lane_sums is the weight gradients' last step, the lanes of each vector
- * accumulator added in double in lane order; on AVX-512 sixteen vectors at a
- * time are transposed so that lane l of all 16 is one zmm, and 32 at a time
- * fold in four interleaved double chains (one vector at a time, its 16
- * dependent scalar adds were 8% of the seed CNN's step at batch 16).
+ * accumulator added in double in lane order: k_sum_runs over runs of one
+ * vector (one vector at a time, its 16 dependent scalar adds were 8% of the
+ * seed CNN's step at batch 16).
  * Is not: the shape bookkeeping of SUM_TO (engine/exec_ops.c).
  */
 #include "kernels/kernels.h"
@@ -129,53 +128,18 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma"))) static vo
     sum_runs_groups_avx512(x, n, sums, 2);
 }
 
-#include "kernels/transpose16.h"
-/* 16*G vectors of 16 lanes (G = 1 or 2, a constant once inlined): out[v] =
- * (float) of 0.0 + lane 0 + lane 1 + ... + lane 15 in double. All 16*G vectors
- * are loaded before any sum is stored, so out may be x (see kernels.h). */
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma"), always_inline)) static inline void
-lane_sums_groups_avx512(const float *x, float *out, const int G) {
-    __m512 r[2][16];
-XT_UNROLL
-    for (int g = 0; g < G; g++) {
-XT_UNROLL
-        for (int v = 0; v < 16; v++) r[g][v] = _mm512_loadu_ps(x + (size_t)(16 * g + v) * 16);
-        transpose_avx512(r[g]); /* r[g][l]: lane l of vectors 16g .. 16g+15 */
-    }
-    __m512d lo[2], hi[2];
-XT_UNROLL
-    for (int g = 0; g < G; g++) lo[g] = hi[g] = _mm512_setzero_pd();
-XT_UNROLL
-    for (int l = 0; l < 16; l++)
-XT_UNROLL
-        for (int g = 0; g < G; g++) {
-            lo[g] = _mm512_add_pd(lo[g], _mm512_cvtps_pd(_mm512_castps512_ps256(r[g][l])));
-            hi[g] = _mm512_add_pd(hi[g], _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(r[g][l]), 1))));
-        }
-XT_UNROLL
-    for (int g = 0; g < G; g++) {
-        _mm256_storeu_ps(out + 16 * g, _mm512_cvtpd_ps(lo[g]));
-        _mm256_storeu_ps(out + 16 * g + 8, _mm512_cvtpd_ps(hi[g]));
-    }
-}
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma"))) static int64_t lane_sums16_avx512(
-    const float *x, int64_t nvec, float *out) {
-    int64_t v = 0;
-    for (; v + 32 <= nvec; v += 32) lane_sums_groups_avx512(x + v * 16, out + v, 2);
-    for (; v + 16 <= nvec; v += 16) lane_sums_groups_avx512(x + v * 16, out + v, 1);
-    return v;
-}
 #endif
 
 void k_lane_sums(const float *x, int64_t nvec, int lanes, float *out) {
-    int64_t v = 0;
-#ifdef REDUCE_WIDE
-    if (lanes == 16 && k_simd_level() == K_SIMD_AVX512) v = lane_sums16_avx512(x, nvec, out);
-#endif
-    for (; v < nvec; v++) { /* reads x[v*lanes ..] before writing out[v] <= it */
-        double t = 0.0;
-        for (int l = 0; l < lanes; l++) t += x[v * lanes + l];
-        out[v] = (float)t;
+    /* a vector's lane sum is k_sum_run over its `lanes` floats (its float
+     * lanes start from +0 and fold in double from 0.0 in lane order), so
+     * k_sum_runs computes them, 64 vectors at a time; each chunk is read
+     * before its sums are written, so out may be x */
+    double t[64];
+    for (int64_t v = 0; v < nvec; v += 64) {
+        int64_t n = nvec - v < 64 ? nvec - v : 64;
+        k_sum_runs(x + v * lanes, n, lanes, t);
+        for (int64_t i = 0; i < n; i++) out[v + i] = (float)t[i];
     }
 }
 
