@@ -492,6 +492,79 @@ TEST(engine_elementwise_per_channel_operands_match_the_formula) {
     }
 }
 
+/* Batch norm's backward pattern: per-channel sums of values a group makes
+ * (pass_fuse.c's absorbable_sum). p = g*s is summed and fetched, q = p*x
+ * is only summed and then read again by u = q*x + s (its register must
+ * outlive the group's last instruction, though q*x wants a register after
+ * q's last read), and w reads a sum, so it cannot join the group
+ * that is still adding it up. The sums join the group where the plane fits
+ * one interpreter chunk (not 40x30), and every value is the unfused plan's,
+ * bit for bit, at every SIMD width. */
+static void channel_sums(xt_store *st, int fuse, int xs, int gs, int ss, const int32_t *shape, float *out, size_t n,
+                         xt_exec_stats *stats) {
+    xt_engine_opts o = {.fuse = fuse};
+    xt_engine *en = xt_engine_new(st, &o);
+    xt_graph *g = xt_engine_graph(en);
+    const int32_t per_c[4] = {1, shape[1], 1, 1};
+    xt_t x = xt_leaf(g, xs), gl = xt_leaf(g, gs), s = xt_leaf(g, ss);
+    xt_t p = xt_mul(g, gl, s);
+    xt_t sum_p = xt_sum_to(g, p, 4, per_c);
+    xt_t q = xt_mul(g, p, x);
+    xt_t sum_q = xt_sum_to(g, q, 4, per_c);
+    xt_t u = xt_add(g, xt_mul(g, q, x), s); /* q*x in a register: q's, were q's freed at its last read */
+    xt_t w = xt_add(g, p, xt_broadcast_to(g, sum_p, 4, shape));
+    int C = shape[1];
+    xt_fetch(g, sum_p, out, (size_t)C * 4);
+    xt_fetch(g, sum_q, out + C, (size_t)C * 4);
+    xt_fetch(g, u, out + 2 * C, n * 4);
+    xt_fetch(g, w, out + 2 * C + n, n * 4);
+    xt_fetch(g, p, out + 2 * C + 2 * n, n * 4);
+    xt_err e = {0};
+    CHECK_MSG(xt_mark_step(en, &e) == 0, "%s", e.msg);
+    xt_engine_last_stats(en, stats);
+    xt_engine_free(en);
+}
+
+TEST(engine_per_channel_sums_join_the_group_that_makes_them) {
+    static const int32_t planes[][2] = {{4, 4}, {12, 12}, {32, 32}, {40, 30}};
+    enum { N = 3, C = 5 };
+    for (size_t pi = 0; pi < sizeof planes / sizeof planes[0]; pi++) {
+        int32_t shape[4] = {N, C, planes[pi][0], planes[pi][1]}, per_c[4] = {1, C, 1, 1};
+        size_t n = (size_t)N * C * planes[pi][0] * planes[pi][1], total = 2 * C + 3 * n;
+        int absorbed = planes[pi][0] * planes[pi][1] <= 1024;
+        xt_store st;
+        xt_store_init(&st);
+        int xs = add_slot(&st, "x", 4, shape, NULL), gs = add_slot(&st, "g", 4, shape, NULL);
+        int ss = add_slot(&st, "s", 4, per_c, NULL);
+        xt_err e = {0};
+        CHECK(xt_store_finalize(&st, &e) == 0);
+        float *x = xt_store_f32(&st, xs), *gv = xt_store_f32(&st, gs), *sv = xt_store_f32(&st, ss);
+        for (size_t i = 0; i < n; i++) {
+            x[i] = sinf((float)i * 0.37f) * 3.0f;
+            gv[i] = cosf((float)i * 1.3f) * (i % 7 == 0 ? 1e4f : 1.0f); /* spread: the order of the adds shows */
+        }
+        gv[0] = -0.0f;
+        for (int c = 0; c < C; c++) sv[c] = 0.5f + 0.25f * (float)c;
+        float *fused = malloc(total * sizeof(float)), *plain = malloc(total * sizeof(float));
+        xt_exec_stats sf, sp;
+        for (int lvl = 0; lvl <= k_simd_detect(); lvl++) {
+            k_simd_force(lvl);
+            channel_sums(&st, 1, xs, gs, ss, shape, fused, n, &sf);
+            channel_sums(&st, 0, xs, gs, ss, shape, plain, n, &sp);
+            size_t bad = 0;
+            while (bad < total && !memcmp(&fused[bad], &plain[bad], sizeof(float))) bad++;
+            CHECK_MSG(bad == total, "planes %dx%d, SIMD level %d: value %zu is %.9g fused, %.9g unfused", planes[pi][0],
+                      planes[pi][1], lvl, bad, bad < total ? fused[bad] : 0.0, bad < total ? plain[bad] : 0.0);
+            /* absorbed: {p, sum, q, sum, u} and {w}; else {p} sum {q} sum {u, w} */
+            CHECK_MSG(sf.kernels == (absorbed ? 2 : 5), "planes %dx%d: %d kernels", planes[pi][0], planes[pi][1], sf.kernels);
+        }
+        k_simd_force(-1);
+        free(fused);
+        free(plain);
+        xt_store_free(&st);
+    }
+}
+
 /* conv -> ReLU -> 2x2/2 max pool (wide_cnn's conv2): the pool and the ReLU
  * run in the convolution's epilogue with the ReLU's backward moved behind
  * the pool's (pass_conv_epilogue.c), but only when nothing else reads the

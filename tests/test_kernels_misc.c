@@ -728,6 +728,36 @@ TEST(sum_runs_give_each_run_the_bits_of_sum_run) {
     k_simd_force(-1);
 }
 
+/* k_sum_runs_at (runs at unrelated addresses, four or two chains at once)
+ * gives each run k_sum_run's bits at every SIMD level, for 1-7 runs (the
+ * 4, 2 and 1 paths), lengths with and without tails, runs in reverse order
+ * and overlapping. The +-1e18 lanes make another fold order show. */
+TEST(sum_runs_at_give_each_run_the_bits_of_sum_run) {
+    static const int lens[] = {2, 15, 16, 25, 144, 1024};
+    static float x[8 * 1024];
+    const float *xp[7];
+    double sums[7];
+    for (int i = 0; i < 8 * 1024; i++) {
+        float v = (float)((i * 41) % 103) / 9.0f - 5.0f;
+        x[i] = i % 16 == 3 ? 1e18f + v : i % 16 == 11 ? -1e18f : v;
+    }
+    for (int lvl = 0; lvl <= k_simd_detect(); lvl++) {
+        k_simd_force(lvl);
+        for (size_t a = 0; a < sizeof lens / sizeof *lens; a++)
+            for (int runs = 1; runs <= 7; runs++) {
+                int n = lens[a];
+                for (int r = 0; r < runs; r++) xp[r] = x + (size_t)(runs - 1 - r) * 1024 + (size_t)r * 3;
+                k_sum_runs_at(xp, runs, n, sums);
+                for (int r = 0; r < runs; r++) {
+                    double want = k_sum_run(xp[r], n);
+                    CHECK_MSG(sums[r] == want, "level %d, %d runs of %d: run %d %.17g, alone %.17g", lvl, runs, n, r,
+                              sums[r], want);
+                }
+            }
+    }
+    k_simd_force(-1);
+}
+
 /* k_lane_sums (on AVX-512 16 or 32 vectors at a time, transposed so that a
  * lane of 16 vectors is one zmm) gives each vector the bits of the scalar
  * definition, 0.0 + lane 0 + ... + lane 15 in double, rounded to float once,

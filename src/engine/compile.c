@@ -17,6 +17,7 @@ void xt_plan_free(xt_plan *p) {
         free(p->groups[i].inputs);
         free(p->groups[i].outputs);
         free(p->groups[i].instr);
+        free(p->groups[i].sums);
     }
     free(p->groups);
     free(p->key.nodes);

@@ -30,10 +30,12 @@
 
 #include "engine/plan.h"
 #include "kernels/bf16.h"
+#include "kernels/kernels.h"
 #include "kernels/simd.h"
 #include "util/check.h"
 
 #define CHUNK 1024
+#define XT_FUSE_SUMS_MAX 8 /* sums taken together per plane (more go in turns) */
 
 typedef void (*ew_fn)(float *d, const float *pa, const float *pb, int n);
 /* A binary op with one operand constant along each of `rows` rows of
@@ -212,12 +214,13 @@ static void input_strides(const xt_plan *p, const xt_ew_group *grp, const int32_
 
 /* The inner run: extend outward from the last dim while every input keeps
  * one pattern over the run's non-trivial dims (all contiguous, or all
- * broadcast); size-1 dims never break a run. Returns its first dim. */
-static int inner_run(const xt_ew_group *grp, const int32_t *S, ew_state *st) {
+ * broadcast); size-1 dims never break a run, and it stops at min_d0 (a
+ * group with sums: its rows are the (n, c) planes). Returns its first dim. */
+static int inner_run(const xt_ew_group *grp, const int32_t *S, ew_state *st, int min_d0) {
     int nin = grp->ninputs;
     for (int k = 0; k < nin; k++) st->pattern[k] = -1;
     int d0 = 4;
-    while (d0 > 0) {
+    while (d0 > min_d0) {
         int d = d0 - 1, ok = 1;
         if (S[d] != 1)
             for (int k = 0; k < nin && ok; k++) {
@@ -342,7 +345,37 @@ static void load_rows(const xt_ew_group *grp, ew_state *st, void *const *in, ew_
         }
 }
 
-void xt_ew_run(const xt_plan *p, const xt_ew_group *grp, void *const *in, void *const *out, void *scratch, int32_t rows) {
+int xt_ew_max_sum_plane(void) { return CHUNK; }
+
+/* The group's per-channel sums over the chunk just computed: `ch.rows`
+ * whole planes from outer row o (o = n*C + c: the rows are planes, see
+ * xt_ew_run). Each plane's sum is k_sum_run's, added to its channel's
+ * float in row order: SUM_TO's kernel (exec_ops.c) adds the same values in
+ * the same order, so the bits are that kernel's. A plane's sum is a chain
+ * of dependent adds, so they are taken several at once: a chunk's planes of
+ * one sum (k_sum_runs), or one plane of each sum (k_sum_runs_at). */
+static void add_sums(const xt_ew_group *grp, ew_state *st, void *const *out, int64_t o, int32_t C, ew_chunk ch) {
+    double t[CHUNK / 2]; /* a plane has 2 elements at least (pass_fuse.c) */
+    if (ch.rows == 1) {
+        const float *v[XT_FUSE_SUMS_MAX];
+        for (int s0 = 0; s0 < grp->nsums; s0 += XT_FUSE_SUMS_MAX) {
+            int ns = grp->nsums - s0 < XT_FUSE_SUMS_MAX ? grp->nsums - s0 : XT_FUSE_SUMS_MAX;
+            for (int s = 0; s < ns; s++) v[s] = operand_chunk(st, grp->sums[s0 + s].kind, grp->sums[s0 + s].src, 0, ch);
+            k_sum_runs_at(v, ns, ch.len, t);
+            for (int s = 0; s < ns; s++) ((float *)out[grp->sums[s0 + s].out])[o % C] += (float)t[s];
+        }
+        return;
+    }
+    for (int s = 0; s < grp->nsums; s++) {
+        const xt_ew_sum *sm = &grp->sums[s];
+        float *y = out[sm->out];
+        k_sum_runs(operand_chunk(st, sm->kind, sm->src, 0, ch), ch.rows, ch.len, t);
+        for (int r = 0; r < ch.rows; r++) y[(o + r) % C] += (float)t[r];
+    }
+}
+
+void xt_ew_run(const xt_plan *p, const xt_ew_group *grp, void *const *in, void *const *out, void *scratch, int32_t row0,
+               int32_t rows) {
     ew_state st;
     carve(grp, scratch, &st);
     int32_t S[4] = {1, 1, 1, 1};
@@ -350,7 +383,12 @@ void xt_ew_run(const xt_plan *p, const xt_ew_group *grp, void *const *in, void *
     if (rows > 0) S[4 - grp->rank] = rows;
     int lvl = EW_WIDE ? k_simd_level() : K_SIMD_GENERIC;
     input_strides(p, grp, S, rows, &st);
-    int d0 = inner_run(grp, S, &st);
+    /* sums (pass_fuse.c admits them only on [N, C, H, W] groups with H*W
+     * at most a chunk): rows are planes, so each chunk holds whole ones */
+    int d0 = inner_run(grp, S, &st, grp->nsums ? 2 : 0);
+    XT_CHECK(!grp->nsums || (grp->rank == 4 && S[2] * S[3] <= CHUNK));
+    if (row0 == 0)
+        for (int s = 0; s < grp->nsums; s++) memset(out[grp->sums[s].out], 0, (size_t)S[1] * sizeof(float));
     int64_t inner = 1, outer = 1;
     for (int d = d0; d < 4; d++) inner *= S[d];
     for (int d = 0; d < d0; d++) outer *= S[d];
@@ -366,11 +404,13 @@ void xt_ew_run(const xt_plan *p, const xt_ew_group *grp, void *const *in, void *
         load_rows(grp, &st, in, &walk, S, d0, r);
         if (r > 1) {
             run_chunk(lvl, grp, &st, out, o, inner, 0, (ew_chunk){r, (int)inner});
+            if (grp->nsums) add_sums(grp, &st, out, o, S[1], (ew_chunk){r, (int)inner});
             continue;
         }
         for (int64_t c = 0; c < inner; c += CHUNK) {
             int m = inner - c < CHUNK ? (int)(inner - c) : CHUNK;
             run_chunk(lvl, grp, &st, out, o, inner, c, (ew_chunk){1, m});
+            if (grp->nsums) add_sums(grp, &st, out, o, S[1], (ew_chunk){1, m}); /* m == inner: one plane */
         }
     }
 }

@@ -39,7 +39,7 @@ static int run_kernel(xt_plan *p, const xt_exec_ctx *c, const xt_kernel *kr, voi
         void **outs = ptrs + g->ninputs;
         for (int i = 0; i < g->ninputs; i++) ptrs[i] = tile_ptr(p, c, kr, i, g->inputs[i], row0);
         for (int i = 0; i < g->noutputs; i++) outs[i] = tile_ptr(p, c, kr, g->ninputs + i, g->outputs[i], row0);
-        xt_ew_run(p, g, ptrs, outs, p->ew_scratch, rows);
+        xt_ew_run(p, g, ptrs, outs, p->ew_scratch, row0, rows);
         return 0;
     }
     const xt_node *n = &p->nodes[kr->node];

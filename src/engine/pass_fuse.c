@@ -20,6 +20,17 @@
  * assign or a fetch) are the group's outputs and are written to memory; the
  * rest live only in chunk registers. Inputs are everything else the members
  * read, broadcast where their shape is smaller.
+ *
+ * Per-channel sums. Batch norm's backward sums g and g*x per channel
+ * (SUM_TO to [1, C, 1, 1]) right where a group makes them; as kernels of
+ * their own, each sum ended the group and read its operand back from memory,
+ * and the product g*x was written only to be summed. A SUM_TO of a member
+ * joins the group instead (absorbable_sum): the interpreter adds each plane
+ * of the member's chunk to its channel as the chunk is done (ew.c), with
+ * SUM_TO's bits, and the member stays in a register when nothing else needs
+ * it. A sum is complete only after the group's last chunk, so a candidate
+ * that reads one (directly or through a view) starts a new group.
+ * MEASURED (ResNet-20 backward, batch 128, Zen 5): see the README's Design.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +64,41 @@ static int reads_group_through_alias(const xt_plan *p, int i, int cur, const int
     return 0;
 }
 
+static int is_sum(const xt_node *n) { return n->op == XT_OP_SUM_TO; }
+
+/* Does node i read a per-channel sum that group `cur` computes, directly or
+ * through kernel-less nodes? It would read it before the group finished it. */
+static int reads_group_sum(const xt_plan *p, int i, int cur, const int32_t *group_of) {
+    const xt_node *nd = &p->nodes[i];
+    for (int k = 0; k < nd->nin; k++) {
+        int32_t src = p->operands[nd->in_off + k];
+        for (;;) {
+            if (group_of[src] == cur && is_sum(&p->nodes[src])) return 1;
+            if (!is_free(&p->nodes[src]) || p->nodes[src].nin == 0) break;
+            src = p->operands[p->nodes[src].in_off];
+        }
+    }
+    return 0;
+}
+
+/* May SUM_TO node i join group `cur`, whose members have cur_shape's shape?
+ * When it sums a member of the group over every dim but the channel of an
+ * [N, C, H, W] shape whose planes fit one interpreter chunk, and is not
+ * written into a slot (an assign's in-place check knows members only). */
+static int absorbable_sum(const xt_plan *p, int i, int cur, const xt_node *cur_shape, const int32_t *group_of) {
+    const xt_node *nd = &p->nodes[i];
+    if (!is_sum(nd) || cur < 0 || nd->nin != 1) return 0;
+    int32_t src = p->operands[nd->in_off];
+    if (group_of[src] != cur || is_sum(&p->nodes[src])) return 0;
+    const int32_t *S = cur_shape->shape;
+    if (cur_shape->rank != 4 || nd->rank != 4 || S[1] < 2) return 0;
+    if (nd->shape[0] != 1 || nd->shape[1] != S[1] || nd->shape[2] != 1 || nd->shape[3] != 1) return 0;
+    if ((int64_t)S[2] * S[3] > xt_ew_max_sum_plane()) return 0;
+    for (int a = 0; a < p->nassign; a++)
+        if (p->assigns[a].t == i) return 0;
+    return 1;
+}
+
 /* Where instruction j reads operand `src` from: the register of an earlier
  * member that lives only in registers, or else a group input (an external
  * value, or an earlier member already written to memory, read back like an
@@ -73,29 +119,40 @@ static int16_t operand_of(xt_ew_group *grp, const int32_t *members, int j, const
 
 /* Build the program of one group: members[0..m) in order; a member that
  * something outside reads (needed_outside) is written to memory, the rest
- * get a chunk register, freed after its last use. */
+ * get a chunk register, freed after its last use. A sum member is no
+ * instruction: it is an output the interpreter adds the summed member's
+ * chunk into after the program ran on it, so that member's register is
+ * never freed. */
 static int build_group(xt_plan *p, xt_ew_group *grp, const int32_t *members, int m, const uint8_t *needed_outside) {
     XT_CHECK(m >= 1 && m <= XT_FUSE_MAX_MEMBERS);
     const xt_node *first = &p->nodes[members[0]];
+    XT_CHECK(!is_sum(first));
     grp->rank = first->rank;
     memcpy(grp->shape, first->shape, sizeof grp->shape);
     grp->inputs = malloc((size_t)(2 * m) * sizeof *grp->inputs);
     grp->outputs = malloc((size_t)m * sizeof *grp->outputs);
     grp->instr = calloc((size_t)m, sizeof *grp->instr);
-    if (!grp->inputs || !grp->outputs || !grp->instr) return -1;
+    grp->sums = calloc((size_t)m, sizeof *grp->sums);
+    if (!grp->inputs || !grp->outputs || !grp->instr || !grp->sums) return -1;
     int last_use[XT_FUSE_MAX_MEMBERS], reg_of[XT_FUSE_MAX_MEMBERS], out_of[XT_FUSE_MAX_MEMBERS];
     int reg_busy[XT_FUSE_MAX_MEMBERS] = {0}; /* a register per member at most */
     for (int j = 0; j < m; j++) {
-        last_use[j] = -1;
-        out_of[j] = needed_outside[j] ? grp->noutputs++ : -1;
-        if (out_of[j] >= 0) grp->outputs[out_of[j]] = members[j];
         const xt_node *n = &p->nodes[members[j]];
+        last_use[j] = -1;
+        out_of[j] = needed_outside[j] || is_sum(n) ? grp->noutputs++ : -1;
+        if (out_of[j] >= 0) grp->outputs[out_of[j]] = members[j];
         for (int k = 0; k < n->nin; k++)
             for (int q = 0; q < j; q++)
-                if (members[q] == p->operands[n->in_off + k]) last_use[q] = j;
+                if (members[q] == p->operands[n->in_off + k] && last_use[q] < m) last_use[q] = is_sum(n) ? m : j;
     }
     for (int j = 0; j < m; j++) {
         const xt_node *n = &p->nodes[members[j]];
+        if (is_sum(n)) {
+            xt_ew_sum *sm = &grp->sums[grp->nsums++];
+            sm->src = operand_of(grp, members, j, out_of, reg_of, p->operands[n->in_off], &sm->kind);
+            sm->out = (int16_t)out_of[j];
+            continue;
+        }
         xt_ew_instr *ins = &grp->instr[grp->ninstr++];
         ins->op = n->op;
         ins->a = operand_of(grp, members, j, out_of, reg_of, p->operands[n->in_off], &ins->akind);
@@ -127,12 +184,17 @@ static int form_runs(xt_plan *p, const uint8_t *live, int fuse) {
         const xt_node *nd = &p->nodes[i];
         group_of[i] = -1;
         if (!live[i] || is_free(nd)) continue;
+        if (fuse && cur_len < XT_FUSE_MAX_MEMBERS && absorbable_sum(p, i, cur, cur_shape, group_of)) {
+            group_of[i] = cur;
+            cur_len++;
+            continue;
+        }
         if (!is_ew(nd)) {
             cur = -1; /* a kernel ends the run */
             continue;
         }
         if (fuse && cur >= 0 && cur_len < XT_FUSE_MAX_MEMBERS && xt_same_shape(cur_shape, nd) &&
-            !reads_group_through_alias(p, i, cur, group_of)) {
+            !reads_group_through_alias(p, i, cur, group_of) && !reads_group_sum(p, i, cur, group_of)) {
             group_of[i] = cur;
             cur_len++;
             continue;
@@ -181,7 +243,9 @@ static int emit_kernels(xt_plan *p, const uint8_t *live, const uint8_t *is_out, 
                 members[m++] = j;
             }
         if (build_group(p, &p->groups[gi], members, m, outside)) return -1;
-        p->kernels[p->nkernels++] = (xt_kernel){.node = members[m - 1], .group = gi, .run = -1, .state_off = -1, .share_off = -1};
+        int last = m - 1; /* the kernel's node: its last elementwise member (shape, name) */
+        while (is_sum(&p->nodes[members[last]])) last--;
+        p->kernels[p->nkernels++] = (xt_kernel){.node = members[last], .group = gi, .run = -1, .state_off = -1, .share_off = -1};
         if (m > 1) p->fused_kernels++;
     }
     return 0;

@@ -345,6 +345,7 @@ static int mark_tile_local(mp *m) {
         if (!m->live[i] || k < 0 || r < 0 || p->kernels[k].run < 0 || outside[i] || m->fetched[i]) continue;
         if (m->readers[i] == 0 || m->roots[r].kind != XT_LOC_ARENA || m->off_of[i] != 0) continue;
         if (p->kernels[k].group < 0 && p->row_bytes[p->kernels[k].row_off + p->nodes[i].nin] == 0) continue; /* a sum over the batch */
+        if (p->kernels[k].group >= 0 && p->nodes[i].op == XT_OP_SUM_TO) continue; /* a group's sum: the same */
         int assigned = 0;
         for (int q = 0; q < p->nassign; q++) {
             int32_t t = p->assigns[q].t;

@@ -141,7 +141,8 @@ static int slot_count(const xt_plan *p, int k) {
 }
 
 /* An elementwise group splits along its leading dim B: inputs that span it
- * are per sample, the rest broadcast over it. */
+ * are per sample, the rest broadcast over it; its per-channel sums gather
+ * tile by tile, as an ACCUMULATES kernel's output. */
 static int32_t group_batch(const xt_plan *p, const xt_ew_group *g, const int32_t *slots, int64_t *rows) {
     int32_t B = g->shape[0];
     if (g->rank < 2 || B < 2) return 0;
@@ -152,6 +153,7 @@ static int32_t group_batch(const xt_plan *p, const xt_ew_group *g, const int32_t
         else return 0;
     }
     for (int i = 0; i < g->noutputs; i++) rows[g->ninputs + i] = node_bytes(&p->nodes[slots[g->ninputs + i]]) / B;
+    for (int s = 0; s < g->nsums; s++) rows[g->ninputs + g->sums[s].out] = 0; /* sums over the batch: whole, as SUM_TO's */
     return B;
 }
 

@@ -38,13 +38,24 @@ typedef struct xt_ew_instr {
     int16_t a, b;          /* register index or group input index (int16: XT_FUSE_MAX_MEMBERS bounds both) */
 } xt_ew_instr;
 
+/* A per-channel sum the group computes as it goes (pass_fuse.c): a SUM_TO
+ * of a member down to [1, C, 1, 1], added plane by plane from the chunk
+ * that holds the member's values, so the member need not be written to
+ * memory for it, nor read back by a SUM_TO kernel. */
+typedef struct xt_ew_sum {
+    int8_t kind;           /* xt_opnd_kind of the summed values */
+    int16_t src;           /* their register or group input index */
+    int16_t out;           /* the group output (a [1, C, 1, 1] node) that receives the sums */
+} xt_ew_sum;
+
 typedef struct xt_ew_group {
     int rank;
     int32_t shape[XT_MAX_RANK];   /* every member's shape */
-    int ninputs, noutputs, ninstr, nregs;
+    int ninputs, noutputs, ninstr, nregs, nsums;
     int32_t *inputs;              /* node ids read from memory (incl. constants) */
-    int32_t *outputs;             /* node ids written to memory */
+    int32_t *outputs;             /* node ids written to memory: members, and the sums' nodes */
     xt_ew_instr *instr;
+    xt_ew_sum *sums;
 } xt_ew_group;
 
 typedef struct xt_kernel {
@@ -253,8 +264,13 @@ double xt_kernel_macs_executed(const xt_plan *p, const xt_node *n);
 /* ew.c: run one fused group; scratch holds xt_ew_scratch_bytes(grp). */
 size_t xt_ew_scratch_bytes(const xt_ew_group *grp);
 /* rows > 0: run over the first `rows` of the group's leading dim only, for
- * a micro-batch tile (batched inputs then have that many rows too). */
-void xt_ew_run(const xt_plan *p, const xt_ew_group *grp, void *const *in, void *const *out, void *scratch, int32_t rows);
+ * a micro-batch tile (batched inputs then have that many rows too); row0 is
+ * the tile's first row: the group's sums start from zero on row 0 and add
+ * the later tiles to it. */
+void xt_ew_run(const xt_plan *p, const xt_ew_group *grp, void *const *in, void *const *out, void *scratch, int32_t row0,
+               int32_t rows);
+/* The largest plane (H*W) whose per-channel sum a group can take: one chunk. */
+int xt_ew_max_sum_plane(void);
 
 /* dump.c */
 void xt_dump_plan(const xt_plan *p, const char *dir, const char *stage);

@@ -189,6 +189,8 @@ void k_bn_stats_end(int C, const double *acc, float *mean, float *var);
 double k_sum_run(const float *x, int64_t n);
 /* sums[r] = k_sum_run(x + r*n, n) for r < runs, bit for bit, several runs at once */
 void k_sum_runs(const float *x, int64_t runs, int64_t n, double *sums);
+/* sums[r] = k_sum_run(xp[r], n) for r < runs, bit for bit, a few runs at a time */
+void k_sum_runs_at(const float *const *xp, int64_t runs, int64_t n, double *sums);
 void k_add_run(float *y, const float *x, int64_t n);
 /* The weight gradients' last step: out[v] = (float)t with t = 0.0, then
  * t += x[v*lanes + l] for l = 0..lanes-1 in double, for each of nvec

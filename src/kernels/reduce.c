@@ -14,6 +14,11 @@
  * bias gradient sums thousands of runs of 16-576 floats; one at a time, the
  * fold's latency was most of the cost), and two such groups at once where
  * there are 16 runs, their folds interleaved.
+ * k_sum_runs_at sums a few runs at unrelated addresses (a fused group's
+ * per-channel sums of one plane, engine/ew.c), on AVX-512 four or two at a
+ * time, their lane chains interleaved in one loop, each run with
+ * k_sum_run's operations: one 1024-float run is 64 dependent vector adds and
+ * a 16-add fold, and two or four chains share that latency.
  * k_lane_sums is the weight gradients' last step, the lanes of each vector
  * accumulator added in double in lane order: k_sum_runs over runs of one
  * vector (one vector at a time, its 16 dependent scalar adds were 8% of the
@@ -119,6 +124,43 @@ XT_UNROLL
 XT_UNROLL
     for (int g = 0; g < G; g++) _mm512_storeu_pd(sums + 8 * g, acc[g]);
 }
+/* R runs (2 or 4 once inlined) at any addresses, each with sum_run_avx512's
+ * operations (16 float lanes from +0, folded in double in lane order, then
+ * the tail), their lane chains interleaved in one loop and their folds too. */
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma"), always_inline)) static inline void
+sum_runs_at_avx512(const float *const *xp, int64_t n, double *sums, const int R) {
+    __m512 l[4];
+XT_UNROLL
+    for (int r = 0; r < R; r++) l[r] = _mm512_setzero_ps();
+    int64_t i = 0;
+    for (; i + SUM_LANES <= n; i += SUM_LANES)
+XT_UNROLL
+        for (int r = 0; r < R; r++) l[r] = _mm512_add_ps(l[r], _mm512_loadu_ps(xp[r] + i));
+    float lane[4][SUM_LANES];
+    double acc[4];
+XT_UNROLL
+    for (int r = 0; r < R; r++) {
+        _mm512_storeu_ps(lane[r], l[r]);
+        acc[r] = 0.0;
+    }
+XT_UNROLL
+    for (int k = 0; k < SUM_LANES; k++)
+XT_UNROLL
+        for (int r = 0; r < R; r++) acc[r] += lane[r][k];
+    for (int64_t t = i; t < n; t++)
+XT_UNROLL
+        for (int r = 0; r < R; r++) acc[r] += xp[r][t];
+XT_UNROLL
+    for (int r = 0; r < R; r++) sums[r] = acc[r];
+}
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma"))) static void sum_runs_at4_avx512(
+    const float *const *xp, int64_t n, double *sums) {
+    sum_runs_at_avx512(xp, n, sums, 4);
+}
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma"))) static void sum_runs_at2_avx512(
+    const float *const *xp, int64_t n, double *sums) {
+    sum_runs_at_avx512(xp, n, sums, 2);
+}
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma"))) static void sum_runs8_avx512(
     const float *x, int64_t n, double *sums) {
     sum_runs_groups_avx512(x, n, sums, 1);
@@ -152,6 +194,17 @@ void k_sum_runs(const float *x, int64_t runs, int64_t n, double *sums) {
     }
 #endif
     for (; r < runs; r++) sums[r] = k_sum_run(x + r * n, n);
+}
+
+void k_sum_runs_at(const float *const *xp, int64_t runs, int64_t n, double *sums) {
+    int64_t r = 0;
+#ifdef REDUCE_WIDE
+    if (k_simd_level() == K_SIMD_AVX512) {
+        for (; r + 4 <= runs; r += 4) sum_runs_at4_avx512(xp + r, n, sums + r);
+        for (; r + 2 <= runs; r += 2) sum_runs_at2_avx512(xp + r, n, sums + r);
+    }
+#endif
+    for (; r < runs; r++) sums[r] = k_sum_run(xp[r], n);
 }
 
 double k_sum_run(const float *x, int64_t n) {
