@@ -35,7 +35,6 @@
 #include "util/check.h"
 
 #define CHUNK 1024
-#define XT_FUSE_SUMS_MAX 8 /* sums taken together per plane (more go in turns) */
 
 typedef void (*ew_fn)(float *d, const float *pa, const float *pb, int n);
 /* A binary op with one operand constant along each of `rows` rows of
@@ -352,25 +351,24 @@ int xt_ew_max_sum_plane(void) { return CHUNK; }
  * xt_ew_run). Each plane's sum is k_sum_run's, added to its channel's
  * float in row order: SUM_TO's kernel (exec_ops.c) adds the same values in
  * the same order, so the bits are that kernel's. A plane's sum is a chain
- * of dependent adds, so they are taken several at once: a chunk's planes of
- * one sum (k_sum_runs), or one plane of each sum (k_sum_runs_at). */
+ * of dependent adds, so every (sum, plane) pair of the chunk is taken at
+ * once (k_sum_runs_at), then added in row order per sum. */
 static void add_sums(const xt_ew_group *grp, ew_state *st, void *const *out, int64_t o, int32_t C, ew_chunk ch) {
-    double t[CHUNK / 2]; /* a plane has 2 elements at least (pass_fuse.c) */
-    if (ch.rows == 1) {
-        const float *v[XT_FUSE_SUMS_MAX];
-        for (int s0 = 0; s0 < grp->nsums; s0 += XT_FUSE_SUMS_MAX) {
-            int ns = grp->nsums - s0 < XT_FUSE_SUMS_MAX ? grp->nsums - s0 : XT_FUSE_SUMS_MAX;
-            for (int s = 0; s < ns; s++) v[s] = operand_chunk(st, grp->sums[s0 + s].kind, grp->sums[s0 + s].src, 0, ch);
-            k_sum_runs_at(v, ns, ch.len, t);
-            for (int s = 0; s < ns; s++) ((float *)out[grp->sums[s0 + s].out])[o % C] += (float)t[s];
-        }
-        return;
-    }
+    enum { BATCH = 64 };
+    const float *v[BATCH];
+    float *y[BATCH]; /* where each run's sum goes */
+    double t[BATCH];
+    int nv = 0;
     for (int s = 0; s < grp->nsums; s++) {
-        const xt_ew_sum *sm = &grp->sums[s];
-        float *y = out[sm->out];
-        k_sum_runs(operand_chunk(st, sm->kind, sm->src, 0, ch), ch.rows, ch.len, t);
-        for (int r = 0; r < ch.rows; r++) y[(o + r) % C] += (float)t[r];
+        const float *base = operand_chunk(st, grp->sums[s].kind, grp->sums[s].src, 0, ch);
+        for (int r = 0; r < ch.rows; r++) {
+            v[nv] = base + (int64_t)r * ch.len;
+            y[nv++] = (float *)out[grp->sums[s].out] + (o + r) % C;
+            if (nv < BATCH && !(s == grp->nsums - 1 && r == ch.rows - 1)) continue;
+            k_sum_runs_at(v, nv, ch.len, t); /* then added in the order taken: row order per sum */
+            for (int k = 0; k < nv; k++) *y[k] += (float)t[k];
+            nv = 0;
+        }
     }
 }
 

@@ -28,8 +28,10 @@
  * joins the group instead (absorbable_sum): the interpreter adds each plane
  * of the member's chunk to its channel as the chunk is done (ew.c), with
  * SUM_TO's bits, and the member stays in a register when nothing else needs
- * it. A sum is complete only after the group's last chunk, so a candidate
- * that reads one (directly or through a view) starts a new group.
+ * it. A sum of a value the group reads from memory (a convolution's output
+ * gradient, which the group scales next) joins it too, so that value is
+ * read once. A sum is complete only after the group's last chunk, so a
+ * candidate that reads one (directly or through a view) starts a new group.
  * MEASURED (ResNet-20 backward, batch 128, Zen 5): see the README's Design.
  */
 #include <stdlib.h>
@@ -81,22 +83,44 @@ static int reads_group_sum(const xt_plan *p, int i, int cur, const int32_t *grou
     return 0;
 }
 
-/* May SUM_TO node i join group `cur`, whose members have cur_shape's shape?
- * When it sums a member of the group over every dim but the channel of an
- * [N, C, H, W] shape whose planes fit one interpreter chunk, and is not
- * written into a slot (an assign's in-place check knows members only). */
-static int absorbable_sum(const xt_plan *p, int i, int cur, const xt_node *cur_shape, const int32_t *group_of) {
+/* Is node i a SUM_TO a group of `shape`'s shape can take: over every dim
+ * but the channel of an [N, C, H, W] fp32 value of that shape, whose planes
+ * fit one interpreter chunk, and not written into a slot (an assign's
+ * in-place check knows members only)? */
+static int sum_fits(const xt_plan *p, int i, const xt_node *shape) {
     const xt_node *nd = &p->nodes[i];
-    if (!is_sum(nd) || cur < 0 || nd->nin != 1) return 0;
-    int32_t src = p->operands[nd->in_off];
-    if (group_of[src] != cur || is_sum(&p->nodes[src])) return 0;
-    const int32_t *S = cur_shape->shape;
-    if (cur_shape->rank != 4 || nd->rank != 4 || S[1] < 2) return 0;
+    if (!is_sum(nd) || nd->nin != 1) return 0;
+    const xt_node *x = &p->nodes[p->operands[nd->in_off]];
+    const int32_t *S = shape->shape;
+    if (shape->rank != 4 || nd->rank != 4 || S[1] < 2 || x->dtype != XT_F32 || !xt_same_shape(x, shape)) return 0;
     if (nd->shape[0] != 1 || nd->shape[1] != S[1] || nd->shape[2] != 1 || nd->shape[3] != 1) return 0;
     if ((int64_t)S[2] * S[3] > xt_ew_max_sum_plane()) return 0;
     for (int a = 0; a < p->nassign; a++)
         if (p->assigns[a].t == i) return 0;
     return 1;
+}
+
+/* May SUM_TO node i join the open group `cur`? When it fits and sums a
+ * member, or a value of the group's shape made before the group (a kernel
+ * between would have ended the group), not another sum. */
+static int absorbable_sum(const xt_plan *p, int i, int cur, const xt_node *cur_shape, const int32_t *group_of) {
+    if (cur < 0 || !sum_fits(p, i, cur_shape)) return 0;
+    int32_t src = p->operands[p->nodes[i].in_off];
+    return !(group_of[src] == cur && is_sum(&p->nodes[src]));
+}
+
+/* Does node i read node `sum`, directly or through kernel-less nodes? */
+static int reads_node(const xt_plan *p, int i, int32_t sum) {
+    const xt_node *nd = &p->nodes[i];
+    for (int k = 0; k < nd->nin; k++) {
+        int32_t src = p->operands[nd->in_off + k];
+        for (;;) {
+            if (src == sum) return 1;
+            if (!is_free(&p->nodes[src]) || p->nodes[src].nin == 0) break;
+            src = p->operands[p->nodes[src].in_off];
+        }
+    }
+    return 0;
 }
 
 /* Where instruction j reads operand `src` from: the register of an earlier
@@ -125,7 +149,9 @@ static int16_t operand_of(xt_ew_group *grp, const int32_t *members, int j, const
  * never freed. */
 static int build_group(xt_plan *p, xt_ew_group *grp, const int32_t *members, int m, const uint8_t *needed_outside) {
     XT_CHECK(m >= 1 && m <= XT_FUSE_MAX_MEMBERS);
-    const xt_node *first = &p->nodes[members[0]];
+    int f = 0;
+    while (f < m - 1 && is_sum(&p->nodes[members[f]])) f++;
+    const xt_node *first = &p->nodes[members[f]]; /* the first elementwise member: the group's shape */
     XT_CHECK(!is_sum(first));
     grp->rank = first->rank;
     memcpy(grp->shape, first->shape, sizeof grp->shape);
@@ -176,9 +202,13 @@ static int build_group(xt_plan *p, xt_ew_group *grp, const int32_t *members, int
 
 /* Step 1: assign live elementwise nodes to groups (group_of); returns the
  * number of groups. */
+/* A SUM_TO that no group is open to take (its operand made by the kernel
+ * just before, a convolution's backward, say) waits as `pending`: if the
+ * next live node starts a group of its operand's shape that does not read
+ * the sum, it is that group's first member, run at its own place. */
 static int form_runs(xt_plan *p, const uint8_t *live, int fuse) {
     int32_t *group_of = p->group_of;
-    int ngroups = 0, cur = -1, cur_len = 0;
+    int ngroups = 0, cur = -1, cur_len = 0, pending = -1;
     const xt_node *cur_shape = NULL;
     for (int i = 0; i < p->nnodes; i++) {
         const xt_node *nd = &p->nodes[i];
@@ -189,8 +219,11 @@ static int form_runs(xt_plan *p, const uint8_t *live, int fuse) {
             cur_len++;
             continue;
         }
+        int waiting = pending;
+        pending = -1;
         if (!is_ew(nd)) {
             cur = -1; /* a kernel ends the run */
+            if (fuse && sum_fits(p, i, &p->nodes[p->operands[nd->in_off]])) pending = i;
             continue;
         }
         if (fuse && cur >= 0 && cur_len < XT_FUSE_MAX_MEMBERS && xt_same_shape(cur_shape, nd) &&
@@ -203,6 +236,10 @@ static int form_runs(xt_plan *p, const uint8_t *live, int fuse) {
         cur_len = 1;
         cur_shape = nd;
         group_of[i] = cur;
+        if (waiting >= 0 && xt_same_shape(&p->nodes[p->operands[p->nodes[waiting].in_off]], nd) && !reads_node(p, i, waiting)) {
+            group_of[waiting] = cur;
+            cur_len++;
+        }
     }
     return ngroups;
 }

@@ -14,11 +14,12 @@
  * bias gradient sums thousands of runs of 16-576 floats; one at a time, the
  * fold's latency was most of the cost), and two such groups at once where
  * there are 16 runs, their folds interleaved.
- * k_sum_runs_at sums a few runs at unrelated addresses (a fused group's
- * per-channel sums of one plane, engine/ew.c), on AVX-512 four or two at a
- * time, their lane chains interleaved in one loop, each run with
- * k_sum_run's operations: one 1024-float run is 64 dependent vector adds and
- * a 16-add fold, and two or four chains share that latency.
+ * k_sum_runs_at does the same for runs at unrelated addresses (a fused
+ * group's per-channel sums of a chunk's planes, engine/ew.c): 16 or 8 at a
+ * time as above, then four or two with their lane chains interleaved in
+ * one loop (one 1024-float run is 64 dependent vector adds and a 16-add
+ * fold; two or four chains share that latency), each with k_sum_run's
+ * operations.
  * k_lane_sums is the weight gradients' last step, the lanes of each vector
  * accumulator added in double in lane order: k_sum_runs over runs of one
  * vector (one vector at a time, its 16 dependent scalar adds were 8% of the
@@ -76,7 +77,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma"), always_inl
 }
 
 /* 8*G runs of n floats (G = 1 or 2, a constant once inlined), run r at
- * x + r*n: sums[r] = sum_run_avx512(run r), bit for bit. Lanes: per run,
+ * xp[r]: sums[r] = sum_run_avx512(run r), bit for bit. Lanes: per run,
  * float lane k += x[i + k] in i order (as the scalar lane array), the runs'
  * chains interleaved; fold: acc = 0, then acc += lane k for k = 0..15 in
  * double, a group's 8 runs in the 8 doubles of a zmm (the lanes transposed
@@ -85,14 +86,14 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma"), always_inl
  * one or two vectors (a bias gradient over 4x4 or 12x12 planes) its latency,
  * not the loads, set the pace when the groups came one after the other. */
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma"), always_inline)) static inline void
-sum_runs_groups_avx512(const float *x, int64_t n, double *sums, const int G) {
+sum_runs_groups_avx512(const float *const *xp, int64_t n, double *sums, const int G) {
     int64_t full = n / SUM_LANES * SUM_LANES;
     __m512 l[16];
 XT_UNROLL
     for (int r = 0; r < 8 * G; r++) l[r] = _mm512_setzero_ps();
     for (int64_t i = 0; i < full; i += SUM_LANES)
 XT_UNROLL
-        for (int r = 0; r < 8 * G; r++) l[r] = _mm512_add_ps(l[r], _mm512_loadu_ps(x + r * n + i));
+        for (int r = 0; r < 8 * G; r++) l[r] = _mm512_add_ps(l[r], _mm512_loadu_ps(xp[r] + i));
     __m512d lo[2][8], hi[2][8]; /* group g's run r: lanes 0-7 and 8-15 as doubles */
 XT_UNROLL
     for (int r = 0; r < 8 * G; r++) {
@@ -114,13 +115,13 @@ XT_UNROLL
     for (int k = 0; k < 8; k++)
 XT_UNROLL
         for (int g = 0; g < G; g++) acc[g] = _mm512_add_pd(acc[g], hi[g][k]);
-    if (full < n) {
-        __m512i step = _mm512_mullo_epi64(_mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7), _mm512_set1_epi64(n));
-        for (int64_t i = full; i < n; i++)
+    for (int64_t i = full; i < n; i++)
 XT_UNROLL
-            for (int g = 0; g < G; g++)
-                acc[g] = _mm512_add_pd(acc[g], _mm512_cvtps_pd(_mm512_i64gather_ps(step, x + 8 * g * n + i, 4)));
-    }
+        for (int g = 0; g < G; g++) {
+            const float *const *q = xp + 8 * g;
+            __m512d t = _mm512_setr_pd(q[0][i], q[1][i], q[2][i], q[3][i], q[4][i], q[5][i], q[6][i], q[7][i]);
+            acc[g] = _mm512_add_pd(acc[g], t);
+        }
 XT_UNROLL
     for (int g = 0; g < G; g++) _mm512_storeu_pd(sums + 8 * g, acc[g]);
 }
@@ -162,12 +163,12 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma"))) static vo
     sum_runs_at_avx512(xp, n, sums, 2);
 }
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma"))) static void sum_runs8_avx512(
-    const float *x, int64_t n, double *sums) {
-    sum_runs_groups_avx512(x, n, sums, 1);
+    const float *const *xp, int64_t n, double *sums) {
+    sum_runs_groups_avx512(xp, n, sums, 1);
 }
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma"))) static void sum_runs16_avx512(
-    const float *x, int64_t n, double *sums) {
-    sum_runs_groups_avx512(x, n, sums, 2);
+    const float *const *xp, int64_t n, double *sums) {
+    sum_runs_groups_avx512(xp, n, sums, 2);
 }
 
 #endif
@@ -189,8 +190,14 @@ void k_sum_runs(const float *x, int64_t runs, int64_t n, double *sums) {
     int64_t r = 0;
 #ifdef REDUCE_WIDE
     if (k_simd_level() == K_SIMD_AVX512) {
-        for (; r + 16 <= runs; r += 16) sum_runs16_avx512(x + r * n, n, sums + r);
-        for (; r + 8 <= runs; r += 8) sum_runs8_avx512(x + r * n, n, sums + r);
+        const float *xp[16];
+        while (r + 8 <= runs) {
+            int take = runs - r >= 16 ? 16 : 8;
+            for (int k = 0; k < take; k++) xp[k] = x + (r + k) * n;
+            if (take == 16) sum_runs16_avx512(xp, n, sums + r);
+            else sum_runs8_avx512(xp, n, sums + r);
+            r += take;
+        }
     }
 #endif
     for (; r < runs; r++) sums[r] = k_sum_run(x + r * n, n);
@@ -200,6 +207,8 @@ void k_sum_runs_at(const float *const *xp, int64_t runs, int64_t n, double *sums
     int64_t r = 0;
 #ifdef REDUCE_WIDE
     if (k_simd_level() == K_SIMD_AVX512) {
+        for (; r + 16 <= runs; r += 16) sum_runs16_avx512(xp + r, n, sums + r);
+        for (; r + 8 <= runs; r += 8) sum_runs8_avx512(xp + r, n, sums + r);
         for (; r + 4 <= runs; r += 4) sum_runs_at4_avx512(xp + r, n, sums + r);
         for (; r + 2 <= runs; r += 2) sum_runs_at2_avx512(xp + r, n, sums + r);
     }
