@@ -493,14 +493,16 @@ TEST(engine_elementwise_per_channel_operands_match_the_formula) {
 }
 
 /* Batch norm's backward pattern: per-channel sums of values a group makes
- * or reads (pass_fuse.c's absorbable_sum). g is summed before the group
- * that reads it starts, p = g*s is summed and fetched, q = p*x
- * is only summed and then read again by u = q*x + s (its register must
- * outlive the group's last instruction, though q*x wants a register after
- * q's last read), and w reads a sum, so it cannot join the group
- * that is still adding it up. The sums join the group where the plane fits
- * one interpreter chunk (not 40x30), and every value is the unfused plan's,
- * bit for bit, at every SIMD width. */
+ * or reads (pass_fuse.c's absorbable_sum, split_after_sums). g's sum waits
+ * for the group that reads g and joins its start; p = g*x is summed and
+ * fetched; q = p*x re-reads x, so the group goes on past p's sum; q is
+ * only summed and then read by u = q*x + s (its register must outlive the
+ * group's last instruction, though q*x wants a register after q's last
+ * read). w reads a sum, so it cannot join the group still adding it up; w
+ * is summed, and z = w*g reads nothing w's group reads, so it starts a
+ * group of its own. The sums join where the plane fits one interpreter chunk
+ * (not 40x30), and every value is the unfused plan's, bit for bit, at every
+ * SIMD width. */
 static void channel_sums(xt_store *st, int fuse, int xs, int gs, int ss, const int32_t *shape, float *out, size_t n,
                          xt_exec_stats *stats) {
     xt_engine_opts o = {.fuse = fuse};
@@ -508,20 +510,19 @@ static void channel_sums(xt_store *st, int fuse, int xs, int gs, int ss, const i
     xt_graph *g = xt_engine_graph(en);
     const int32_t per_c[4] = {1, shape[1], 1, 1};
     xt_t x = xt_leaf(g, xs), gl = xt_leaf(g, gs), s = xt_leaf(g, ss);
-    xt_t sum_g = xt_sum_to(g, gl, 4, per_c); /* of a value the group reads: waits for it, joins its start */
-    xt_t p = xt_mul(g, gl, s);
+    xt_t sum_g = xt_sum_to(g, gl, 4, per_c);
+    xt_t p = xt_mul(g, gl, x);
     xt_t sum_p = xt_sum_to(g, p, 4, per_c);
     xt_t q = xt_mul(g, p, x);
     xt_t sum_q = xt_sum_to(g, q, 4, per_c);
-    xt_t u = xt_add(g, xt_mul(g, q, x), s); /* q*x in a register: q's, were q's freed at its last read */
+    xt_t u = xt_add(g, xt_mul(g, q, x), s);
     xt_t w = xt_add(g, p, xt_broadcast_to(g, sum_p, 4, shape));
+    xt_t sum_w = xt_sum_to(g, w, 4, per_c);
+    xt_t z = xt_mul(g, w, gl);
     int C = shape[1];
-    xt_fetch(g, sum_p, out, (size_t)C * 4);
-    xt_fetch(g, sum_q, out + C, (size_t)C * 4);
-    xt_fetch(g, u, out + 2 * C, n * 4);
-    xt_fetch(g, w, out + 2 * C + n, n * 4);
-    xt_fetch(g, p, out + 2 * C + 2 * n, n * 4);
-    xt_fetch(g, sum_g, out + 2 * C + 3 * n, (size_t)C * 4);
+    xt_t sums[4] = {sum_g, sum_p, sum_q, sum_w}, full[4] = {p, u, w, z};
+    for (int k = 0; k < 4; k++) xt_fetch(g, sums[k], out + k * C, (size_t)C * 4);
+    for (int k = 0; k < 4; k++) xt_fetch(g, full[k], out + 4 * C + k * n, n * 4);
     xt_err e = {0};
     CHECK_MSG(xt_mark_step(en, &e) == 0, "%s", e.msg);
     xt_engine_last_stats(en, stats);
@@ -533,7 +534,7 @@ TEST(engine_per_channel_sums_join_the_group_that_makes_or_reads_them) {
     enum { N = 3, C = 5 };
     for (size_t pi = 0; pi < sizeof planes / sizeof planes[0]; pi++) {
         int32_t shape[4] = {N, C, planes[pi][0], planes[pi][1]}, per_c[4] = {1, C, 1, 1};
-        size_t n = (size_t)N * C * planes[pi][0] * planes[pi][1], total = 3 * C + 3 * n;
+        size_t n = (size_t)N * C * planes[pi][0] * planes[pi][1], total = 4 * C + 4 * n;
         int absorbed = planes[pi][0] * planes[pi][1] <= 1024;
         xt_store st;
         xt_store_init(&st);
@@ -558,8 +559,8 @@ TEST(engine_per_channel_sums_join_the_group_that_makes_or_reads_them) {
             while (bad < total && !memcmp(&fused[bad], &plain[bad], sizeof(float))) bad++;
             CHECK_MSG(bad == total, "planes %dx%d, SIMD level %d: value %zu is %.9g fused, %.9g unfused", planes[pi][0],
                       planes[pi][1], lvl, bad, bad < total ? fused[bad] : 0.0, bad < total ? plain[bad] : 0.0);
-            /* absorbed: {sum, p, sum, q, sum, u} and {w}; else sum {p} sum {q} sum {u, w} */
-            CHECK_MSG(sf.kernels == (absorbed ? 2 : 6), "planes %dx%d: %d kernels", planes[pi][0], planes[pi][1], sf.kernels);
+            /* absorbed: {sum, p, sum, q, sum, u}, {w, sum}, {z}; else sum {p} sum {q} sum {u, w} sum {z} */
+            CHECK_MSG(sf.kernels == (absorbed ? 3 : 8), "planes %dx%d: %d kernels", planes[pi][0], planes[pi][1], sf.kernels);
         }
         k_simd_force(-1);
         free(fused);
