@@ -201,11 +201,11 @@ static int build_group(xt_plan *p, xt_ew_group *grp, const int32_t *members, int
 }
 
 /* Step 1: assign live elementwise nodes to groups (group_of); returns the
- * number of groups. */
-/* A SUM_TO that no group is open to take (its operand made by the kernel
- * just before, a convolution's backward, say) waits as `pending`: if the
- * next live node starts a group of its operand's shape that does not read
- * the sum, it is that group's first member, run at its own place. */
+ * number of groups. A SUM_TO that no group is open to take (its operand
+ * made by the kernel just before, a convolution's backward, say) waits as
+ * `pending`: if the next live node starts a group of its operand's shape
+ * that does not read the sum, it is that group's first member, run at its
+ * own place. */
 static int form_runs(xt_plan *p, const uint8_t *live, int fuse) {
     int32_t *group_of = p->group_of;
     int ngroups = 0, cur = -1, cur_len = 0, pending = -1;
@@ -244,9 +244,9 @@ static int form_runs(xt_plan *p, const uint8_t *live, int fuse) {
     return ngroups;
 }
 
-/* Does member list seg (n nodes, of original group g) read a value of the
- * group's full shape from outside group g that list pre also reads? Such a
- * value is a stream from memory both would read. */
+/* Does member list seg (of group g) read a value of the group's full shape
+ * from outside group g that list pre reads too? Such a value is a stream
+ * from memory both would read. */
 static int shares_stream(const xt_plan *p, const int32_t *pre, int npre, const int32_t *seg, int nseg, int g,
                          const int32_t *group_of) {
     for (int a = 0; a < nseg; a++) {
@@ -264,35 +264,51 @@ static int shares_stream(const xt_plan *p, const int32_t *pre, int npre, const i
     return 0;
 }
 
-/* Step 1b: where a sum joined a group mid-way, the members after it stay in
- * the group only if they read a full-size value from memory that the
- * members before it read too (then the group reads it once); otherwise they
- * start a group of their own, as they did when the sum was a kernel.
+/* Where a sum joined group g mid-way (members[k] a sum, an elementwise
+ * member before it since the last cut and one after it), may the members
+ * after it stay? Only if they, up to and with the next sum, read a
+ * full-size value from memory that the members since the last cut read too:
+ * then the group reads it once. Otherwise they start a group, as they did
+ * when the sum was a kernel. Decided on group g's ids before any cut, so a
+ * member read on both sides counts as the group's own, not as a stream.
  * MEASURED (ResNet-20, batch 128, Zen 5, train_bench --kernels): a block's
  * BN backward that re-reads the activation: 0.95 ms split, 0.69 merged; the
  * residual gradient's, which shares nothing: 1.57 ms split, 1.76 merged
  * (more streams at once, no fewer bytes from memory). */
-static int split_after_sums(xt_plan *p, const uint8_t *live, int ngroups, int32_t *members) {
+static int cuts_after(const xt_plan *p, const int32_t *members, int m, int start, int k, int g, const int32_t *group_of) {
+    if (!is_sum(&p->nodes[members[k]]) || k + 1 >= m || is_sum(&p->nodes[members[k + 1]])) return 0;
+    int ew_before = 0;
+    for (int j = start; j < k; j++) ew_before |= !is_sum(&p->nodes[members[j]]);
+    if (!ew_before) return 0;
+    int end = k + 1;
+    while (end < m && !is_sum(&p->nodes[members[end]])) end++;
+    if (end < m) end++;
+    return !shares_stream(p, members + start, k - start, members + k + 1, end - (k + 1), g, group_of);
+}
+
+/* Step 1b: cut groups after sums (cuts_after). A group's members are
+ * consecutive among the live kernel nodes (form_runs), so one walk finds
+ * each group's list. */
+static int split_after_sums(xt_plan *p, const uint8_t *live, int ngroups, int32_t *members, int32_t *cut_to) {
     int32_t *group_of = p->group_of;
-    int n0 = ngroups;
-    for (int g = 0; g < n0; g++) {
-        int m = 0;
-        for (int i = 0; i < p->nnodes; i++)
-            if (live[i] && group_of[i] == g) members[m++] = i;
-        int start = 0; /* the current group's first member */
-        for (int k = 0; k + 1 < m; k++) {
-            if (!is_sum(&p->nodes[members[k]]) || is_sum(&p->nodes[members[k + 1]])) continue;
-            int ew_before = 0;
-            for (int j = start; j < k; j++) ew_before |= !is_sum(&p->nodes[members[j]]);
-            if (!ew_before) continue;
-            int end = k + 1; /* the segment after the sum: up to and with the next sum */
-            while (end < m && !is_sum(&p->nodes[members[end]])) end++;
-            if (end < m) end++;
-            if (shares_stream(p, members + start, k - start, members + k + 1, end - (k + 1), g, group_of)) continue;
-            int ng = ngroups++;
-            for (int j = k + 1; j < m; j++) group_of[members[j]] = ng;
-            start = k + 1;
+    int m = 0;
+    for (int i = 0; i <= p->nnodes; i++) {
+        int g = i < p->nnodes && live[i] ? group_of[i] : -1;
+        if (i < p->nnodes && (g < 0 || (m && group_of[members[0]] == g))) {
+            if (g >= 0) members[m++] = i;
+            continue;
         }
+        if (m) { /* the list of group_of[members[0]] is complete */
+            int g0 = group_of[members[0]], start = 0, n_cut = 0;
+            for (int k = 0; k < m; k++)
+                if (cuts_after(p, members, m, start, k, g0, group_of)) cut_to[n_cut++] = k + 1, start = k + 1;
+            for (int c = 0; c < n_cut; c++) {
+                int ng = ngroups++;
+                for (int j = cut_to[c]; j < m; j++) group_of[members[j]] = ng;
+            }
+        }
+        m = 0;
+        if (i < p->nnodes) members[m++] = i;
     }
     return ngroups;
 }
@@ -349,7 +365,10 @@ int xt_pass_fuse(xt_plan *p, const uint8_t *live, int fuse) {
     p->groups = calloc((size_t)n + 1, sizeof *p->groups);
     if (!is_out || !members || !p->kernels || !p->groups) goto oom;
     p->ngroups = form_runs(p, live, fuse);
-    p->ngroups = split_after_sums(p, live, p->ngroups, members);
+    int32_t *cut_to = malloc(((size_t)n + 1) * sizeof *cut_to);
+    if (!cut_to) goto oom;
+    p->ngroups = split_after_sums(p, live, p->ngroups, members, cut_to);
+    free(cut_to);
     mark_group_outputs(p, live, is_out);
     if (emit_kernels(p, live, is_out, members)) goto oom;
     free(is_out);
