@@ -39,9 +39,9 @@ typedef struct xt_ew_instr {
 } xt_ew_instr;
 
 /* A per-channel sum the group computes as it goes (pass_fuse.c): a SUM_TO
- * of a member down to [1, C, 1, 1], added plane by plane from the chunk
- * that holds the member's values, so the member need not be written to
- * memory for it, nor read back by a SUM_TO kernel. */
+ * down to [1, C, 1, 1] of a member, or of a value the group reads, added
+ * plane by plane from the chunk that holds the values, so a member need not
+ * be written to memory for it, nor anything read back by a SUM_TO kernel. */
 typedef struct xt_ew_sum {
     int8_t kind;           /* xt_opnd_kind of the summed values */
     int16_t src;           /* their register or group input index */
