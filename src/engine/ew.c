@@ -353,23 +353,27 @@ int xt_ew_max_sum_plane(void) { return CHUNK; }
  * the same order, so the bits are that kernel's. A plane's sum is a chain
  * of dependent adds, so every (sum, plane) pair of the chunk is taken at
  * once (k_sum_runs_at), then added in row order per sum. */
+enum { SUM_BATCH = 64 };
+static void flush_sums(const float *const *v, float *const *y, int *nv, int len) {
+    double t[SUM_BATCH];
+    k_sum_runs_at(v, *nv, len, t);
+    for (int k = 0; k < *nv; k++) *y[k] += (float)t[k]; /* in the order taken: row order per sum */
+    *nv = 0;
+}
+
 static void add_sums(const xt_ew_group *grp, ew_state *st, void *const *out, int64_t o, int32_t C, ew_chunk ch) {
-    enum { BATCH = 64 };
-    const float *v[BATCH];
-    float *y[BATCH]; /* where each run's sum goes */
-    double t[BATCH];
+    const float *v[SUM_BATCH];
+    float *y[SUM_BATCH]; /* where each run's sum goes */
     int nv = 0;
     for (int s = 0; s < grp->nsums; s++) {
         const float *base = operand_chunk(st, grp->sums[s].kind, grp->sums[s].src, 0, ch);
         for (int r = 0; r < ch.rows; r++) {
             v[nv] = base + (int64_t)r * ch.len;
             y[nv++] = (float *)out[grp->sums[s].out] + (o + r) % C;
-            if (nv < BATCH && !(s == grp->nsums - 1 && r == ch.rows - 1)) continue;
-            k_sum_runs_at(v, nv, ch.len, t); /* then added in the order taken: row order per sum */
-            for (int k = 0; k < nv; k++) *y[k] += (float)t[k];
-            nv = 0;
+            if (nv == SUM_BATCH) flush_sums(v, y, &nv, ch.len);
         }
     }
+    if (nv) flush_sums(v, y, &nv, ch.len);
 }
 
 void xt_ew_run(const xt_plan *p, const xt_ew_group *grp, void *const *in, void *const *out, void *scratch, int32_t row0,

@@ -109,20 +109,6 @@ static int absorbable_sum(const xt_plan *p, int i, int cur, const xt_node *cur_s
     return !(group_of[src] == cur && is_sum(&p->nodes[src]));
 }
 
-/* Does node i read node `sum`, directly or through kernel-less nodes? */
-static int reads_node(const xt_plan *p, int i, int32_t sum) {
-    const xt_node *nd = &p->nodes[i];
-    for (int k = 0; k < nd->nin; k++) {
-        int32_t src = p->operands[nd->in_off + k];
-        for (;;) {
-            if (src == sum) return 1;
-            if (!is_free(&p->nodes[src]) || p->nodes[src].nin == 0) break;
-            src = p->operands[p->nodes[src].in_off];
-        }
-    }
-    return 0;
-}
-
 /* Where instruction j reads operand `src` from: the register of an earlier
  * member that lives only in registers, or else a group input (an external
  * value, or an earlier member already written to memory, read back like an
@@ -236,9 +222,10 @@ static int form_runs(xt_plan *p, const uint8_t *live, int fuse) {
         cur_len = 1;
         cur_shape = nd;
         group_of[i] = cur;
-        if (waiting >= 0 && xt_same_shape(&p->nodes[p->operands[p->nodes[waiting].in_off]], nd) && !reads_node(p, i, waiting)) {
-            group_of[waiting] = cur;
-            cur_len++;
+        if (waiting >= 0 && xt_same_shape(&p->nodes[p->operands[p->nodes[waiting].in_off]], nd)) {
+            group_of[waiting] = cur; /* the group's only sum so far: does its first member read it? */
+            if (reads_group_sum(p, i, cur, group_of)) group_of[waiting] = -1;
+            else cur_len++;
         }
     }
     return ngroups;

@@ -187,20 +187,13 @@ void k_lane_sums(const float *x, int64_t nvec, int lanes, float *out) {
 }
 
 void k_sum_runs(const float *x, int64_t runs, int64_t n, double *sums) {
-    int64_t r = 0;
-#ifdef REDUCE_WIDE
-    if (k_simd_level() == K_SIMD_AVX512) {
-        const float *xp[16];
-        while (r + 8 <= runs) {
-            int take = runs - r >= 16 ? 16 : 8;
-            for (int k = 0; k < take; k++) xp[k] = x + (r + k) * n;
-            if (take == 16) sum_runs16_avx512(xp, n, sums + r);
-            else sum_runs8_avx512(xp, n, sums + r);
-            r += take;
-        }
+    /* consecutive runs are runs at addresses too: k_sum_runs_at, 64 at a time */
+    const float *xp[64];
+    for (int64_t r = 0; r < runs; r += 64) {
+        int64_t take = runs - r < 64 ? runs - r : 64;
+        for (int64_t k = 0; k < take; k++) xp[k] = x + (r + k) * n;
+        k_sum_runs_at(xp, take, n, sums + r);
     }
-#endif
-    for (; r < runs; r++) sums[r] = k_sum_run(x + r * n, n);
 }
 
 void k_sum_runs_at(const float *const *xp, int64_t runs, int64_t n, double *sums) {
