@@ -164,9 +164,10 @@ void k_bn_stats_bwd_fused(int N, int C, int HW, int64_t count, float *dx, const 
     for (int i = 0; i < N; i++)
         for (int c = 0; c < C; c++) {
             size_t o = ((size_t)i * C + c) * HW;
-            prefetch_range(x, o + ahead, o + ahead + HW, end);
-            if (u) prefetch_range(u, o + ahead, o + ahead + HW, end);
-            if (m) prefetch_range(m, o + ahead, o + ahead + HW, end);
+            size_t from = o + ahead, to = from + HW; /* the plane `ahead` floats on */
+            prefetch_range(x, from, to, end);
+            if (u) prefetch_range(u, from, to, end);
+            if (m) prefetch_range(m, from, to, end);
             isa->stats_bwd_fused(dx + o, x + o, u ? u + o : NULL, u_first, m ? m + o : NULL, (size_t)HW, ds[c] * inv_m,
                                  2.0f * ds[C + c] * inv_m, st[c]);
         }
