@@ -2,7 +2,9 @@
  *
  * A child exits 0 (pass), 1 (a CHECK failed), 77 (skipped, with a reason) or
  * dies (crash, sanitizer abort, or the per-test alarm) — all but 0 and 77 are
- * failures. The last line is "N passed, N failed, N skipped" so CI can read it.
+ * failures. Each result line carries the test's wall time, and the slowest
+ * tests are listed before the last line, "N passed, N failed, N skipped", so
+ * that CI can read the outcome and a slow test is seen before it makes CI slow.
  */
 #include "test.h"
 
@@ -13,23 +15,34 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
-#define MAX_TESTS 1024
 #define TEST_TIMEOUT_S 600
+#define SLOWEST_SHOWN 5
 
 typedef struct {
     const char *name, *file;
     test_fn fn;
+    double seconds; /* wall time of its child, once run */
 } test_case;
 
-static test_case g_tests[MAX_TESTS];
-static int g_ntests;
+/* grown as constructors register tests: no cap to outgrow silently */
+static test_case *g_tests;
+static int g_ntests, g_cap;
 static int g_failures;           /* in the child: CHECK failures so far */
 static char g_tmpdir[256];       /* in the child: its scratch dir */
 
 void test_register(const char *name, const char *file, test_fn fn) {
-    if (g_ntests < MAX_TESTS) g_tests[g_ntests++] = (test_case){name, file, fn};
+    if (g_ntests == g_cap) {
+        g_cap = g_cap ? 2 * g_cap : 256;
+        g_tests = realloc(g_tests, (size_t)g_cap * sizeof *g_tests);
+        if (!g_tests) {
+            fprintf(stderr, "run_tests: out of memory registering %s\n", name);
+            _exit(1);
+        }
+    }
+    g_tests[g_ntests++] = (test_case){name, file, fn, 0};
 }
 
 void test_fail_at(const char *file, int line, const char *fmt, ...) {
@@ -97,6 +110,35 @@ const char *test_bin(void) {
     return b && *b ? b : "./xlatrain";
 }
 
+int test_sanitized(void) { return getenv("XLATRAIN_SANITIZED") != NULL; }
+
+int test_train_size(int release_size) { return test_sanitized() ? release_size / 4 : release_size; }
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* "slowest: a 12.0 s, b 3.1 s, ..." over the tests that ran (seconds > 0) */
+static void print_slowest(void) {
+    int shown[SLOWEST_SHOWN], n = 0;
+    for (; n < SLOWEST_SHOWN; n++) {
+        int best = -1;
+        for (int i = 0; i < g_ntests; i++) {
+            int taken = 0;
+            for (int k = 0; k < n; k++) taken |= shown[k] == i;
+            if (!taken && g_tests[i].seconds > 0 && (best < 0 || g_tests[i].seconds > g_tests[best].seconds)) best = i;
+        }
+        if (best < 0) break;
+        shown[n] = best;
+    }
+    if (n < 2) return;
+    printf("slowest:");
+    for (int k = 0; k < n; k++) printf("%s %s %.1f s", k ? "," : "", g_tests[shown[k]].name, g_tests[shown[k]].seconds);
+    printf("\n");
+}
+
 static void rm_rf(const char *path) {
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", path);
@@ -119,6 +161,7 @@ int main(int argc, char **argv) {
             return 1;
         }
         fflush(NULL);
+        double start = now_s();
         pid_t pid = fork();
         if (pid == 0) {
             snprintf(g_tmpdir, sizeof g_tmpdir, "%s", dir);
@@ -129,22 +172,24 @@ int main(int argc, char **argv) {
         }
         int st = 0;
         while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+        t->seconds = now_s() - start;
         rm_rf(dir);
         if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
             passed++;
-            printf("PASS %s\n", t->name);
+            printf("PASS %s (%.2f s)\n", t->name, t->seconds);
         } else if (WIFEXITED(st) && WEXITSTATUS(st) == 77) {
             skipped++;
             printf("SKIP %s\n", t->name);
         } else {
             failed++;
             if (WIFSIGNALED(st))
-                printf("FAIL %s (%s: killed by signal %d%s)\n", t->name, t->file, WTERMSIG(st),
-                       WTERMSIG(st) == SIGALRM ? ", timed out" : "");
+                printf("FAIL %s (%s: killed by signal %d%s, %.1f s)\n", t->name, t->file, WTERMSIG(st),
+                       WTERMSIG(st) == SIGALRM ? ", timed out" : "", t->seconds);
             else
-                printf("FAIL %s (%s)\n", t->name, t->file);
+                printf("FAIL %s (%s, %.1f s)\n", t->name, t->file, t->seconds);
         }
     }
+    print_slowest();
     printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
     return failed ? 1 : 0;
 }

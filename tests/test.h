@@ -27,6 +27,13 @@ const char *test_write_file(const char *name, const char *text);
 int test_run(const char *cmd, char *out, size_t cap);
 /* Path of the xlatrain binary under test ($XLATRAIN_BIN, default ./xlatrain). */
 const char *test_bin(void);
+/* 1 under make asan (it sets XLATRAIN_SANITIZED), where a training step runs
+ * 10-40x slower than in the release build. */
+int test_sanitized(void);
+/* A synthetic training-set size chosen for the release build's speed (long
+ * enough that a signal sent once the run has started lands mid-run): a
+ * quarter of it under the sanitizers, which still run it for longer. */
+int test_train_size(int release_size);
 
 #define TEST(name)                                                     \
     static void name(void);                                            \

@@ -181,7 +181,7 @@ TEST(dist_killed_worker_stops_the_run_cleanly) {
     /* /proc and shell arithmetic only: a minimal machine has no pgrep or bc */
     snprintf(cmd, sizeof cmd,
              "ls /dev/shm | sort > %s/shm.before; "
-             "%s --config configs/smoke.yaml --set num_cores=2 --set synthetic_train_size=60000 --set synthetic_test_size=256 "
+             "%s --config configs/smoke.yaml --set num_cores=2 --set synthetic_train_size=%d --set synthetic_test_size=256 "
              "--set log_steps=1 --set output_dir=%s/r > %s/log 2>&1 & pid=$!; "
              "for i in $(seq 400); do grep -q 'xla:1](3) Loss' %s/log 2>/dev/null && break; sleep 0.05; done; "
              "kids=$(cat /proc/$pid/task/*/children); for k in $kids; do victim=$k; done; "
@@ -190,7 +190,7 @@ TEST(dist_killed_worker_stops_the_run_cleanly) {
              "left=0; for k in $kids; do kill -0 $k 2>/dev/null && left=$((left + 1)); done; echo \"left=$left kids=$kids\"; "
              "ls /dev/shm | sort > %s/shm.after; echo \"shm=$(comm -13 %s/shm.before %s/shm.after | wc -l)\"; tail -n 3 %s/log; "
              "cat %s/r/results.json",
-             d, test_bin(), d, d, d, d, d, d, d, d);
+             d, test_bin(), test_train_size(60000), d, d, d, d, d, d, d, d);
     test_run(cmd, out, sizeof out);
     CHECK_STR_CONTAINS(out, "exit=4");
     CHECK_STR_CONTAINS(out, "\"status\":\"worker_failed\",\"exit_code\":4"); /* the summary survives the worker */
@@ -206,13 +206,13 @@ TEST(dist_sigterm_stops_all_workers_after_the_master_checkpoints) {
     const char *d = test_tmpdir();
     char cmd[4096], out[1 << 15];
     snprintf(cmd, sizeof cmd,
-             "%s --config configs/smoke.yaml --set num_cores=2 --set synthetic_train_size=60000 --set synthetic_test_size=256 "
+             "%s --config configs/smoke.yaml --set num_cores=2 --set synthetic_train_size=%d --set synthetic_test_size=256 "
              "--set log_steps=1 --set output_dir=%s/r > %s/log 2>&1 & pid=$!; "
              "for i in $(seq 400); do grep -q 'xla:1](3) Loss' %s/log 2>/dev/null && break; sleep 0.05; done; "
              "kids=$(cat /proc/$pid/task/*/children); kill -TERM $pid; wait $pid; echo \"exit=$?\"; "
              "left=0; for k in $kids; do kill -0 $k 2>/dev/null && left=$((left + 1)); done; echo \"left=$left\"; "
              "ls %s/r; cat %s/log",
-             test_bin(), d, d, d, d, d);
+             test_bin(), test_train_size(60000), d, d, d, d, d);
     test_run(cmd, out, sizeof out);
     CHECK_STR_CONTAINS(out, "exit=130");
     CHECK_STR_CONTAINS(out, "left=0");
@@ -220,8 +220,9 @@ TEST(dist_sigterm_stops_all_workers_after_the_master_checkpoints) {
     CHECK(strstr(out, "checkpoint-epoch001.safetensors") == NULL);
     CHECK_STR_CONTAINS(out, "checkpoint written to");
     /* and the run continues from there */
-    snprintf(cmd, sizeof cmd, "%s --config configs/smoke.yaml --set num_cores=2 --set synthetic_train_size=60000 --set synthetic_test_size=256 "
-             "--set num_epochs=1 --set log_steps=0 --set target_accuracy=0 --set output_dir=%s/r --resume latest; echo \"exit=$?\"", test_bin(), d);
+    snprintf(cmd, sizeof cmd, "%s --config configs/smoke.yaml --set num_cores=2 --set synthetic_train_size=%d --set synthetic_test_size=256 "
+             "--set num_epochs=1 --set log_steps=0 --set target_accuracy=0 --set output_dir=%s/r --resume latest; echo \"exit=$?\"",
+             test_bin(), test_train_size(60000), d);
     test_run(cmd, out, sizeof out);
     CHECK_STR_CONTAINS(out, "resuming from");
     CHECK_STR_CONTAINS(out, "exit=0");

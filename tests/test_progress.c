@@ -110,8 +110,7 @@ static int widest_frame(const char *raw, int from, int *frames) {
 }
 
 static const char *config(void) {
-    const char *slow = getenv("XLATRAIN_SANITIZED");
-    return test_write_file("progress.yaml", slow ? "dataset: synthetic\nsynthetic_train_size: 6000\nsynthetic_test_size: 200\n"
+    return test_write_file("progress.yaml", test_sanitized() ? "dataset: synthetic\nsynthetic_train_size: 6000\nsynthetic_test_size: 200\n"
                                                    "num_epochs: 2\nbatch_size: 64\nlog_steps: 40\ntarget_accuracy: 0\nmodel: mlp\n"
                                                  : "dataset: synthetic\nsynthetic_train_size: 30000\nsynthetic_test_size: 500\n"
                                                    "num_epochs: 2\nbatch_size: 64\nlog_steps: 100\ntarget_accuracy: 0\n"

@@ -285,8 +285,8 @@ TEST(run_safety_unreadable_inputs_are_not_the_output_error) {
 static void interrupted_run_matches(int cores) {
     const char *d = test_tmpdir();
     char base[512];
-    snprintf(base, sizeof base, "--config configs/smoke.yaml --set synthetic_train_size=24000 --set synthetic_test_size=256 "
-             "--set log_steps=1 --set num_epochs=2 --set target_accuracy=0 --set num_cores=%d", cores);
+    snprintf(base, sizeof base, "--config configs/smoke.yaml --set synthetic_train_size=%d --set synthetic_test_size=256 "
+             "--set log_steps=1 --set num_epochs=2 --set target_accuracy=0 --set num_cores=%d", test_train_size(24000), cores);
     CHECK_EQ(sh("$XL %s --set output_dir=%s/full > /dev/null 2>&1", base, d), 0);
     int rc = sh("$XL %s --set output_dir=%s/part > %s/log 2>&1 & p=$!; "
                 "for i in $(seq 400); do grep -q '(7) Loss' %s/log 2>/dev/null && break; sleep 0.02; done; "

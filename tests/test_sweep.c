@@ -175,7 +175,7 @@ static void fast_dev_run_at(int cores) {
     int rc = run("$XL --config configs/smoke.yaml --fast-dev-run --set num_cores=%d --set output_dir=%s/f 2>&1", cores, d);
     double took = now_s() - t0;
     CHECK_EQ(rc, 0);
-    if (!getenv("XLATRAIN_SANITIZED")) CHECK_MSG(took < 3.0, "--fast-dev-run took %.2f s", took);
+    if (!test_sanitized()) CHECK_MSG(took < 3.0, "--fast-dev-run took %.2f s", took);
     CHECK_STR_CONTAINS(g_out, "\"smoke\":true");
     CHECK_STR_CONTAINS(g_out, "\"global_step\":1,");
     CHECK_EQ(run("cd %s/f && ls checkpoint-epoch001.safetensors predictions.png curves.png metrics.jsonl results.json config.yaml", d), 0);
@@ -262,15 +262,16 @@ TEST(early_stopping_stops_a_plateau_at_the_same_epoch_when_resumed) {
     CHECK_STR_CONTAINS(g_out, "\"status\":\"early_stopped\",\"exit_code\":0");
     CHECK_STR_CONTAINS(g_out, "\"epochs\":3,");
     /* interrupted mid-run (SIGTERM: a background job of sh ignores SIGINT), then resumed */
-    run("$XL " PLATEAU " --set synthetic_train_size=16000 --set output_dir=%s/c > %s/log 2>&1 & echo $! > %s/pid; "
+    int n = test_train_size(16000);
+    run("$XL " PLATEAU " --set synthetic_train_size=%d --set output_dir=%s/c > %s/log 2>&1 & echo $! > %s/pid; "
         "for i in $(seq 600); do grep -q 'Finished training epoch 2' %s/log 2>/dev/null && break; sleep 0.02; done; "
-        "kill -TERM $(cat %s/pid); wait", d, d, d, d, d);
+        "kill -TERM $(cat %s/pid); wait", n, d, d, d, d, d);
     CHECK_EQ(run("grep -c '\"status\":\"interrupted\"' %s/c/results.json", d), 0);
-    CHECK_EQ(run("$XL " PLATEAU " --set synthetic_train_size=16000 --set output_dir=%s/c --resume latest 2>/dev/null | tail -1", d), 0);
+    CHECK_EQ(run("$XL " PLATEAU " --set synthetic_train_size=%d --set output_dir=%s/c --resume latest 2>/dev/null | tail -1", n, d), 0);
     CHECK_STR_CONTAINS(g_out, "\"status\":\"early_stopped\",\"exit_code\":0");
     CHECK_STR_CONTAINS(g_out, "\"epochs\":3,");
     /* and a third start trains nothing */
-    CHECK_EQ(run("$XL " PLATEAU " --set synthetic_train_size=16000 --set output_dir=%s/c --resume latest 2>&1 >/dev/null", d), 0);
+    CHECK_EQ(run("$XL " PLATEAU " --set synthetic_train_size=%d --set output_dir=%s/c --resume latest 2>&1 >/dev/null", n, d), 0);
     CHECK_STR_CONTAINS(g_out, "was stopped early");
 }
 

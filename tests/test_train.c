@@ -103,8 +103,9 @@ TEST(train_resume_is_bit_identical) {
  * SIGINT ignored, and xlatrain keeps an ignored SIGINT ignored (nohup). */
 TEST(train_sigterm_checkpoints_exits_130_and_resumes_identically) {
     const char *d = test_tmpdir();
-    char cmd[2048];
-    const char *big = "--config configs/smoke.yaml --set synthetic_train_size=20000 --set synthetic_test_size=256 --set log_steps=1 --set num_epochs=2 --set target_accuracy=0";
+    char cmd[2048], big[512];
+    snprintf(big, sizeof big, "--config configs/smoke.yaml --set synthetic_train_size=%d --set synthetic_test_size=256 "
+             "--set log_steps=1 --set num_epochs=2 --set target_accuracy=0", test_train_size(20000));
     int rc = xl(g_out, sizeof g_out, "%s --set output_dir=%s/full", big, d);
     CHECK_MSG(rc == 0, "%s", g_out);
     /* start, wait for the first training lines, interrupt */
