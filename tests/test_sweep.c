@@ -94,20 +94,21 @@ TEST(sweep_with_two_failing_runs_names_both_and_exits_with_the_first_code) {
 
 TEST(sweep_resume_after_a_kill_runs_only_the_missing_ones) {
     const char *d = test_tmpdir();
+    int n = test_train_size(6000);
     /* three runs of a few seconds; the sweep is killed during the second */
-    run("$XL " TINY " --set synthetic_train_size=6000 --set num_epochs=3 --set output_dir=%s/s "
+    run("$XL " TINY " --set synthetic_train_size=%d --set num_epochs=3 --set output_dir=%s/s "
         "--sweep seed=1,2,3 > %s/out 2> %s/err & echo $! > %s/pid; "
         /* once run 2 has finished an epoch it is training, with its signal handlers in place */
         "for i in $(seq 1200); do [ -e %s/s/2-seed=2/checkpoint-epoch001.safetensors ] && break; sleep 0.05; done; "
         "kill -TERM $(cat %s/pid); wait",
-        d, d, d, d, d, d);
+        n, d, d, d, d, d, d);
     CHECK_EQ(count("tail -n +2 %s/s/summary.csv | wc -l", d), 2);
     CHECK_EQ(run("cat %s/s/summary.csv", d), 0);
     CHECK_STR_CONTAINS(g_out, "1,1,ok,0,");
     CHECK_STR_CONTAINS(g_out, ",interrupted,130,");
     CHECK(!strstr(g_out, "\n3,"));
-    int rc = run("$XL " TINY " --set synthetic_train_size=6000 --set num_epochs=3 --set output_dir=%s/s "
-                 "--sweep seed=1,2,3 --sweep-resume 2>%s/err2", d, d);
+    int rc = run("$XL " TINY " --set synthetic_train_size=%d --set num_epochs=3 --set output_dir=%s/s "
+                 "--sweep seed=1,2,3 --sweep-resume 2>%s/err2", n, d, d);
     CHECK_EQ(rc, 0);
     CHECK_EQ(run("cat %s/err2", d), 0);
     CHECK_STR_CONTAINS(g_out, "sweep run 1/3: ");
@@ -128,16 +129,17 @@ TEST(sweep_resume_after_a_kill_runs_only_the_missing_ones) {
  * interrupted instead of training on unseen; --sweep-resume continues it. */
 TEST(sweep_killed_with_sigkill_leaves_no_run_training) {
     const char *d = test_tmpdir();
-    run("$XL " TINY " --set synthetic_train_size=6000 --set num_epochs=3 --set output_dir=%s/s "
+    int n = test_train_size(6000);
+    run("$XL " TINY " --set synthetic_train_size=%d --set num_epochs=3 --set output_dir=%s/s "
         "--sweep seed=1,2 > %s/out 2> %s/err & echo $! > %s/pid; "
         "for i in $(seq 1200); do [ -e %s/s/1-seed=1/checkpoint-epoch001.safetensors ] && break; sleep 0.05; done; "
         "kill -KILL $(cat %s/pid); wait; "
         "for i in $(seq 200); do grep -q '\"status\"' %s/s/1-seed=1/results.json 2>/dev/null && break; sleep 0.05; done",
-        d, d, d, d, d, d, d);
+        n, d, d, d, d, d, d, d);
     CHECK_EQ(run("grep -o '\"status\":\"[a-z_]*\"' %s/s/1-seed=1/results.json", d), 0);
     CHECK_STR_CONTAINS(g_out, "\"status\":\"interrupted\"");
-    CHECK_EQ(run("$XL " TINY " --set synthetic_train_size=6000 --set num_epochs=3 --set output_dir=%s/s "
-                 "--sweep seed=1,2 --sweep-resume 2>&1 >/dev/null | grep -c 'sweep run 1/2 (resumed)'", d), 0);
+    CHECK_EQ(run("$XL " TINY " --set synthetic_train_size=%d --set num_epochs=3 --set output_dir=%s/s "
+                 "--sweep seed=1,2 --sweep-resume 2>&1 >/dev/null | grep -c 'sweep run 1/2 (resumed)'", n, d), 0);
 }
 
 TEST(sweep_values_are_checked_before_the_first_run) {
