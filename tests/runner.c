@@ -8,6 +8,8 @@
  */
 #include "test.h"
 
+#include "engine/metrics.h" /* xt_now_ns */
+
 #include <dirent.h>
 #include <errno.h>
 #include <signal.h>
@@ -15,7 +17,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #define TEST_TIMEOUT_S 600
@@ -114,29 +115,25 @@ int test_sanitized(void) { return getenv("XLATRAIN_SANITIZED") != NULL; }
 
 int test_train_size(int release_size) { return test_sanitized() ? release_size / 4 : release_size; }
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+static int slower_first(const void *a, const void *b) {
+    double sa = g_tests[*(const int *)a].seconds, sb = g_tests[*(const int *)b].seconds;
+    return (sa < sb) - (sa > sb);
 }
 
 /* "slowest: a 12.0 s, b 3.1 s, ..." over the tests that ran (seconds > 0) */
 static void print_slowest(void) {
-    int shown[SLOWEST_SHOWN], n = 0;
-    for (; n < SLOWEST_SHOWN; n++) {
-        int best = -1;
-        for (int i = 0; i < g_ntests; i++) {
-            int taken = 0;
-            for (int k = 0; k < n; k++) taken |= shown[k] == i;
-            if (!taken && g_tests[i].seconds > 0 && (best < 0 || g_tests[i].seconds > g_tests[best].seconds)) best = i;
-        }
-        if (best < 0) break;
-        shown[n] = best;
+    int *order = malloc((size_t)g_ntests * sizeof *order), n = 0;
+    if (!order) return;
+    for (int i = 0; i < g_ntests; i++)
+        if (g_tests[i].seconds > 0) order[n++] = i;
+    qsort(order, (size_t)n, sizeof *order, slower_first);
+    if (n > SLOWEST_SHOWN) n = SLOWEST_SHOWN;
+    if (n >= 2) {
+        printf("slowest:");
+        for (int k = 0; k < n; k++) printf("%s %s %.1f s", k ? "," : "", g_tests[order[k]].name, g_tests[order[k]].seconds);
+        printf("\n");
     }
-    if (n < 2) return;
-    printf("slowest:");
-    for (int k = 0; k < n; k++) printf("%s %s %.1f s", k ? "," : "", g_tests[shown[k]].name, g_tests[shown[k]].seconds);
-    printf("\n");
+    free(order);
 }
 
 static void rm_rf(const char *path) {
@@ -161,7 +158,7 @@ int main(int argc, char **argv) {
             return 1;
         }
         fflush(NULL);
-        double start = now_s();
+        uint64_t start = xt_now_ns();
         pid_t pid = fork();
         if (pid == 0) {
             snprintf(g_tmpdir, sizeof g_tmpdir, "%s", dir);
@@ -172,7 +169,7 @@ int main(int argc, char **argv) {
         }
         int st = 0;
         while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
-        t->seconds = now_s() - start;
+        t->seconds = (double)(xt_now_ns() - start) / 1e9;
         rm_rf(dir);
         if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
             passed++;

@@ -11,12 +11,12 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "distributed/allreduce.h"
 #include "distributed/shm.h"
 #include "distributed/spawn.h"
+#include "engine/metrics.h"
 #include "test.h"
 
 static void *shared(size_t size) {
@@ -29,11 +29,7 @@ static void *shared(size_t size) {
     return p;
 }
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
+static double now_s(void) { return (double)xt_now_ns() / 1e9; }
 
 /* Processes whose parent is this one (zombies included). */
 static int count_children(void) {

@@ -10,12 +10,12 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <jansson.h>
 #include <unistd.h>
 
 #include "config/config.h"
 #include "run/monitor.h"
+#include "engine/metrics.h"
 #include "test.h"
 
 #define TINY "--config configs/smoke.yaml --set synthetic_train_size=1024 --set synthetic_test_size=200 --set log_steps=0 --set num_epochs=1 --set target_accuracy=0"
@@ -165,11 +165,7 @@ TEST(sweep_over_seeds_prints_mean_and_std) {
 
 /* ---- smoke mode ------------------------------------------------------------ */
 
-static double now_s(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
+static double now_s(void) { return (double)xt_now_ns() / 1e9; }
 
 static void fast_dev_run_at(int cores) {
     const char *d = test_tmpdir();
