@@ -22,7 +22,7 @@ for m in seed_cnn:models/fashion_cnn.yaml:300 wide_cnn:models/wide_cnn.yaml:30; 
         while [ $i -lt "$REPS" ]; do
             for side in before after; do
                 tree=$1; [ $side = after ] && tree=$2
-                (cd "$tree" && build/release/bench/train_bench "$spec" --procs $p --steps $steps --infer-steps 2) 2>/dev/null |
+                (cd "$tree" && on_cpus $p $i build/release/bench/train_bench "$spec" --procs $p --steps $steps --infer-steps 2) 2>/dev/null |
                     grep '^RESULT' >> "$tmp/$side"
             done
             i=$((i + 1))

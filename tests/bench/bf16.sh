@@ -44,7 +44,7 @@ for m in seed_cnn:models/fashion_cnn.yaml:$STEPS_SEED wide_cnn:models/wide_cnn.y
         i=0
         while [ $i -lt "$REPS" ]; do
             for prec in fp32 bf16; do
-                $B/train_bench "$spec" --procs $p --steps "$steps" --infer-steps 0 --precision $prec >> "$tmp/$name.$p.$prec" 2>>"$tmp/err" ||
+                on_cpus $p $i $B/train_bench "$spec" --procs $p --steps "$steps" --infer-steps 0 --precision $prec >> "$tmp/$name.$p.$prec" 2>>"$tmp/err" ||
                     echo "train_bench $spec --procs $p --precision $prec failed: $(tail -n 1 "$tmp/err")" >&2
             done
             i=$((i + 1))

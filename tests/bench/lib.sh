@@ -1,6 +1,7 @@
 # lib.sh — what the bench scripts share (sourced by run.sh, ab.sh, bf16.sh):
 # one BLAS thread per worker, a scratch directory removed on exit ($tmp), and
-# the helpers that read train_bench's "RESULT key=value ..." lines.
+# the helpers that read train_bench's "RESULT key=value ..." lines and that
+# pin a one-worker run to a CPU.
 export OPENBLAS_NUM_THREADS=1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -9,4 +10,31 @@ field() { echo "$2" | tr ' ' '\n' | sed -n "s/^$1=//p" | head -n 1; }
 median() { sort -g | awk '{a[NR]=$1} END {if (NR) print a[int((NR+1)/2)]; else print "nan"}'; }
 med() { # file key -> the median of key over the file's RESULT lines
     while read -r l; do field "$2" "$l"; done < "$1" | median
+}
+# cpu_of I -> the (I mod n)-th of the n CPUs this shell may run on (its
+# Cpus_allowed_list, e.g. "0-1" or "0,2-3"), or nothing when it cannot tell
+cpu_of() {
+    sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status 2>/dev/null | tr ',' '\n' |
+        awk -F- -v i="$1" '{ hi = ($2 == "") ? $1 : $2; for (c = $1; c <= hi; c++) cpu[n++] = c }
+                           END { if (n) print cpu[i % n] }'
+}
+# pinned I CMD ARGS... — CMD on CPU cpu_of(I) (taskset, from util-linux), or
+# unpinned where taskset is missing or refused.
+# Why: this VM's two vCPUs sit on cores whose neighbours differ, and by more
+# than a bar's margin: on 2026-11-28 the seed CNN trained at batch 1024 in
+# 22 ms a step on one and 17.7 on the other, then the faster one became the
+# slower. Unpinned, the scheduler may run batch 128 on one and batch 1024 on
+# the other, and a ratio measures the cores, not the batch size.
+pinned() {
+    c=$(cpu_of "$1"); shift
+    if [ -n "$c" ] && command -v taskset >/dev/null 2>&1 && taskset -c "$c" true 2>/dev/null; then
+        taskset -c "$c" "$@"
+    else
+        "$@"
+    fi
+}
+# on_cpus PROCS I CMD ARGS... — one worker runs pinned (repetition I on CPU
+# cpu_of(I)), so a repetition's figures come from one core; more run unpinned
+on_cpus() {
+    if [ "$1" = 1 ]; then shift; pinned "$@"; else shift 2; "$@"; fi
 }

@@ -15,22 +15,18 @@ have_torch=0
 if [ -f "$REF" ] && /usr/bin/python3 -c 'import torch' >/dev/null 2>&1; then have_torch=1; fi
 
 
-run_x() { # model procs steps -> RESULT lines in $tmp/x.<model>.<procs>
-    out="$tmp/x.$(basename "$1" .yaml).$2"
-    : > "$out"
+# Each repetition runs xlatrain and then PyTorch (on the same CPU for one
+# worker), so both see the same machine: RESULT lines in $tmp/x.<spec>.<procs>
+# and $tmp/t.<name>.<procs>.
+run_pair() { # name spec procs steps
+    x="$tmp/x.$(basename "$2" .yaml).$3"; t="$tmp/t.$1.$3"
+    : > "$x"; : > "$t"
     i=0
     while [ $i -lt "$REPS" ]; do
-        $B/train_bench "$1" --procs "$2" --steps "$3" --infer-steps 10 >> "$out" 2>>"$tmp/err" || echo "train_bench $1 --procs $2 failed: $(tail -n 1 "$tmp/err")" >&2
-        i=$((i + 1))
-    done
-}
-run_t() { # model procs -> RESULT lines in $tmp/t.<model>.<procs>
-    out="$tmp/t.$1.$2"
-    : > "$out"
-    [ $have_torch = 1 ] || return 0
-    i=0
-    while [ $i -lt "$REPS" ]; do
-        /usr/bin/python3 "$REF" --bench --model "$1" --threads 1 --procs "$2" --bench-seconds 6 --infer-seconds 3 2>/dev/null | grep '^RESULT' >> "$out"
+        on_cpus "$3" $i $B/train_bench "$2" --procs "$3" --steps "$4" --infer-steps 10 >> "$x" 2>>"$tmp/err" ||
+            echo "train_bench $2 --procs $3 failed: $(tail -n 1 "$tmp/err")" >&2
+        [ $have_torch = 1 ] && on_cpus "$3" $i /usr/bin/python3 "$REF" --bench --model "$1" --threads 1 --procs "$3" \
+            --bench-seconds 6 --infer-seconds 3 2>/dev/null | grep '^RESULT' >> "$t"
         i=$((i + 1))
     done
 }
@@ -72,10 +68,7 @@ echo
 
 for m in seed_cnn:models/fashion_cnn.yaml:$STEPS_SEED wide_cnn:models/wide_cnn.yaml:$STEPS_WIDE; do
     name=${m%%:*}; rest=${m#*:}; spec=${rest%%:*}; steps=${rest#*:}
-    for p in 1 2; do
-        run_x "$spec" $p "$steps"
-        run_t "$name" $p
-    done
+    for p in 1 2; do run_pair "$name" "$spec" $p "$steps"; done
 done
 
 printf '\n== training and inference, side by side (batch 128 per worker; inference batch 1000)\n'
@@ -144,9 +137,12 @@ echo "   the second what the kernels multiply: no backward-data for a first laye
 echo "   max pool that visits only the kept pixel of each window, a quarter of its dense multiply-adds)"
 
 printf '\n== the seed CNN across batch sizes (1 worker, 51,200 samples per point, %s repetitions, medians; ratio to batch 128)\n' "$REPS"
-# each repetition runs every batch size, and batch 1024 once more with tiling off (XLATRAIN_NO_TILING=1), so
-# the ratios compare runs that saw the same machine; each point trains 51,200 samples (about 0.8 s; 25,600
-# until 2026-11-27: a burst of another machine's load then decided a point more often)
+# each repetition runs every batch size, and batch 1024 once more with tiling off (XLATRAIN_NO_TILING=1), all
+# on one CPU (repetition i on cpu_of(i), lib.sh), so a repetition's ratios compare runs that saw the same core
+# at nearly the same time; the ratio printed is the median of the repetitions' own ratios (until 2026-11-28
+# the ratio of the medians, over unpinned runs: the two vCPUs here then differed by up to 20%). Each point
+# trains 51,200 samples (about 0.8 s; 25,600 until 2026-11-27: a burst of another machine's load then
+# decided a point more often)
 # what one core reads per second by footprint (tests/bench/read_bw.c): where its L3 share ends on this
 # machine today, which is what the large batches' arenas (plus their images) are set against
 if [ -x $B/read_bw ]; then
@@ -154,24 +150,34 @@ if [ -x $B/read_bw ]; then
     awk '/^READ_BW/ { split($2, m, "="); split($3, g, "="); split($4, w, "="); s = s sep m[2] " MB " sprintf("%.0f", g[2]); sep = ", "; width = w[2] }
          END { if (s != "") printf "  one core reads (GB/s, by footprint; %s loads, tests/bench/read_bw.c): %s\n", width, s }' "$tmp/read_bw"
 fi
-for bsz in 16 32 64 128 256 512 1024 1024u; do : > "$tmp/sweep.$bsz"; done
+SWEEP="16 32 64 128 256 512 1024 1024u"
+for bsz in $SWEEP; do : > "$tmp/sweep.$bsz"; : > "$tmp/ratio.$bsz"; done
 i=0
 while [ $i -lt "$REPS" ]; do
-    for bsz in 16 32 64 128 256 512 1024 1024u; do
+    for bsz in $SWEEP; do
         b=${bsz%u}; nt=0; [ "$bsz" = "$b" ] || nt=1
-        XLATRAIN_NO_TILING=$nt $B/train_bench models/fashion_cnn.yaml --procs 1 --batch $b --steps $((51200 / b)) --infer-steps 0 \
-            2>/dev/null >> "$tmp/sweep.$bsz"
+        l=$(pinned $i env XLATRAIN_NO_TILING=$nt $B/train_bench models/fashion_cnn.yaml --procs 1 --batch $b \
+            --steps $((51200 / b)) --infer-steps 0 2>>"$tmp/err" | grep '^RESULT')
+        [ -n "$l" ] || echo "train_bench --batch $b failed: $(tail -n 1 "$tmp/err")" >&2
+        echo "$l" > "$tmp/rep.$bsz"
+        [ -n "$l" ] && echo "$l" >> "$tmp/sweep.$bsz"
+    done
+    r=$(field train_sps "$(cat "$tmp/rep.128")")
+    for bsz in $SWEEP; do
+        v=$(field train_sps "$(cat "$tmp/rep.$bsz")")
+        [ -n "$v" ] && [ -n "$r" ] && awk -v v="$v" -v r="$r" 'BEGIN{ printf "%.3f\n", v / r }' >> "$tmp/ratio.$bsz"
     done
     i=$((i + 1))
 done
-for bsz in 16 32 64 128 256 512 1024 1024u; do
+for bsz in $SWEEP; do
+    [ -s "$tmp/sweep.$bsz" ] || continue
     l=$(head -n 1 "$tmp/sweep.$bsz")
     note="micro-batch tiles of $(field tile_rows "$l")-$(field tile_rows_max "$l") samples ($(field tiled_kernels "$l") kernels in $(field tile_runs "$l") stretches)"
     [ "$(field tile_runs "$l")" = 0 ] && note="not tiled"
     [ "$bsz" = 1024u ] && note="tiling off (XLATRAIN_NO_TILING=1)"
-    awk -v b=${bsz%u} -v v="$(med "$tmp/sweep.$bsz" train_sps)" -v r="$(med "$tmp/sweep.128" train_sps)" -v n="$note" \
-        -v a="$(med "$tmp/sweep.$bsz" arena_kb)" -v x="$(field input_kb "$l")" \
-        'BEGIN{ printf "  batch %5d: %9.1f samples/s  %.3f of batch 128  arena %5.1f MB + images %4.1f MB  %s\n", b, v, (r > 0 ? v / r : 0), a / 1024, x / 1024, n }'
+    awk -v b=${bsz%u} -v v="$(med "$tmp/sweep.$bsz" train_sps)" -v r="$(median < "$tmp/ratio.$bsz")" -v n="$note" \
+        -v a="$(med "$tmp/sweep.$bsz" arena_kb)" -v x="$(field input_kb "$l")" -v each="$(tr '\n' ' ' < "$tmp/ratio.$bsz" | sed 's/ $//')" \
+        'BEGIN{ printf "  batch %5d: %9.1f samples/s  %.3f of batch 128 (%s)  arena %5.1f MB + images %4.1f MB  %s\n", b, v, r, each, a / 1024, x / 1024, n }'
 done
 
 printf '\n== data wait in a real training run (synthetic 25,600 images, 1 epoch, 1 and 2 workers)\n'
@@ -187,7 +193,7 @@ done
 
 # ResNet-20 (models/resnet20.yaml) on synthetic 3x32x32 batches, beside PyTorch's
 # same network (tests/bench/torch_resnet_ref.py); each repetition runs xlatrain
-# and then PyTorch, so both see the same machine.
+# and then PyTorch, so both see the same machine (one worker: the same CPU).
 STEPS_R20=${STEPS_R20:-10}
 printf '\n== ResNet-20 training (synthetic 3x32x32, batch 128 per worker, %s repetitions, medians; PyTorch: tests/bench/torch_resnet_ref.py)\n' "$REPS"
 for p in 1 2; do
@@ -195,9 +201,9 @@ for p in 1 2; do
     : > "$tmp/r20t.$p"
     i=0
     while [ $i -lt "$REPS" ]; do
-        $B/train_bench models/resnet20.yaml --procs $p --steps "$STEPS_R20" --infer-steps 0 >> "$tmp/r20x.$p" 2>>"$tmp/err" ||
+        on_cpus $p $i $B/train_bench models/resnet20.yaml --procs $p --steps "$STEPS_R20" --infer-steps 0 >> "$tmp/r20x.$p" 2>>"$tmp/err" ||
             echo "train_bench resnet20 --procs $p failed: $(tail -n 1 "$tmp/err")" >&2
-        [ $have_torch = 1 ] && /usr/bin/python3 tests/bench/torch_resnet_ref.py --procs $p --bench-seconds 8 2>/dev/null |
+        [ $have_torch = 1 ] && on_cpus $p $i /usr/bin/python3 tests/bench/torch_resnet_ref.py --procs $p --bench-seconds 8 2>/dev/null |
             grep '^RESULT' >> "$tmp/r20t.$p"
         i=$((i + 1))
     done
