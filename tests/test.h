@@ -66,6 +66,13 @@ int test_train_size(int release_size);
             test_fail_at(__FILE__, __LINE__, "%s ~= %s: %.9g vs %.9g (tol %g)", #a, #b, va_, vb_, (double)(tol)); \
     } while (0)
 
+#define CHECK_STR_EQ(got, want)                                        \
+    do {                                                               \
+        const char *g_ = (got), *w_ = (want);                          \
+        if (!g_ || strcmp(g_, w_))                                     \
+            test_fail_at(__FILE__, __LINE__, "%s: \"%s\", expected \"%s\"", #got, g_ ? g_ : "(null)", w_); \
+    } while (0)
+
 #define CHECK_STR_CONTAINS(hay, needle)                                \
     do {                                                               \
         const char *h_ = (hay), *n_ = (needle);                        \

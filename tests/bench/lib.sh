@@ -11,12 +11,17 @@ median() { sort -g | awk '{a[NR]=$1} END {if (NR) print a[int((NR+1)/2)]; else p
 med() { # file key -> the median of key over the file's RESULT lines
     while read -r l; do field "$2" "$l"; done < "$1" | median
 }
-# cpu_of I -> the (I mod n)-th of the n CPUs this shell may run on (its
-# Cpus_allowed_list, e.g. "0-1" or "0,2-3"), or nothing when it cannot tell
-cpu_of() {
-    sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status 2>/dev/null | tr ',' '\n' |
-        awk -F- -v i="$1" '{ hi = ($2 == "") ? $1 : $2; for (c = $1; c <= hi; c++) cpu[n++] = c }
+# nth_cpu LIST I -> the (I mod n)-th of the n CPUs in LIST, a Cpus_allowed_list
+# such as "0-1" or "0,2-3"; nothing for an empty LIST (tests/test_bench_lib.c)
+nth_cpu() {
+    echo "$1" | tr ',' '\n' |
+        awk -F- -v i="$2" '/^[0-9]/ { hi = ($2 == "") ? $1 : $2; for (c = $1 + 0; c <= hi + 0; c++) cpu[n++] = c }
                            END { if (n) print cpu[i % n] }'
+}
+# cpu_of I -> the (I mod n)-th of the n CPUs this shell may run on, or nothing
+# when it cannot tell
+cpu_of() {
+    nth_cpu "$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status 2>/dev/null)" "$1"
 }
 # pinned I CMD ARGS... — CMD on CPU cpu_of(I) (taskset, from util-linux), or
 # unpinned where taskset is missing or refused.
@@ -26,9 +31,9 @@ cpu_of() {
 # slower. Unpinned, the scheduler may run batch 128 on one and batch 1024 on
 # the other, and a ratio measures the cores, not the batch size.
 pinned() {
-    c=$(cpu_of "$1"); shift
-    if [ -n "$c" ] && command -v taskset >/dev/null 2>&1 && taskset -c "$c" true 2>/dev/null; then
-        taskset -c "$c" "$@"
+    _pin_cpu=$(cpu_of "$1"); shift
+    if [ -n "$_pin_cpu" ] && command -v taskset >/dev/null 2>&1 && taskset -c "$_pin_cpu" true 2>/dev/null; then
+        taskset -c "$_pin_cpu" "$@"
     else
         "$@"
     fi
