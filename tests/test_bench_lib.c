@@ -9,6 +9,9 @@
 
 static char g_out[4096];
 
+/* prints the CPU list of the process that runs it */
+#define ALLOWED_CPUS "sed -n \"s/^Cpus_allowed_list:[[:space:]]*//p\" /proc/self/status"
+
 /* Output of `sh -c '. tests/bench/lib.sh; BODY'`, trailing newline cut. */
 static const char *lib_sh(const char *body) {
     char cmd[2048];
@@ -34,14 +37,14 @@ TEST(bench_nth_cpu_walks_a_cpu_list_round_robin) {
  * gives for I where taskset can pin here, else what the caller may. */
 TEST(bench_pinned_runs_the_command_on_that_cpu_or_unpinned) {
     char mine[256], want[64], can[8], got[256], body[512];
-    snprintf(mine, sizeof mine, "%s", lib_sh("sed -n \"s/^Cpus_allowed_list:[[:space:]]*//p\" /proc/self/status"));
+    snprintf(mine, sizeof mine, "%s", lib_sh(ALLOWED_CPUS));
     for (int i = 0; i < 3; i++) {
         snprintf(body, sizeof body, "cpu_of %d", i);
         snprintf(want, sizeof want, "%s", lib_sh(body));
         CHECK_MSG(want[0] != '\0', "cpu_of %d gave nothing: no Cpus_allowed_list in /proc/self/status?", i);
         snprintf(body, sizeof body, "taskset -c %s true 2>/dev/null && echo yes || echo no", want);
         snprintf(can, sizeof can, "%s", lib_sh(body));
-        snprintf(body, sizeof body, "pinned %d sed -n \"s/^Cpus_allowed_list:[[:space:]]*//p\" /proc/self/status", i);
+        snprintf(body, sizeof body, "pinned %d " ALLOWED_CPUS, i);
         snprintf(got, sizeof got, "%s", lib_sh(body));
         if (!strcmp(can, "yes")) CHECK_STR_EQ(got, want); /* pinned: that one CPU */
         else CHECK_STR_EQ(got, mine);                      /* refused: runs as the caller does */
@@ -50,9 +53,9 @@ TEST(bench_pinned_runs_the_command_on_that_cpu_or_unpinned) {
 
 TEST(bench_on_cpus_pins_one_worker_only) {
     char mine[256];
-    snprintf(mine, sizeof mine, "%s", lib_sh("sed -n \"s/^Cpus_allowed_list:[[:space:]]*//p\" /proc/self/status"));
+    snprintf(mine, sizeof mine, "%s", lib_sh(ALLOWED_CPUS));
     /* two workers: the command runs as the caller does, with the repetition index dropped */
-    CHECK_STR_EQ(lib_sh("on_cpus 2 1 sed -n \"s/^Cpus_allowed_list:[[:space:]]*//p\" /proc/self/status"), mine);
+    CHECK_STR_EQ(lib_sh("on_cpus 2 1 " ALLOWED_CPUS), mine);
     /* one worker: the repetition index picks the CPU, and is not passed to the command */
     CHECK_STR_EQ(lib_sh("on_cpus 1 0 echo run"), "run");
 }

@@ -456,11 +456,11 @@ TEST(cli_broken_cifar_file_exits_3_with_one_line) {
 TEST(cli_cifar10_smoke_config_learns_the_synthetic_set) {
     char args[2000], out[1 << 15], want[64];
     const char *d = test_tmpdir();
-    int epochs = test_sanitized() ? 2 : 8; /* 8: the shipped config's num_epochs */
-    snprintf(args, sizeof args, "--config configs/cifar10_smoke.yaml --set output_dir=%s/smoke%s", d,
-             test_sanitized() ? " --set synthetic_train_size=1024 --set synthetic_test_size=256 --set num_epochs=2 "
-                                "--set target_accuracy=0"
-                              : "");
+    int sanitized = test_sanitized(), epochs = sanitized ? 2 : 8; /* 8: the shipped config's num_epochs */
+    int n = snprintf(args, sizeof args, "--config configs/cifar10_smoke.yaml --set output_dir=%s/smoke", d);
+    if (sanitized)
+        snprintf(args + n, sizeof args - (size_t)n, " --set synthetic_train_size=1024 --set synthetic_test_size=256 "
+                 "--set num_epochs=%d --set target_accuracy=0", epochs);
     int rc = run_bin(args, out, sizeof out);
     CHECK_MSG(rc == 0, "exit %d (6 = below target_accuracy): %s", rc, out);
     CHECK_STR_CONTAINS(out, "\"dataset\":\"synthetic_cifar10\"");

@@ -16,7 +16,7 @@
 #include "distributed/allreduce.h"
 #include "distributed/shm.h"
 #include "distributed/spawn.h"
-#include "engine/metrics.h"
+#include "run/log.h"
 #include "test.h"
 
 static void *shared(size_t size) {
@@ -28,8 +28,6 @@ static void *shared(size_t size) {
     memset(p, 0, size);
     return p;
 }
-
-static double now_s(void) { return (double)xt_now_ns() / 1e9; }
 
 /* Processes whose parent is this one (zombies included). */
 static int count_children(void) {
@@ -205,9 +203,9 @@ static outcome run_scenario(int n, enum mode mode, int victim, int at_step, cons
     }
     out.sb = shared(sizeof(scoreboard));
     sc_args a = {d, mode, victim, at_step, mode == M_NONE ? 200 : 1000000, out.sb};
-    double t0 = now_s();
+    double t0 = xt_wall_s();
     out.rc = xt_spawn(d, n, sc_worker, &a, o, &out.e);
-    out.secs = now_s() - t0;
+    out.secs = xt_wall_s() - t0;
     xt_dist_destroy(d);
     return out;
 }
@@ -364,9 +362,9 @@ TEST(dist_parent_abort_wakes_barrier_waiters) {
     for (int r = 0; r < 3; r++) {
         kids[r] = fork();
         if (kids[r] == 0) { /* rank 3 never comes */
-            double t0 = now_s();
+            double t0 = xt_wall_s();
             int rc = xt_dist_barrier(d, r, &e);
-            int ok = rc == XT_ERUNTIME && strstr(e.msg, "barrier aborted: parent gave up") && now_s() - t0 < 3;
+            int ok = rc == XT_ERUNTIME && strstr(e.msg, "barrier aborted: parent gave up") && xt_wall_s() - t0 < 3;
             _exit(ok ? 0 : 1);
         }
     }
@@ -388,7 +386,7 @@ TEST(dist_barrier_wait_times_out_and_names_the_missing_worker) {
     xt_dist_heartbeat(d, 2, 41);
     char (*msgs)[1024] = shared(2 * 1024);
     pid_t kids[2];
-    double t0 = now_s();
+    double t0 = xt_wall_s();
     for (int r = 0; r < 2; r++) {
         kids[r] = fork();
         if (kids[r] == 0) {
@@ -403,7 +401,7 @@ TEST(dist_barrier_wait_times_out_and_names_the_missing_worker) {
         CHECK(WIFEXITED(st) && WEXITSTATUS(st) == XT_ERUNTIME);
         /* one timed out; the other may have been woken by the abort that followed */
     }
-    CHECK(now_s() - t0 < 3);
+    CHECK(xt_wall_s() - t0 < 3);
     const char *m = strstr(msgs[0], "timed out") ? msgs[0] : msgs[1];
     CHECK_STR_CONTAINS(m, "barrier timed out after 0.3 s waiting for xla:2 (last step 41)");
     CHECK(xt_dist_aborted(d));
@@ -432,15 +430,15 @@ TEST(dist_workers_die_with_their_parent) {
         xt_spawn(d, 3, forever, (void *)pids, NULL, &e);
         _exit(1);
     }
-    double t0 = now_s();
-    while ((!pids[0] || !pids[1] || !pids[2]) && now_s() - t0 < 5) usleep(1000);
+    double t0 = xt_wall_s();
+    while ((!pids[0] || !pids[1] || !pids[2]) && xt_wall_s() - t0 < 5) usleep(1000);
     CHECK(pids[0] && pids[1] && pids[2]);
     kill(mid, SIGKILL);
     int st;
     waitpid(mid, &st, 0);
     for (int r = 0; r < 3; r++) {
         pid_t p = 0;
-        while ((p = waitpid(pids[r], &st, WNOHANG)) == 0 && now_s() - t0 < 5) usleep(1000);
+        while ((p = waitpid(pids[r], &st, WNOHANG)) == 0 && xt_wall_s() - t0 < 5) usleep(1000);
         CHECK_MSG(p == pids[r] && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "worker %d: %d %#x", r, (int)p, st);
     }
     CHECK_EQ(count_children(), 0);
@@ -503,11 +501,11 @@ TEST(dist_serial_waiters_are_released_when_the_holder_hangs) {
     CHECK_EQ(xt_dist_create(&d, 3, 0, &e), 0);
     ser_args a = {d, shared(sizeof(scoreboard))};
     xt_spawn_opts o = {.timeout_s = 1, .grace_s = 0.5};
-    double t0 = now_s();
+    double t0 = xt_wall_s();
     int rc = xt_spawn(d, 3, ser_hang_worker, &a, &o, &e);
     CHECK_EQ(rc, XT_ERUNTIME);
     CHECK_STR_CONTAINS(e.msg, "worker xla:0 hung: no progress for 1 s");
-    CHECK(now_s() - t0 < 5);
+    CHECK(xt_wall_s() - t0 < 5);
     for (int r = 1; r < 3; r++) {
         CHECK_EQ(a.sb->rc[r], XT_ERUNTIME);
         CHECK_STR_CONTAINS(a.sb->msg[r], "serial section aborted: worker xla:0 hung");

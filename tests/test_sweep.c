@@ -14,8 +14,8 @@
 #include <unistd.h>
 
 #include "config/config.h"
+#include "run/log.h"
 #include "run/monitor.h"
-#include "engine/metrics.h"
 #include "test.h"
 
 #define TINY "--config configs/smoke.yaml --set synthetic_train_size=1024 --set synthetic_test_size=200 --set log_steps=0 --set num_epochs=1 --set target_accuracy=0"
@@ -165,13 +165,11 @@ TEST(sweep_over_seeds_prints_mean_and_std) {
 
 /* ---- smoke mode ------------------------------------------------------------ */
 
-static double now_s(void) { return (double)xt_now_ns() / 1e9; }
-
 static void fast_dev_run_at(int cores) {
     const char *d = test_tmpdir();
-    double t0 = now_s();
+    double t0 = xt_wall_s();
     int rc = run("$XL --config configs/smoke.yaml --fast-dev-run --set num_cores=%d --set output_dir=%s/f 2>&1", cores, d);
-    double took = now_s() - t0;
+    double took = xt_wall_s() - t0;
     CHECK_EQ(rc, 0);
     if (!test_sanitized()) CHECK_MSG(took < 3.0, "--fast-dev-run took %.2f s", took);
     CHECK_STR_CONTAINS(g_out, "\"smoke\":true");
@@ -189,10 +187,10 @@ TEST(smoke_fast_dev_run_writes_every_output_2_workers) { fast_dev_run_at(2); }
 
 TEST(smoke_max_time_stops_with_time_limit_and_exit_0) {
     const char *d = test_tmpdir();
-    double t0 = now_s();
+    double t0 = xt_wall_s();
     int rc = run("$XL --config configs/smoke.yaml --set synthetic_train_size=20000 --set num_epochs=500 --set log_steps=0 "
                  "--set max_time=2 --set target_accuracy=0 --set output_dir=%s/m 2>/dev/null | tail -1", d);
-    double took = now_s() - t0;
+    double took = xt_wall_s() - t0;
     CHECK_EQ(rc, 0);
     CHECK_STR_CONTAINS(g_out, "\"status\":\"time_limit\",\"exit_code\":0");
     CHECK_MSG(took < 30, "max_time 2 took %.1f s", took);

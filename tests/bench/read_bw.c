@@ -21,18 +21,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+
+#include "run/log.h" /* xt_wall_s */
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 #define READ_BW_X86 1
 #endif
-
-static double now_s(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
 
 /* Sum of n floats (n a multiple of 64) in independent accumulators, so the
  * adds never wait on each other; the sum is returned so no pass is dead. */
@@ -93,12 +88,12 @@ int main(void) {
         int passes = 4096 / mb[k], per = passes / 4;
         double best = 0;
         for (int r = 0; r < 4; r++) {
-            double t0 = now_s();
+            double t0 = xt_wall_s();
             for (int j = 0; j < per; j++) {
                 __asm__ volatile("" ::: "memory");
                 sink += rd(p, n);
             }
-            double gbs = (double)per * (double)(n * sizeof *p) / (now_s() - t0) / 1e9;
+            double gbs = (double)per * (double)(n * sizeof *p) / (xt_wall_s() - t0) / 1e9;
             if (gbs > best) best = gbs;
         }
         free(p);
