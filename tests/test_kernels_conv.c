@@ -16,6 +16,7 @@
 #include "kernels/kernels.h"
 #include "kernels/simd.h"
 
+#include <float.h>
 #include <string.h>
 
 static float *nan_buf(size_t n) {
@@ -371,6 +372,13 @@ TEST(conv_choice_for_the_models) {
     CHECK_EQ(k_conv_choose(&w1, K_CONV_BWD_DATA), K_CONV_IM2COL);
     CHECK_EQ(k_conv_choose(&w1, K_CONV_BWD_WEIGHT), one_channel);
     for (int pass = 0; pass < 3; pass++) CHECK_EQ(k_conv_choose(&w2, pass), K_CONV_DIRECT);
+    /* under a 2x2 max pool, with AVX-512: backward-data from the kept pixels
+     * for both conv2s (conv_sparse_data.c), the weight gradient for wide_cnn's */
+    int sparse = k_simd_detect() == K_SIMD_AVX512 ? K_CONV_SPARSE : K_CONV_DIRECT;
+    CHECK_EQ(k_conv_choose_unpool2(&c2, K_CONV_BWD_DATA), sparse);
+    CHECK_EQ(k_conv_choose_unpool2(&w2, K_CONV_BWD_DATA), sparse);
+    CHECK_EQ(k_conv_choose_unpool2(&c2, K_CONV_BWD_WEIGHT), K_CONV_DIRECT);
+    CHECK_EQ(k_conv_choose_unpool2(&w2, K_CONV_BWD_WEIGHT), sparse);
 }
 
 /* The weight gradient over micro-batch parts (16, 16, then a partial 5)
@@ -532,6 +540,7 @@ TEST(conv_fwd_pool2_epilogue_equals_conv_then_maxpool) {
  * images, conv outputs of odd height and width (a row and a column no
  * window reaches), and -0 in the gradient. */
 TEST(conv_backward_unpool2_equals_pool_backward_then_the_pass) {
+    k_conv_sparse_data_force(0); /* the dense paths' bits; the sparse backward-data: its own test below */
     k_conv_shape shapes[] = {SHAPE(37, 1, 28, 28, 10, 5, 5, 1, 1, 0, 0), SHAPE(21, 10, 12, 12, 20, 5, 5, 1, 1, 0, 0),
                              SHAPE(19, 32, 14, 14, 16, 3, 3, 1, 1, 0, 0), SHAPE(5, 3, 11, 9, 4, 3, 3, 1, 1, 0, 0),
                              SHAPE(18, 9, 9, 10, 12, 3, 3, 1, 1, 1, 1), SHAPE(21, 1, 28, 28, 32, 3, 3, 1, 1, 0, 0),
@@ -574,6 +583,7 @@ TEST(conv_backward_unpool2_equals_pool_backward_then_the_pass) {
         k_simd_force(-1);
         free(x), free(w), free(y), free(g), free(vals), free(dy), free(idx), free(scr), free(acc);
     }
+    k_conv_sparse_data_force(-1);
 }
 
 /* The weight gradient under a max pool that visits only the kept pixels
@@ -631,6 +641,81 @@ TEST(conv_sparse_weight_gradient_gives_the_dense_passs_bits) {
     }
 }
 
+/* Backward-data under a max pool from the kept pixels alone
+ * (conv_sparse_data.c), forced on wherever it can run, against the reference
+ * (the pool's backward, then k_conv2d_bwd_data_ref, then the mask): within
+ * the rounding of a sum of Co*kh*kw products, as it sums them in another
+ * order. Then its own invariants, bit for bit: a batch split 16 + the rest,
+ * the second call on weights packed by the first (k_conv_packed, the weights
+ * it is given then NaN), gives the bits of one call. Shapes: the seed CNN's
+ * conv2, channel counts filling part of a vector or more than one (9, 20, 32,
+ * 40), padding, stride 2, an odd conv output, 1x1; with and without the ReLU
+ * mask (NaN, -0 and +0 in it); +0 and -0 in g (skipped), and a g of 0 over
+ * a whole window's channels. */
+static int close_to(float got, double want, double bound) { return fabs((double)got - want) <= bound; }
+
+TEST(conv_sparse_backward_data_matches_the_reference) {
+    if (k_simd_detect() < K_SIMD_AVX512) test_skip("no AVX-512: the sparse backward-data never runs");
+    k_conv_shape shapes[] = {SHAPE(37, 10, 12, 12, 20, 5, 5, 1, 1, 0, 0), SHAPE(21, 32, 14, 14, 16, 3, 3, 1, 1, 0, 0),
+                             SHAPE(18, 20, 9, 10, 12, 3, 3, 1, 1, 1, 1),  SHAPE(17, 16, 11, 13, 8, 3, 3, 2, 2, 1, 0),
+                             SHAPE(19, 9, 11, 9, 4, 3, 3, 1, 1, 0, 1),    SHAPE(20, 40, 7, 8, 5, 1, 1, 1, 1, 0, 0)};
+    unsigned seed = 31;
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        k_conv_shape s = shapes[i];
+        CHECK_EQ(k_conv_shape_infer(&s), 0);
+        k_conv_sparse_data_force(1);
+        CHECK_MSG(k_conv_choose_unpool2(&s, K_CONV_BWD_DATA) == K_CONV_SPARSE, "shape %zu: the sparse pass cannot run", i);
+        k_pool_shape ps = pool2_of(&s);
+        size_t xi = (size_t)s.Ci * s.H * s.W, yi = (size_t)s.Co * s.Ho * s.Wo, gi = (size_t)ps.C * ps.Ho * ps.Wo;
+        size_t ws = (size_t)s.Co * s.Ci * s.kh * s.kw, xs = xi * s.N;
+        float *w = rand_buf(ws, &seed), *y = rand_buf(yi * s.N, &seed), *g = rand_buf(gi * s.N, &seed);
+        float *mask = rand_buf(xs, &seed), *vals = nan_buf(gi * s.N), *dy = nan_buf(yi * s.N);
+        float *aw = nan_buf(ws), *ady = nan_buf(yi * s.N), *want = nan_buf(xs), *bound = nan_buf(xs);
+        uint8_t *idx = malloc(gi * s.N * sizeof *idx);
+        mask[0] = NAN, mask[1] = -0.0f, mask[2] = 0.0f;
+        g[1] = -0.0f, g[2] = 0.0f;
+        for (int c = 0; c < ps.C; c++) g[gi + (size_t)c * ps.Ho * ps.Wo] = 0.0f; /* image 1, window 0: no channel */
+        k_maxpool2d_fwd(&ps, vals, idx, y);
+        k_maxpool2d_bwd(&ps, dy, g, idx);
+        k_conv2d_bwd_data_ref(&s, want, dy, w);
+        for (size_t j = 0; j < ws; j++) aw[j] = fabsf(w[j]);
+        for (size_t j = 0; j < yi * s.N; j++) ady[j] = fabsf(dy[j]);
+        k_conv2d_bwd_data_ref(&s, bound, ady, aw); /* the sum of |products| at each dx */
+        double eps = (double)s.Co * s.kh * s.kw * FLT_EPSILON;
+        float *scr = nan_buf(k_conv2d_unpool2_scratch(&s)), *scr2 = nan_buf(k_conv2d_unpool2_scratch(&s));
+        size_t np = k_conv2d_bwd_data_unpool2_packed_floats(&s);
+        CHECK_EQ(np, k_conv_sparse_data_packed_floats(&s));
+        float *pk = nan_buf(np), *nanw = nan_buf(ws);
+        k_unpool2 up = {.g = g, .argmax = idx};
+        for (int masked = 0; masked < 2; masked++) {
+            const float *m = masked ? mask : NULL;
+            float *got = nan_buf(xs), *parts = nan_buf(xs);
+            k_conv2d_bwd_data_masked(&s, got, NULL, up, w, m, scr, K_CONV_PACK_PER_CALL);
+            int bad = 0;
+            for (size_t j = 0; j < xs && !bad; j++) {
+                double t = masked && !(mask[j] > 0.0f) ? 0.0 : want[j];
+                if (!close_to(got[j], t, eps * bound[j]) || (masked && !(mask[j] > 0.0f) && got[j] != 0.0f)) {
+                    CHECK_MSG(0, "shape %zu mask %d: dx[%zu] = %.9g, the reference %.9g (bound %.3g)", i, masked, j,
+                              got[j], t, eps * bound[j]);
+                    bad = 1;
+                }
+            }
+            k_conv_shape head = s, tail = s;
+            head.N = 16, tail.N = s.N - 16;
+            k_conv2d_bwd_data_masked(&head, parts, NULL, up, w, m, scr, (k_conv_packed){pk, 1});
+            k_unpool2 rest = {.g = g + 16 * gi, .argmax = idx + 16 * gi};
+            k_conv2d_bwd_data_masked(&tail, parts + 16 * xi, NULL, rest, nanw, m ? m + 16 * xi : NULL, scr2,
+                                     (k_conv_packed){pk, 0});
+            CHECK_MSG(!memcmp(got, parts, xs * sizeof *got), "shape %zu mask %d: 16 + %d images differ from one call",
+                      i, masked, tail.N);
+            free(got), free(parts);
+        }
+        k_conv_sparse_data_force(-1);
+        free(w), free(y), free(g), free(mask), free(vals), free(dy), free(aw), free(ady), free(want), free(bound);
+        free(idx), free(scr), free(scr2), free(pk), free(nanw);
+    }
+}
+
 /* A backward-data and a weight-gradient pass over the same pool gradient
  * share the scattered dy (k_unpool2.share): the pair gives the bits of the
  * two passes alone, on the row path (wide_cnn's conv2 geometry) and the
@@ -645,6 +730,7 @@ TEST(conv_unpool2_pair_shares_the_scattered_block_with_the_bits_of_two_passes) {
                              SHAPE(21, 8, 14, 14, 12, 3, 3, 1, 1, 0, 0)};
     unsigned seed = 29;
     int shared = 0;
+    k_conv_sparse_data_force(0); /* the share is the dense backward-data's */
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         k_conv_shape s = shapes[i];
         CHECK_EQ(k_conv_shape_infer(&s), 0);
@@ -689,6 +775,7 @@ TEST(conv_unpool2_pair_shares_the_scattered_block_with_the_bits_of_two_passes) {
         k_simd_force(-1);
         free(x), free(w), free(y), free(mask), free(g), free(g2), free(g1), free(vals), free(idx), free(scr), free(acc);
     }
+    k_conv_sparse_data_force(-1);
     CHECK_MSG(k_simd_detect() < K_SIMD_AVX2 || shared >= 3, "the shapes shared at %d SIMD levels", shared);
 }
 
@@ -795,6 +882,7 @@ TEST(conv_backward_data_relu_mask_epilogue_equals_the_pass_then_the_mask) {
     k_conv_shape shapes[] = {SHAPE(21, 10, 12, 12, 20, 5, 5, 1, 1, 0, 0), SHAPE(19, 32, 14, 14, 16, 3, 3, 1, 1, 0, 0),
                              SHAPE(5, 3, 11, 9, 4, 3, 3, 1, 1, 0, 0)};
     unsigned seed = 17;
+    k_conv_sparse_data_force(0); /* the dense paths; the sparse one's mask: its own test */
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         k_conv_shape s = shapes[i];
         CHECK_EQ(k_conv_shape_infer(&s), 0);
@@ -823,6 +911,7 @@ TEST(conv_backward_data_relu_mask_epilogue_equals_the_pass_then_the_mask) {
         k_simd_force(-1);
         free(w), free(y), free(g), free(mask), free(vals), free(dy), free(idx), free(scr);
     }
+    k_conv_sparse_data_force(-1);
 }
 
 /* Weights packed once for a step's micro-batch tiles (k_conv_packed): a call

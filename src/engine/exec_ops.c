@@ -421,6 +421,10 @@ double xt_kernel_macs_executed(const xt_plan *p, const xt_node *n) {
         k_conv_shape s = conv_shape(IN(0)->shape, n->shape, n->iattr);
         return k_conv2d_bwd_weight_unpool2_macs(&s);
     }
+    if (n->op == XT_OP_CONV2D_BWD_DATA_UNPOOL2 && IN(2)->dtype == XT_F32) {
+        k_conv_shape s = conv_shape(n->shape, IN(2)->shape, n->iattr);
+        return k_conv2d_bwd_data_unpool2_macs(&s);
+    }
     return xt_kernel_macs(p, n);
 }
 
@@ -457,7 +461,7 @@ size_t xt_kernel_tile_state_bytes(const xt_plan *p, const xt_node *n) {
         return IN(0)->dtype == XT_BF16 ? 0 : k_conv2d_bwd_data_packed_floats(&s) * sizeof(float);
     case XT_OP_CONV2D_BWD_DATA_UNPOOL2:
         s = conv_shape(n->shape, IN(2)->shape, n->iattr);
-        return IN(2)->dtype == XT_BF16 ? 0 : k_conv2d_bwd_data_packed_floats(&s) * sizeof(float);
+        return IN(2)->dtype == XT_BF16 ? 0 : k_conv2d_bwd_data_unpool2_packed_floats(&s) * sizeof(float);
     default:
         return 0;
     }

@@ -53,7 +53,10 @@
  * Under a 2x2 max pool the weight gradient may visit only the pixel each
  * window kept (conv_sparse.c; k_conv_choose_unpool2 asks its cost model):
  * wide conv2 10.8 -> 4.9-5.1 ms per step at batch 128, the same bits; the
- * seed CNN's conv2 stays dense (Zen 5, 2026-11-27).
+ * seed CNN's conv2 stays dense (Zen 5, 2026-11-27). Backward-data likewise
+ * (conv_sparse_data.c, its own cost model; not the dense pass's bits): in
+ * the step at batch 128 (train_bench --kernels, Zen 5, 2026-11-28) wide conv2
+ * 16.8 -> 7.4 ms, seed conv2 604 -> 464 us.
  */
 #include "kernels/conv.h"
 #include "kernels/conv_direct.h"
@@ -87,6 +90,7 @@ int k_conv_choose(const k_conv_shape *s, int pass) {
 
 int k_conv_choose_unpool2(const k_conv_shape *s, int pass) {
     if (pass == K_CONV_BWD_WEIGHT && k_conv_sparse_fits(s)) return K_CONV_SPARSE;
+    if (pass == K_CONV_BWD_DATA && k_conv_sparse_data_fits(s)) return K_CONV_SPARSE;
     return k_conv_choose(s, pass);
 }
 
@@ -129,6 +133,10 @@ static size_t packed_floats(const k_conv_shape *s, int pass) {
 }
 size_t k_conv2d_fwd_packed_floats(const k_conv_shape *s) { return packed_floats(s, K_CONV_FWD); }
 size_t k_conv2d_bwd_data_packed_floats(const k_conv_shape *s) { return packed_floats(s, K_CONV_BWD_DATA); }
+size_t k_conv2d_bwd_data_unpool2_packed_floats(const k_conv_shape *s) {
+    if (k_conv_choose_unpool2(s, K_CONV_BWD_DATA) == K_CONV_SPARSE) return k_conv_sparse_data_packed_floats(s);
+    return packed_floats(s, K_CONV_BWD_DATA);
+}
 
 void k_conv2d_fwd_act(const k_conv_shape *s, float *y, const float *x, const float *w, const float *b, int relu,
                       float *scratch, k_conv_packed pk, k_conv_prologue pro) {
@@ -244,6 +252,8 @@ void k_conv2d_bwd_weight_part(const k_conv_shape *s, float *dw, const float *x, 
 size_t k_conv2d_unpool2_scratch(const k_conv_shape *s) {
     size_t dense = k_conv2d_scratch(s) + (size_t)s->Co * s->Ho * s->Wo + 16;
     size_t sparse = k_conv_sparse_fits(s) ? k_conv_sparse_scratch(s) : 0;
+    size_t data = k_conv_sparse_data_fits(s) ? k_conv_sparse_data_scratch(s) : 0;
+    sparse = sparse > data ? sparse : data;
     return dense > sparse ? dense : sparse;
 }
 
@@ -266,7 +276,12 @@ static unpool_images unpool_images_of(const k_conv_shape *s, float *scratch) {
 }
 
 void k_conv2d_bwd_data_unpool2(const k_conv_shape *s, float *dx, k_unpool2 dy, const float *w, float *scratch) {
-    if (k_conv_choose(s, K_CONV_BWD_DATA) == K_CONV_DIRECT) {
+    int method = k_conv_choose_unpool2(s, K_CONV_BWD_DATA);
+    if (method == K_CONV_SPARSE) {
+        k_conv_sparse_bwd_data_unpool2(s, dx, dy, w, NULL, scratch, K_CONV_PACK_PER_CALL);
+        return;
+    }
+    if (method == K_CONV_DIRECT) {
         k_conv_direct_bwd_data_masked(s, dx, NULL, dy, w, NULL, scratch, K_CONV_PACK_PER_CALL);
         return;
     }
@@ -300,20 +315,29 @@ void k_conv2d_bwd_weight_unpool2_part(const k_conv_shape *s, float *dw, const fl
     }
 }
 
+double k_conv2d_bwd_data_unpool2_macs(const k_conv_shape *s) {
+    if (k_conv_choose_unpool2(s, K_CONV_BWD_DATA) == K_CONV_SPARSE) return k_conv_sparse_data_executed_macs(s);
+    return (double)s->N * s->Co * s->Ho * s->Wo * s->Ci * s->kh * s->kw;
+}
+
 double k_conv2d_bwd_weight_unpool2_macs(const k_conv_shape *s) {
     if (k_conv_choose_unpool2(s, K_CONV_BWD_WEIGHT) == K_CONV_SPARSE) return k_conv_sparse_executed_macs(s);
     return (double)s->N * s->Co * s->Ho * s->Wo * s->Ci * s->kh * s->kw;
 }
 
 size_t k_conv2d_unpool2_share_floats(const k_conv_shape *s) {
-    if (k_conv_choose(s, K_CONV_BWD_DATA) != K_CONV_DIRECT ||
-        k_conv_choose_unpool2(s, K_CONV_BWD_WEIGHT) != K_CONV_DIRECT) /* the sparse pass reads (g, argmax) itself */
+    if (k_conv_choose_unpool2(s, K_CONV_BWD_DATA) != K_CONV_DIRECT || /* the sparse passes read (g, argmax) */
+        k_conv_choose_unpool2(s, K_CONV_BWD_WEIGHT) != K_CONV_DIRECT)   /* themselves */
         return 0;
     return k_conv_direct_unpool2_share_floats(s);
 }
 
 void k_conv2d_bwd_data_masked(const k_conv_shape *s, float *dx, const float *dy, k_unpool2 up, const float *w,
                               const float *relu_mask, float *scratch, k_conv_packed pk) {
+    if (up.g && k_conv_choose_unpool2(s, K_CONV_BWD_DATA) == K_CONV_SPARSE) {
+        k_conv_sparse_bwd_data_unpool2(s, dx, up, w, relu_mask, scratch, pk);
+        return;
+    }
     if (k_conv_choose(s, K_CONV_BWD_DATA) == K_CONV_DIRECT) {
         k_conv_direct_bwd_data_masked(s, dx, dy, up, w, relu_mask, scratch, pk);
         return;

@@ -246,8 +246,10 @@ static TGT int kept_pixels(const k_conv_shape *s, int ph, const float *g, const 
  * copy and the sums' loads and stores, SPARSE_OVERHEAD cycles. MEASURED
  * (Zen 5, train_bench --kernels, per step at batch 128): wide_cnn's conv2
  * (18 FMAs against 36) 4.9-5.1 against 10.8 ms; the seed CNN's conv2 (20
- * against 31; its dense pass takes backward-data's scattered block, pass_share.c)
- * 382-389 against 361-367 us, hence the overhead. */
+ * against 31; its dense pass then took backward-data's scattered block, pass_share.c)
+ * 382-389 against 361-367 us, hence the overhead. Since backward-data runs
+ * sparse there too (conv_sparse_data.c) the dense pass scatters its own
+ * blocks, and it still wins: 430-530 against 550-730 us (2026-11-28). */
 #define SPARSE_OVERHEAD 12
 static int g_force = -1;
 int k_conv_sparse_force(int mode) {

@@ -1,9 +1,10 @@
-/* conv_sparse.h — the weight gradient under a 2x2/2 max pool, from the pool's
- * gradient and argmax alone: only the pixel each window kept (conv_sparse.c;
- * private to src/kernels, the kernel tests and the kernel bench).
+/* conv_sparse.h — the weight gradient (conv_sparse.c) and backward-data
+ * (conv_sparse_data.c) under a 2x2/2 max pool, from the pool's gradient and
+ * argmax alone: only the pixel each window kept (private to src/kernels, the
+ * kernel tests and the kernel bench).
  *
  * Not here: the choice of method (conv.c), the dense passes (conv_direct.h,
- * conv_rows.h), backward-data, bf16.
+ * conv_rows.h), bf16.
  */
 #ifndef XT_KERNELS_CONV_SPARSE_H
 #define XT_KERNELS_CONV_SPARSE_H
@@ -37,5 +38,22 @@ void k_conv_sparse_bwd_weight_unpool2_part(const k_conv_shape *s, float *dw, con
 /* Multiply-adds the pass executes for s (the kept pixels' taps, as the
  * vectors carry them), against the dense pass's N*Co*Ho*Wo*Ci*kh*kw. */
 double k_conv_sparse_executed_macs(const k_conv_shape *s);
+
+/* Backward-data, dx = conv_transpose(dy, w) with dy the pool's unscattered
+ * gradient (up.g, up.argmax; up.share is not used), masked by relu_mask > 0
+ * when it is not NULL (k_conv2d_bwd_data_masked). Whether it can run and
+ * should (AVX-512, a kernel for kh x kw*ceil(Ci/16) vectors, the cost
+ * model; k_conv_sparse_data_force as k_conv_sparse_force, for tests). */
+int k_conv_sparse_data_fits(const k_conv_shape *s);
+void k_conv_sparse_data_force(int mode);
+/* Scratch floats, and the floats of the packed weights a caller may keep
+ * across the micro-batch tiles of a step (k_conv_packed). */
+size_t k_conv_sparse_data_scratch(const k_conv_shape *s);
+size_t k_conv_sparse_data_packed_floats(const k_conv_shape *s);
+void k_conv_sparse_bwd_data_unpool2(const k_conv_shape *s, float *dx, k_unpool2 up, const float *w,
+                                    const float *relu_mask, float *scratch, k_conv_packed pk);
+/* Multiply-adds it executes at most (every kept cell; the zero gradients it
+ * skips depend on the data), as the vectors carry them. */
+double k_conv_sparse_data_executed_macs(const k_conv_shape *s);
 
 #endif

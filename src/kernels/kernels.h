@@ -74,6 +74,7 @@ typedef struct k_conv_prologue {
 #define K_CONV_NO_PROLOGUE ((k_conv_prologue){NULL, NULL, 0})
 size_t k_conv2d_fwd_packed_floats(const k_conv_shape *s);       /* 0 where the method packs nothing */
 size_t k_conv2d_bwd_data_packed_floats(const k_conv_shape *s);  /* the same for backward-data */
+size_t k_conv2d_bwd_data_unpool2_packed_floats(const k_conv_shape *s); /* and for its _unpool2 form */
 /* vals, argmax = the 2x2, stride-2 max pool (as k_maxpool2d_fwd) of
  * conv(x, w) + b (relu'd when relu is 1), without writing the conv output
  * where the direct method runs (else one image at a time through scratch).
@@ -132,6 +133,9 @@ void k_conv2d_bwd_weight_unpool2_part(const k_conv_shape *s, float *dw, const fl
  * only the pixels the pool kept (conv_sparse.c), a quarter of the
  * N*Co*Ho*Wo*Ci*kh*kw a dense pass does. */
 double k_conv2d_bwd_weight_unpool2_macs(const k_conv_shape *s);
+/* The same for backward-data (conv_sparse_data.c: an upper bound, the zero
+ * gradients it skips not counted). */
+double k_conv2d_bwd_data_unpool2_macs(const k_conv_shape *s);
 
 void k_conv2d_fwd_ref(const k_conv_shape *s, float *y, const float *x, const float *w, const float *b);
 void k_conv2d_bwd_data_ref(const k_conv_shape *s, float *dx, const float *dy, const float *w);

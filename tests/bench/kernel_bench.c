@@ -183,13 +183,18 @@ typedef struct {
     const k_conv_shape *s;
     const float *x;
     k_unpool2 up;
-    float *dw, *scratch, *acc;
+    const float *w;
+    float *dw, *dx, *scratch, *acc;
 } unpool_ctx;
 static void run_bww_unpool2(void *p) {
     unpool_ctx *c = p;
     k_conv2d_bwd_weight_unpool2_part(c->s, c->dw, c->x, c->up, c->scratch, c->acc, 1, 1, K_CONV_NO_PROLOGUE);
 }
-static void bench_bww_unpool2(const k_conv_shape *s, const float *x, const float *y, float *dw) {
+static void run_bwd_unpool2(void *p) {
+    unpool_ctx *c = p;
+    k_conv2d_bwd_data_unpool2(c->s, c->dx, c->up, c->w, c->scratch);
+}
+static void bench_bww_unpool2(const k_conv_shape *s, const float *x, const float *w, const float *y, float *dw) {
     if (s->Ho < 2 || s->Wo < 2) return;
     k_pool_shape ps = k_conv_pool2_shape(s, s->N);
     size_t gs = (size_t)ps.N * ps.C * ps.Ho * ps.Wo;
@@ -200,7 +205,7 @@ static void bench_bww_unpool2(const k_conv_shape *s, const float *x, const float
     k_maxpool2d_fwd(&ps, vals, idx, y);
     k_conv_sparse_force(1);
     size_t scr = k_conv2d_unpool2_scratch(s), accn = k_conv2d_bwd_weight_acc_floats(s); /* the larger of the two */
-    unpool_ctx c = {.s = s, .x = x, .up = {g, idx, NULL}, .dw = dw, .scratch = falloc(scr), .acc = falloc(accn)};
+    unpool_ctx c = {.s = s, .x = x, .w = w, .up = {g, idx, NULL}, .dw = dw, .scratch = falloc(scr), .acc = falloc(accn)};
     double flops = 2.0 * s->N * s->Co * s->Ho * s->Wo * (double)s->Ci * s->kh * s->kw;
     printf("  bwd_weight under a 2x2 max pool (dy as its gradient and argmax):\n   ");
     for (int sparse = 0; sparse < 2; sparse++) {
@@ -219,6 +224,26 @@ static void bench_bww_unpool2(const k_conv_shape *s, const float *x, const float
     }
     k_conv_sparse_force(-1);
     printf("  -> %s\n", k_conv_method_name(k_conv_choose_unpool2(s, K_CONV_BWD_WEIGHT)));
+    /* backward-data: g with the zeros a ReLU after the pool leaves (about
+     * half), which the sparse pass skips */
+    if (s->Ci >= 8) {
+        for (size_t i = 0; i < gs; i += 2) g[i] = 0.0f;
+        c.dx = falloc((size_t)s->N * s->Ci * s->H * s->W);
+        printf("  bwd_data under a 2x2 max pool (half the gradient 0, as after a ReLU):\n   ");
+        for (int sparse = 0; sparse < 2; sparse++) {
+            k_conv_sparse_data_force(sparse);
+            if (sparse && k_conv_choose_unpool2(s, K_CONV_BWD_DATA) != K_CONV_SPARSE) {
+                printf(" sparse: n/a |");
+                continue;
+            }
+            double t = time_it(run_bwd_unpool2, &c, 0.05);
+            printf(" %s %.0f us %.1f |", sparse ? "sparse" : "dense", t * 1e6, flops / t * 1e-9);
+            fflush(stdout);
+        }
+        k_conv_sparse_data_force(-1);
+        printf("  -> %s\n", k_conv_method_name(k_conv_choose_unpool2(s, K_CONV_BWD_DATA)));
+        free(c.dx);
+    }
     free(g), free(vals), free(idx), free(c.scratch), free(c.acc);
 }
 
@@ -262,7 +287,7 @@ static void bench_conv(const char *label, k_conv_shape s) {
         }
         printf("  -> %s\n", k_conv_method_name(k_conv_choose(&s, pass)));
     }
-    bench_bww_unpool2(&s, c.x, c.dy, c.dw);
+    bench_bww_unpool2(&s, c.x, c.w, c.dy, c.dw);
     free(c.x), free(c.w), free(c.b), free(c.y), free(c.dx), free(c.dw), free(c.db), free(c.dy), free(c.scratch);
 }
 
