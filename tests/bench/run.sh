@@ -133,8 +133,10 @@ for name in seed_cnn wide_cnn; do
     done
 done
 echo "  (the first line counts the model's FLOPs, 3x the forward, as the issue and PyTorch-style MFU figures do;"
-echo "   the second what the kernels multiply: no backward-data for a first layer, and a weight gradient under a"
-echo "   max pool that visits only the kept pixel of each window, a quarter of its dense multiply-adds)"
+echo "   the second what the kernels multiply: no backward-data for a first layer, and under a max pool a weight"
+echo "   gradient and a backward-data that visit only the kept pixel of each window, a quarter of the dense"
+echo "   multiply-adds, the backward-data's counted as if no gradient were zero, though it skips those too; as"
+echo "   they skip work, the first line can pass 100%)"
 
 printf '\n== the seed CNN across batch sizes (1 worker, 51,200 samples per point, %s repetitions, medians; ratio to batch 128)\n' "$REPS"
 # each repetition runs every batch size, and batch 1024 once more with tiling off (XLATRAIN_NO_TILING=1), all
