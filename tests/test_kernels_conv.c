@@ -646,8 +646,9 @@ TEST(conv_sparse_weight_gradient_gives_the_dense_passs_bits) {
  * (the pool's backward, then k_conv2d_bwd_data_ref, then the mask): within
  * the rounding of a sum of Co*kh*kw products, as it sums them in another
  * order. Then its own invariants, bit for bit: a batch split 16 + the rest,
- * the second call on weights packed by the first (k_conv_packed, the weights
- * it is given then NaN), gives the bits of one call. Shapes: the seed CNN's
+ * the second call on weights packed by the first (k_conv_packed, into a
+ * buffer that is not 64-byte aligned; the weights it is given then NaN),
+ * gives the bits of one call. Shapes: the seed CNN's
  * conv2, channel counts filling part of a vector or more than one (9, 20, 32,
  * 40), padding, stride 2, an odd conv output, 1x1; with and without the ReLU
  * mask (NaN, -0 and +0 in it); +0 and -0 in g (skipped), and a g of 0 over
@@ -685,7 +686,7 @@ TEST(conv_sparse_backward_data_matches_the_reference) {
         float *scr = nan_buf(k_conv2d_unpool2_scratch(&s)), *scr2 = nan_buf(k_conv2d_unpool2_scratch(&s));
         size_t np = k_conv2d_bwd_data_unpool2_packed_floats(&s);
         CHECK_EQ(np, k_conv_sparse_data_packed_floats(&s));
-        float *pk = nan_buf(np), *nanw = nan_buf(ws);
+        float *pkbuf = nan_buf(np + 1), *pk = pkbuf + 1, *nanw = nan_buf(ws); /* a caller's buffer, not 64-byte aligned */
         k_unpool2 up = {.g = g, .argmax = idx};
         for (int masked = 0; masked < 2; masked++) {
             const float *m = masked ? mask : NULL;
@@ -712,7 +713,7 @@ TEST(conv_sparse_backward_data_matches_the_reference) {
         }
         k_conv_sparse_data_force(-1);
         free(w), free(y), free(g), free(mask), free(vals), free(dy), free(aw), free(ady), free(want), free(bound);
-        free(idx), free(scr), free(scr2), free(pk), free(nanw);
+        free(idx), free(scr), free(scr2), free(pkbuf), free(nanw);
     }
 }
 

@@ -94,7 +94,8 @@ typedef void (*data_fn)(float *d, size_t drow, const uint16_t *keep, int nb, con
 /* Loops nested by row and vector, each fully unrolled (XT_UNROLL's count
  * covers either, not 25 in one loop: a 5x5 kernel's accumulators would stay
  * in memory), and the list's loop not unrolled, which would need a second
- * broadcast register and spill accumulators. */
+ * broadcast register and spill accumulators. d is this file's own aligned
+ * scratch; wp may be the caller's buffer (k_conv_packed), so unaligned loads. */
 static inline __attribute__((always_inline)) TGT void data_body(const int KH, const int VPR, float *d, size_t drow,
                                                                const uint16_t *keep, int nb, const float *g,
                                                                const float *wp) {
@@ -113,7 +114,7 @@ XT_UNROLL
             for (int i = 0; i < KH; i++)
 XT_UNROLL
                 for (int v = 0; v < VPR; v++)
-                    a[i * VPR + v] = _mm512_fmadd_ps(gv, _mm512_load_ps(w + (i * VPR + v) * LANES), a[i * VPR + v]);
+                    a[i * VPR + v] = _mm512_fmadd_ps(gv, _mm512_loadu_ps(w + (i * VPR + v) * LANES), a[i * VPR + v]);
         }
 XT_UNROLL
     for (int i = 0; i < KH; i++)
@@ -247,7 +248,8 @@ int k_conv_sparse_data_fits(const k_conv_shape *s) {
 }
 
 /* Image by image: d zeroed, g and argmax turned window-major, each window's
- * channels listed by cell and each cell's sum added into d, then d out to dx. */
+ * channels masked by the cell they kept and each cell's sum added into d,
+ * then d out to dx. */
 static TGT void run_images(const k_conv_shape *s, float *dx, k_unpool2 up, const float *w, const float *relu_mask,
                            float *scratch, k_conv_packed pk) {
     data_fn fn = data_kernel(s);
