@@ -648,7 +648,8 @@ TEST(conv_sparse_weight_gradient_gives_the_dense_passs_bits) {
  * order. Then its own invariants, bit for bit: a batch split 16 + the rest,
  * the second call on weights packed by the first (k_conv_packed, into a
  * buffer that is not 64-byte aligned; the weights it is given then NaN),
- * gives the bits of one call. Shapes: the seed CNN's
+ * gives the bits of one call, and so do the cells of each window summed one
+ * at a time instead of side by side in pairs. Shapes: the seed CNN's
  * conv2, channel counts filling part of a vector or more than one (9, 20, 32,
  * 40), padding, stride 2, an odd conv output, 1x1; with and without the ReLU
  * mask (NaN, -0 and +0 in it); +0 and -0 in g (skipped), and a g of 0 over
@@ -701,6 +702,13 @@ TEST(conv_sparse_backward_data_matches_the_reference) {
                     bad = 1;
                 }
             }
+            float *single = nan_buf(xs); /* cells one at a time, not side by side in pairs: the same bits */
+            k_conv_sparse_data_pairs(0);
+            k_conv2d_bwd_data_masked(&s, single, NULL, up, w, m, scr, K_CONV_PACK_PER_CALL);
+            k_conv_sparse_data_pairs(1);
+            CHECK_MSG(!memcmp(got, single, xs * sizeof *got), "shape %zu mask %d: pairs of cells differ from single cells",
+                      i, masked);
+            free(single);
             k_conv_shape head = s, tail = s;
             head.N = 16, tail.N = s.N - 16;
             k_conv2d_bwd_data_masked(&head, parts, NULL, up, w, m, scr, (k_conv_packed){pk, 1});

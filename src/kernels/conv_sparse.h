@@ -46,6 +46,9 @@ double k_conv_sparse_executed_macs(const k_conv_shape *s);
  * model; k_conv_sparse_data_force as k_conv_sparse_force, for tests). */
 int k_conv_sparse_data_fits(const k_conv_shape *s);
 void k_conv_sparse_data_force(int mode);
+/* 0: each cell of a window summed into d on its own; 1 (the default): side by
+ * side pairs at once where a kernel exists. The same bits either way (tests). */
+void k_conv_sparse_data_pairs(int on);
 /* Scratch floats, and the floats of the packed weights a caller may keep
  * across the micro-batch tiles of a step (k_conv_packed). */
 size_t k_conv_sparse_data_scratch(const k_conv_shape *s);

@@ -21,7 +21,9 @@
  * cell's kh*kw*cb vectors of d loaded into registers, a broadcast g times a
  * weight vector per tap and channel added, and stored back. So d is read and
  * written once per (window, cell), not once per (channel, tap): a scatter
- * per kept value would be bound by the stores, two per multiply-add.
+ * per kept value would be bound by the stores, two per multiply-add. Two
+ * cells side by side that both kept channels go through d once together
+ * (their union of vectors; PAIR_CFGS), with the same bits.
  * Why not lanes across images, as the dense kernel: each image keeps a
  * different cell of a window, so lanes would need a select per cell.
  *
@@ -43,8 +45,11 @@
 
 #define LANES 16
 /* The most accumulators a cell's sum keeps in registers (of 32): kh*kw*cb,
- * with a broadcast and a load besides. */
+ * with a broadcast and a load besides; a pair of cells side by side keeps
+ * their union, kh*(kw + stride)*cb, with a broadcast besides (the weights
+ * are the multiply-adds' memory operands). */
 #define MAX_ACC 28
+#define MAX_PAIR_ACC 30
 
 static int div_up(int a, int b) { return (a + b - 1) / b; }
 static int chan_blocks(const k_conv_shape *s) { return div_up(s->Ci, LANES); }
@@ -91,19 +96,33 @@ double k_conv_sparse_data_executed_macs(const k_conv_shape *s) {
  * in registers across the channels. */
 typedef void (*data_fn)(float *d, size_t drow, const uint16_t *keep, int nb, const float *g, const float *wp);
 
-/* Loops nested by row and vector, each fully unrolled (XT_UNROLL's count
- * covers either, not 25 in one loop: a 5x5 kernel's accumulators would stay
- * in memory), and the list's loop not unrolled, which would need a second
- * broadcast register and spill accumulators. d is this file's own aligned
- * scratch; wp may be the caller's buffer (k_conv_packed), so unaligned loads. */
-static inline __attribute__((always_inline)) TGT void data_body(const int KH, const int VPR, float *d, size_t drow,
-                                                               const uint16_t *keep, int nb, const float *g,
-                                                               const float *wp) {
-    __m512 a[MAX_ACC];
+/* The accumulators a[i*U + v] (kh rows of U vectors of d, U >= OFF + VPR)
+ * loaded, stored. */
+static inline __attribute__((always_inline)) TGT void acc_load(const int KH, const int U, __m512 *a, const float *d,
+                                                              size_t drow) {
 XT_UNROLL
     for (int i = 0; i < KH; i++)
 XT_UNROLL
-        for (int v = 0; v < VPR; v++) a[i * VPR + v] = _mm512_load_ps(d + i * drow + v * LANES);
+        for (int v = 0; v < U; v++) a[i * U + v] = _mm512_load_ps(d + i * drow + v * LANES);
+}
+static inline __attribute__((always_inline)) TGT void acc_store(const int KH, const int U, const __m512 *a, float *d,
+                                                               size_t drow) {
+XT_UNROLL
+    for (int i = 0; i < KH; i++)
+XT_UNROLL
+        for (int v = 0; v < U; v++) _mm512_store_ps(d + i * drow + v * LANES, a[i * U + v]);
+}
+
+/* One cell's channels, in order, added into the accumulators whose rows
+ * start OFF vectors in: a[i*U + OFF + v] += g[co] * wp[co][i][v].
+ * Loops nested by row and vector, each fully unrolled (XT_UNROLL's count
+ * covers either, not 25 in one loop: a 5x5 kernel's accumulators would stay
+ * in memory), and the list's loop not unrolled, which would need a second
+ * broadcast register and spill accumulators. wp may be the caller's buffer
+ * (k_conv_packed), so unaligned loads. */
+static inline __attribute__((always_inline)) TGT void cell_fmas(const int KH, const int VPR, const int U, const int OFF,
+                                                               __m512 *a, const uint16_t *keep, int nb, const float *g,
+                                                               const float *wp) {
     for (int b = 0; b < nb; b++)
 #pragma GCC unroll 1
         for (unsigned m = keep[b]; m; m &= m - 1) {
@@ -114,20 +133,39 @@ XT_UNROLL
             for (int i = 0; i < KH; i++)
 XT_UNROLL
                 for (int v = 0; v < VPR; v++)
-                    a[i * VPR + v] = _mm512_fmadd_ps(gv, _mm512_loadu_ps(w + (i * VPR + v) * LANES), a[i * VPR + v]);
+                    a[i * U + OFF + v] = _mm512_fmadd_ps(gv, _mm512_loadu_ps(w + (i * VPR + v) * LANES), a[i * U + OFF + v]);
         }
-XT_UNROLL
-    for (int i = 0; i < KH; i++)
-XT_UNROLL
-        for (int v = 0; v < VPR; v++) _mm512_store_ps(d + i * drow + v * LANES, a[i * VPR + v]);
 }
 
 #define DATA_FN(kh, vpr)                                                                                               \
     static TGT void data_##kh##_##vpr(float *d, size_t drow, const uint16_t *keep, int nb, const float *g,          \
                                       const float *wp) {                                                             \
-        data_body(kh, vpr, d, drow, keep, nb, g, wp);                                                                  \
+        __m512 a[MAX_ACC];                                                                                             \
+        acc_load(kh, vpr, a, d, drow);                                                                                 \
+        cell_fmas(kh, vpr, vpr, 0, a, keep, nb, g, wp);                                                                \
+        acc_store(kh, vpr, a, d, drow);                                                                                \
     }
 DATA_CFGS(DATA_FN)
+
+/* Two cells side by side (a window's top or bottom pair), SH vectors apart
+ * in d (the stride times cb): their union of accumulators loaded once, the
+ * first cell's channels added, then the second's, stored once. Each value
+ * of d goes through the same multiply-adds in the same order as with one
+ * cell at a time, which stored it between the two and loaded it again: the
+ * same bits, 2*kh*VPR loads and stores traded for kh*(VPR + SH). */
+#define PAIR_CFGS(X) X(1, 1, 1) X(1, 2, 2) X(1, 3, 3) X(1, 4, 4) X(3, 3, 1) X(3, 6, 2) X(5, 5, 1)
+typedef void (*pair_fn)(float *d, size_t drow, const uint16_t *keep0, const uint16_t *keep1, int nb, const float *g,
+                        const float *wp);
+#define PAIR_FN(kh, vpr, sh)                                                                                           \
+    static TGT void pair_##kh##_##vpr##_##sh(float *d, size_t drow, const uint16_t *keep0, const uint16_t *keep1,      \
+                                             int nb, const float *g, const float *wp) {                               \
+        __m512 a[MAX_PAIR_ACC];                                                                                        \
+        acc_load(kh, vpr + sh, a, d, drow);                                                                            \
+        cell_fmas(kh, vpr, vpr + sh, 0, a, keep0, nb, g, wp);                                                          \
+        cell_fmas(kh, vpr, vpr + sh, sh, a, keep1, nb, g, wp);                                                         \
+        acc_store(kh, vpr + sh, a, d, drow);                                                                           \
+    }
+PAIR_CFGS(PAIR_FN)
 
 typedef struct {
     int kh, vpr;
@@ -139,6 +177,25 @@ static const data_cfg cfgs[] = {DATA_CFGS(DATA_ROW)};
 static data_fn data_kernel(const k_conv_shape *s) {
     for (size_t i = 0; i < sizeof cfgs / sizeof cfgs[0]; i++)
         if (cfgs[i].kh == s->kh && cfgs[i].vpr == row_vecs(s)) return cfgs[i].fn;
+    return NULL;
+}
+
+typedef struct {
+    int kh, vpr, sh;
+    pair_fn fn;
+} pair_cfg;
+#define PAIR_ROW(kh, vpr, sh) {kh, vpr, sh, pair_##kh##_##vpr##_##sh},
+static const pair_cfg pair_cfgs[] = {PAIR_CFGS(PAIR_ROW)};
+_Static_assert(5 * (5 + 1) <= MAX_PAIR_ACC && 3 * (6 + 2) <= MAX_PAIR_ACC, "a pair's accumulators fit");
+
+static int g_pairs = 1;
+void k_conv_sparse_data_pairs(int on) { g_pairs = on; }
+
+/* the pair kernel for this shape, or NULL: cells one at a time */
+static pair_fn pair_kernel(const k_conv_shape *s) {
+    int sh = s->sw * chan_blocks(s);
+    for (size_t i = 0; g_pairs && i < sizeof pair_cfgs / sizeof pair_cfgs[0]; i++)
+        if (pair_cfgs[i].kh == s->kh && pair_cfgs[i].vpr == row_vecs(s) && pair_cfgs[i].sh == sh) return pair_cfgs[i].fn;
     return NULL;
 }
 
@@ -234,7 +291,8 @@ static TGT void from_channels_last(const k_conv_shape *s, float *dx, const float
  * core, 2026-11-28): the seed CNN's conv2 (366 against 625) 326-332 us
  * against 485-510 with no g zero, 207-208 with half of them zero; wide_cnn's
  * conv2 (664 against 2304) 5.8 against 14.5 ms (half zero). The FMAs ran at
- * about 1.4 a cycle, the rest was a third of the pass. */
+ * about 1.4 a cycle, the rest was a third of the pass. With cells in pairs
+ * (2026-11-28): the seed CNN's 217-220 us half zero (231-240 before). */
 #define DATA_OVERHEAD 16
 static int g_force = -1;
 void k_conv_sparse_data_force(int mode) { g_force = mode; }
@@ -253,6 +311,7 @@ int k_conv_sparse_data_fits(const k_conv_shape *s) {
 static TGT void run_images(const k_conv_shape *s, float *dx, k_unpool2 up, const float *w, const float *relu_mask,
                            float *scratch, k_conv_packed pk) {
     data_fn fn = data_kernel(s);
+    pair_fn pair = pair_kernel(s);
     int cb = chan_blocks(s), CoP = co_padded(s), nb = CoP / LANES, Wq = s->Wo / 2, nw = (int)windows(s);
     int Wp = s->W + 2 * s->pw;
     size_t drow = (size_t)Wp * cb * LANES;
@@ -286,7 +345,13 @@ static TGT void run_images(const k_conv_shape *s, float *dx, k_unpool2 up, const
             for (int cell = 0; cell < 4; cell++) {
                 if (!any[cell]) continue;
                 int oy = (2 * wy + (cell >> 1)) * s->sh, ox = (2 * wx + (cell & 1)) * s->sw;
-                fn(d + (size_t)oy * drow + (size_t)ox * cb * LANES, drow, keep + cell * nb, nb, gw, wp);
+                float *at = d + (size_t)oy * drow + (size_t)ox * cb * LANES;
+                if (pair && !(cell & 1) && any[cell + 1]) { /* this cell and the one to its right */
+                    pair(at, drow, keep + cell * nb, keep + (cell + 1) * nb, nb, gw, wp);
+                    cell++;
+                    continue;
+                }
+                fn(at, drow, keep + cell * nb, nb, gw, wp);
             }
         }
         from_channels_last(s, dx + n * img_x, d, relu_mask ? relu_mask + n * img_x : NULL);
@@ -301,6 +366,7 @@ void k_conv_sparse_bwd_data_unpool2(const k_conv_shape *s, float *dx, k_unpool2 
 #else /* no AVX-512 build: never chosen */
 
 void k_conv_sparse_data_force(int mode) { (void)mode; }
+void k_conv_sparse_data_pairs(int on) { (void)on; }
 int k_conv_sparse_data_fits(const k_conv_shape *s) {
     (void)s;
     return 0;
