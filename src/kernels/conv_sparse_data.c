@@ -86,9 +86,12 @@ double k_conv_sparse_data_executed_macs(const k_conv_shape *s) {
 
 #define TGT __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")))
 
-/* The kernels by (kh, vectors per kernel row = kw*cb); kh * vecs <= MAX_ACC. */
+/* The kernels by (kh, vectors per kernel row = kw*cb); kh * vecs <= MAX_ACC,
+ * checked row by row below. */
 #define DATA_CFGS(X)                                                                                                   \
     X(1, 1) X(1, 2) X(1, 3) X(1, 4) X(3, 3) X(3, 6) X(3, 9) X(5, 5)
+#define DATA_FITS(kh, vpr) _Static_assert((kh) * (vpr) <= MAX_ACC, "a cell's accumulators fit its array");
+DATA_CFGS(DATA_FITS)
 
 /* One cell's sum, added into d where its receptive field lies: for each
  * channel co the cell kept (bit co%16 of keep[co/16], nb masks), in order,
@@ -154,6 +157,10 @@ DATA_CFGS(DATA_FN)
  * cell at a time, which stored it between the two and loaded it again: the
  * same bits, 2*kh*VPR loads and stores traded for kh*(VPR + SH). */
 #define PAIR_CFGS(X) X(1, 1, 1) X(1, 2, 2) X(1, 3, 3) X(1, 4, 4) X(3, 3, 1) X(3, 6, 2) X(5, 5, 1)
+#define PAIR_FITS(kh, vpr, sh)                                                                                         \
+    _Static_assert((kh) * ((vpr) + (sh)) <= MAX_PAIR_ACC && (sh) <= (vpr), "a pair's accumulators fit its array, "   \
+                                                                             "and the two cells' vectors touch");
+PAIR_CFGS(PAIR_FITS)
 typedef void (*pair_fn)(float *d, size_t drow, const uint16_t *keep0, const uint16_t *keep1, int nb, const float *g,
                         const float *wp);
 #define PAIR_FN(kh, vpr, sh)                                                                                           \
@@ -186,7 +193,6 @@ typedef struct {
 } pair_cfg;
 #define PAIR_ROW(kh, vpr, sh) {kh, vpr, sh, pair_##kh##_##vpr##_##sh},
 static const pair_cfg pair_cfgs[] = {PAIR_CFGS(PAIR_ROW)};
-_Static_assert(5 * (5 + 1) <= MAX_PAIR_ACC && 3 * (6 + 2) <= MAX_PAIR_ACC, "a pair's accumulators fit");
 
 static int g_pairs = 1;
 void k_conv_sparse_data_pairs(int on) { g_pairs = on; }
