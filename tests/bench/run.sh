@@ -144,7 +144,8 @@ printf '\n== the seed CNN across batch sizes (1 worker, 51,200 samples per point
 # at nearly the same time; the ratio printed is the median of the repetitions' own ratios (until 2026-11-28
 # the ratio of the medians, over unpinned runs: the two vCPUs here then differed by up to 20%). Each point
 # trains 51,200 samples (about 0.8 s; 25,600 until 2026-11-27: a burst of another machine's load then
-# decided a point more often)
+# decided a point more often), its steps cycling over 8 distinct batches (train_bench's --batches default;
+# one batch until 2026-11-29, which kept batch 128's images in L2 from step to step: README, Performance)
 # what one core reads per second by footprint (tests/bench/read_bw.c): where its L3 share ends on this
 # machine today, which is what the large batches' arenas (plus their images) are set against
 if [ -x $B/read_bw ]; then

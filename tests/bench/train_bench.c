@@ -1,11 +1,17 @@
 /* train_bench.c — training and inference throughput of a model through the
  * real trainer's step (xt_run_train_step: trace, hash, cache lookup,
  * execute, all-reduce, fused SGD update), on fixed synthetic N(0,1) batches
- * as PyTorch's reference benchmark (../shared/bench/torch_ref.py) does.
+ * as PyTorch's reference benchmark (../shared/bench/torch_ref.py) does: the
+ * steps cycle over --batches distinct batches (8, as it does), so a step
+ * reads images the step before did not, as in training, where each step's
+ * batch is new. (Until 2026-11-29 every step read one batch: at batch 128
+ * its 0.4 MB of images stayed in the core's L2 from step to step, which no
+ * real run sees, while batch 1024's 3.2 MB did not; --batches 1 measures
+ * that way.)
  *
  *   train_bench MODEL.yaml [--procs N] [--batch 128] [--steps 300]
  *               [--infer-batch 1000] [--infer-steps 20] [--precision fp32|bf16]
- *               [--kernels K] [--allreduce copy|in-place]
+ *               [--kernels K] [--allreduce copy|in-place] [--batches 8]
  *
  * Prints one line "RESULT key=value ..." (tests/bench/run.sh tabulates it):
  * train_sps (all processes), infer_sps (all processes), rss_mb (max per
@@ -51,6 +57,7 @@ typedef struct bench {
     int precision;   /* xt_precision */
     int kernels;     /* --kernels K: profile K steps and print the per-kernel table (rank 0); 0 = off */
     int ar_copy;     /* --allreduce copy: the mean copied back into the row (not read in place, as xlatrain does) */
+    int batches;     /* --batches K: the training steps cycle over K distinct batches */
 } bench;
 
 enum { V_TRAIN_S, V_TRACE, V_HOST, V_EXEC, V_CONV, V_GEMM, V_POOL, V_NORM, V_EW, V_RED, V_AR, V_OTHER, V_CONVERT, V_INFER_SPS, V_RSS, V_N };
@@ -94,17 +101,35 @@ static int worker(int rank, void *arg) {
     xt_engine *en = xt_engine_new(&r->store, &eo);
     const int *in = r->c->spec.input;
     int64_t px = (int64_t)in[0] * in[1] * in[2];
-    int nb = b->infer_batch > b->batch ? b->infer_batch : b->batch;
+    /* the training batches back to back, then inference reads the first infer_batch images */
+    int64_t train_n = (int64_t)b->batch * b->batches;
+    int64_t nb = b->infer_batch > train_n ? b->infer_batch : train_n;
     float *x = malloc((size_t)nb * px * sizeof *x);
     int32_t *y = malloc((size_t)nb * sizeof *y);
+    if (!x || !y) {
+        fprintf(stderr, "train_bench: out of memory for %lld synthetic images\n", (long long)nb);
+        free(x);
+        free(y);
+        return 1;
+    }
     uint64_t s = 1234 + (uint64_t)rank;
     for (int64_t i = 0; i < nb * px; i++) x[i] = gauss(&s);
-    for (int i = 0; i < nb; i++) y[i] = (int32_t)(lcg(&s) >> 33) % r->c->spec.num_classes;
-    xt_batch batch = {.n = b->batch, .x = x, .y = y};
+    for (int64_t i = 0; i < nb; i++) y[i] = (int32_t)(lcg(&s) >> 33) % r->c->spec.num_classes;
+    xt_batch *train = malloc((size_t)b->batches * sizeof *train);
+    if (!train) {
+        fprintf(stderr, "train_bench: out of memory\n");
+        free(x);
+        free(y);
+        return 1;
+    }
+    for (int k = 0; k < b->batches; k++)
+        train[k] = (xt_batch){.n = b->batch, .x = x + (size_t)k * b->batch * px, .y = y + (size_t)k * b->batch};
+    int next = 0; /* the training step's count: it reads train[next % batches] */
+#define NEXT_BATCH (&train[next++ % b->batches])
     float loss;
     double v[V_N] = {0};
     int rc = 0;
-    for (int i = 0; i < 5 && !rc; i++) rc = xt_run_train_step(r, en, &batch, 0.01, &loss, &e); /* warm-up + compile */
+    for (int i = 0; i < 5 && !rc; i++) rc = xt_run_train_step(r, en, NEXT_BATCH, 0.01, &loss, &e); /* warm-up + compile */
     xt_exec_stats st;
     xt_engine_last_stats(en, &st);
     xt_metrics_reset();
@@ -118,7 +143,7 @@ static int worker(int rank, void *arg) {
             xt_metrics_reset();
             xt_engine_kernel_profile_reset(en);
         }
-        rc = xt_run_train_step(r, en, &batch, 0.01, &loss, &e);
+        rc = xt_run_train_step(r, en, NEXT_BATCH, 0.01, &loss, &e);
     }
     for (int k = 0; k < NCLASSES; k++) {
         int64_t cnt;
@@ -132,11 +157,11 @@ static int worker(int rank, void *arg) {
     xt_engine_free(en);
     eo.profile = 0;
     en = xt_engine_new(&r->store, &eo);
-    for (int i = 0; i < 3 && !rc; i++) rc = xt_run_train_step(r, en, &batch, 0.01, &loss, &e);
+    for (int i = 0; i < 3 && !rc; i++) rc = xt_run_train_step(r, en, NEXT_BATCH, 0.01, &loss, &e);
     xt_metrics_reset();
     if (r->dist && !rc) rc = xt_dist_barrier(r->dist, rank, &e);
     uint64_t t0 = xt_now_ns();
-    for (int i = 0; i < b->steps && !rc; i++) rc = xt_run_train_step(r, en, &batch, 0.01, &loss, &e);
+    for (int i = 0; i < b->steps && !rc; i++) rc = xt_run_train_step(r, en, NEXT_BATCH, 0.01, &loss, &e);
     double secs = (double)(xt_now_ns() - t0) / 1e9;
     int64_t cnt;
     double exec = xt_metric_total("ExecuteTime", &cnt), thl = xt_metric_total("TraceHashLookupTime", NULL);
@@ -194,6 +219,7 @@ static int worker(int rank, void *arg) {
     }
     if (rc) fprintf(stderr, "train_bench: xla:%d: %s\n", rank, e.msg);
     xt_engine_free(en);
+    free(train);
     free(x);
     free(y);
     return rc;
@@ -202,12 +228,12 @@ static int worker(int rank, void *arg) {
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: train_bench MODEL.yaml [--procs N] [--batch B] [--steps K] [--infer-batch B] [--infer-steps K] "
-                        "[--precision fp32|bf16] [--kernels K] [--allreduce copy|in-place]\n");
+                        "[--precision fp32|bf16] [--kernels K] [--allreduce copy|in-place] [--batches K]\n");
         return 2;
     }
     static xt_config c;
     xt_config_defaults(&c);
-    bench b = {.batch = 128, .steps = 300, .infer_batch = 1000, .infer_steps = 20};
+    bench b = {.batch = 128, .steps = 300, .infer_batch = 1000, .infer_steps = 20, .batches = 8};
     int procs = 1;
     for (int i = 2; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--procs")) procs = atoi(argv[i + 1]);
@@ -218,6 +244,11 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--precision")) b.precision = !strcmp(argv[i + 1], "bf16") ? XT_PREC_BF16 : XT_PREC_FP32;
         else if (!strcmp(argv[i], "--kernels")) b.kernels = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--allreduce")) b.ar_copy = !strcmp(argv[i + 1], "copy");
+        else if (!strcmp(argv[i], "--batches")) b.batches = atoi(argv[i + 1]);
+    }
+    if (b.batches < 1 || b.batch < 1) {
+        fprintf(stderr, "train_bench: --batch and --batches take an integer >= 1\n");
+        return 2;
     }
     xt_err e = {0};
     if (xt_spec_load(&c.spec, argv[1], &e)) {
