@@ -121,10 +121,12 @@ XT_UNROLL
 
 /* Blocked plane dst[(h+ph)*Wd + w+pw][VL] <- VL plain H x W planes src[l]:
  * whole VL x VL tiles through registers (NTRANSPOSE), the last partial tile
- * by element. The lanes l < nb go through batch norm's apply (and a ReLU) on
- * the way: relu?(x * scale + shift), the product and the sum each rounded
- * (two statements, so no compiler contracts them into an FMA) as the
- * elementwise ops it stands for; the idle lanes keep the zeros they read.
+ * by element, each of the VL streams asking for the line PACK_AHEAD bytes
+ * ahead of the one it loads. The lanes l < nb go through batch norm's apply
+ * (and a ReLU) on the way: relu?(x * scale + shift), the product and the sum
+ * each rounded (two statements, so no compiler contracts them into an FMA)
+ * as the elementwise ops it stands for; the idle lanes keep the zeros they
+ * read.
  * nb 0: a plain copy (a constant once inlined: the plain pack tests nothing). */
 static inline TGT float NFN(affine1)(float v, float scale, float shift, int relu) {
     float t = v * scale;
@@ -138,6 +140,11 @@ static inline __attribute__((always_inline)) TGT void NFN(pack_body)(float *dst,
     vec sv = VSET1(scale), hv = VSET1(shift);
     for (; p + VL <= P; p += VL) {
         vec r[VL];
+        if (VL >= 16 || p % 16 == 0) { /* once per cache line of each stream (PACK_AHEAD, conv_direct.c) */
+XT_UNROLL
+            for (int l = 0; l < VL; l++)
+                __builtin_prefetch((const void *)((uintptr_t)(src[l] + p) + PACK_AHEAD), 0, 3);
+        }
 XT_UNROLL
         for (int l = 0; l < VL; l++) {
             r[l] = VLOAD(src[l] + p);
