@@ -55,6 +55,10 @@
  * streams run at once: 16 x 4 lines are already in flight, and a longer
  * reach runs further past each plane's end. */
 #define PACK_AHEAD 256
+/* the one request both packings make: the line PACK_AHEAD bytes past p */
+static inline __attribute__((always_inline)) void prefetch_ahead(const void *p) {
+    __builtin_prefetch((const void *)((uintptr_t)p + PACK_AHEAD), 0, 3);
+}
 
 typedef void (*nfwd_fn)(const float *xb, const int32_t *off, int K, const float *wpk, size_t xstep, float *y,
                         size_t ystride);
@@ -254,8 +258,7 @@ k_conv_direct_cells_to_blocked16(int32_t *ib, const uint8_t *a, size_t img, int 
     for (; p + 16 <= n; p += 16) {
         __m512 r[16];
         if (p % 64 == 0) /* once per line of each image's bytes, as the packing does (PACK_AHEAD) */
-            for (int l = 0; l < nb; l++)
-                __builtin_prefetch((const void *)((uintptr_t)(a + l * img + p) + PACK_AHEAD), 0, 3);
+            for (int l = 0; l < nb; l++) prefetch_ahead(a + l * img + p);
         for (int l = 0; l < 16; l++)
             r[l] = l < nb ? _mm512_castsi512_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(a + l * img + p))))
                           : _mm512_setzero_ps();

@@ -140,10 +140,9 @@ static inline __attribute__((always_inline)) TGT void NFN(pack_body)(float *dst,
     vec sv = VSET1(scale), hv = VSET1(shift);
     for (; p + VL <= P; p += VL) {
         vec r[VL];
-        if (VL >= 16 || p % 16 == 0) { /* once per cache line of each stream (PACK_AHEAD, conv_direct.c) */
+        if (VL >= 16 || p % 16 == 0) { /* once per cache line of each stream (prefetch_ahead, conv_direct.c) */
 XT_UNROLL
-            for (int l = 0; l < VL; l++)
-                __builtin_prefetch((const void *)((uintptr_t)(src[l] + p) + PACK_AHEAD), 0, 3);
+            for (int l = 0; l < VL; l++) prefetch_ahead(src[l] + p);
         }
 XT_UNROLL
         for (int l = 0; l < VL; l++) {

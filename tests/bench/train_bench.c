@@ -70,6 +70,9 @@ static float gauss(uint64_t *s) {
     return (float)(sqrt(-2 * log(u)) * cos(2 * M_PI * v));
 }
 
+/* the batch the next training step reads: the steps cycle over the table */
+static const xt_batch *next_batch(const xt_batch *train, int batches, int *next) { return &train[(*next)++ % batches]; }
+
 typedef struct { int rank; xt_dist *dist; } ctxpack;
 
 static int allreduce_cb(void *ctx, float *buf, size_t n, xt_err *e) {
@@ -106,30 +109,25 @@ static int worker(int rank, void *arg) {
     int64_t nb = b->infer_batch > train_n ? b->infer_batch : train_n;
     float *x = malloc((size_t)nb * px * sizeof *x);
     int32_t *y = malloc((size_t)nb * sizeof *y);
-    if (!x || !y) {
+    xt_batch *train = malloc((size_t)b->batches * sizeof *train);
+    if (!x || !y || !train) {
         fprintf(stderr, "train_bench: out of memory for %lld synthetic images\n", (long long)nb);
         free(x);
         free(y);
+        free(train);
         return 1;
     }
     uint64_t s = 1234 + (uint64_t)rank;
     for (int64_t i = 0; i < nb * px; i++) x[i] = gauss(&s);
     for (int64_t i = 0; i < nb; i++) y[i] = (int32_t)(lcg(&s) >> 33) % r->c->spec.num_classes;
-    xt_batch *train = malloc((size_t)b->batches * sizeof *train);
-    if (!train) {
-        fprintf(stderr, "train_bench: out of memory\n");
-        free(x);
-        free(y);
-        return 1;
-    }
     for (int k = 0; k < b->batches; k++)
         train[k] = (xt_batch){.n = b->batch, .x = x + (size_t)k * b->batch * px, .y = y + (size_t)k * b->batch};
-    int next = 0; /* the training step's count: it reads train[next % batches] */
-#define NEXT_BATCH (&train[next++ % b->batches])
+    int next = 0; /* training steps so far: step i reads train[i % batches] */
     float loss;
     double v[V_N] = {0};
     int rc = 0;
-    for (int i = 0; i < 5 && !rc; i++) rc = xt_run_train_step(r, en, NEXT_BATCH, 0.01, &loss, &e); /* warm-up + compile */
+    for (int i = 0; i < 5 && !rc; i++) /* warm-up + compile */
+        rc = xt_run_train_step(r, en, next_batch(train, b->batches, &next), 0.01, &loss, &e);
     xt_exec_stats st;
     xt_engine_last_stats(en, &st);
     xt_metrics_reset();
@@ -143,7 +141,7 @@ static int worker(int rank, void *arg) {
             xt_metrics_reset();
             xt_engine_kernel_profile_reset(en);
         }
-        rc = xt_run_train_step(r, en, NEXT_BATCH, 0.01, &loss, &e);
+        rc = xt_run_train_step(r, en, next_batch(train, b->batches, &next), 0.01, &loss, &e);
     }
     for (int k = 0; k < NCLASSES; k++) {
         int64_t cnt;
@@ -157,11 +155,13 @@ static int worker(int rank, void *arg) {
     xt_engine_free(en);
     eo.profile = 0;
     en = xt_engine_new(&r->store, &eo);
-    for (int i = 0; i < 3 && !rc; i++) rc = xt_run_train_step(r, en, NEXT_BATCH, 0.01, &loss, &e);
+    for (int i = 0; i < 3 && !rc; i++)
+        rc = xt_run_train_step(r, en, next_batch(train, b->batches, &next), 0.01, &loss, &e);
     xt_metrics_reset();
     if (r->dist && !rc) rc = xt_dist_barrier(r->dist, rank, &e);
     uint64_t t0 = xt_now_ns();
-    for (int i = 0; i < b->steps && !rc; i++) rc = xt_run_train_step(r, en, NEXT_BATCH, 0.01, &loss, &e);
+    for (int i = 0; i < b->steps && !rc; i++)
+        rc = xt_run_train_step(r, en, next_batch(train, b->batches, &next), 0.01, &loss, &e);
     double secs = (double)(xt_now_ns() - t0) / 1e9;
     int64_t cnt;
     double exec = xt_metric_total("ExecuteTime", &cnt), thl = xt_metric_total("TraceHashLookupTime", NULL);
