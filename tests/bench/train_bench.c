@@ -7,7 +7,8 @@
  * batch is new. (Until 2026-11-29 every step read one batch: at batch 128
  * its 0.4 MB of images stayed in the core's L2 from step to step, which no
  * real run sees, while batch 1024's 3.2 MB did not; --batches 1 measures
- * that way.)
+ * that way.) Each batch sits in a buffer from the loader's own allocator
+ * (data/batch_pixels.h), where the trainer's batches sit.
  *
  *   train_bench MODEL.yaml [--procs N] [--batch 128] [--steps 300]
  *               [--infer-batch 1000] [--infer-steps 20] [--precision fp32|bf16]
@@ -42,6 +43,7 @@
 #include <string.h>
 #include <sys/resource.h>
 
+#include "data/batch_pixels.h"
 #include "data/loader.h"
 #include "distributed/allreduce.h"
 #include "distributed/spawn.h"
@@ -70,6 +72,11 @@ static float gauss(uint64_t *s) {
     return (float)(sqrt(-2 * log(u)) * cos(2 * M_PI * v));
 }
 
+/* the training batches' buffers and the array that holds them; NULL-safe */
+static void free_batches(xt_batch *train, int batches) {
+    for (int k = 0; train && k < batches; k++) free(train[k].x);
+    free(train);
+}
 /* the batch the next training step reads: the steps cycle over the table */
 static const xt_batch *next_batch(const xt_batch *train, int batches, int *next) { return &train[(*next)++ % batches]; }
 
@@ -104,24 +111,28 @@ static int worker(int rank, void *arg) {
     xt_engine *en = xt_engine_new(&r->store, &eo);
     const int *in = r->c->spec.input;
     int64_t px = (int64_t)in[0] * in[1] * in[2];
-    /* the training batches back to back, then inference reads the first infer_batch images */
-    int64_t train_n = (int64_t)b->batch * b->batches;
-    int64_t nb = b->infer_batch > train_n ? b->infer_batch : train_n;
-    float *x = malloc((size_t)nb * px * sizeof *x);
-    int32_t *y = malloc((size_t)nb * sizeof *y);
-    xt_batch *train = malloc((size_t)b->batches * sizeof *train);
-    if (!x || !y || !train) {
-        fprintf(stderr, "train_bench: out of memory for %lld synthetic images\n", (long long)nb);
-        free(x);
+    /* Each training batch in its own buffer from the loader's allocator
+     * (data/batch_pixels.h), as the trainer's loader holds them: where a buffer
+     * starts changes how fast conv1 reads it. Until 2026-12-02 one malloc
+     * block held them all, 16 bytes past a line, so every 64-byte load of an
+     * image straddled two lines, which the loader's buffers never do. */
+    xt_batch *train = calloc((size_t)b->batches, sizeof *train);
+    int32_t *y = malloc((size_t)b->batch * b->batches * sizeof *y);
+    int ok = train && y;
+    for (int k = 0; ok && k < b->batches; k++) {
+        train[k] = (xt_batch){.n = b->batch, .x = xt_batch_pixels_alloc((size_t)b->batch * px), .y = y + (size_t)k * b->batch};
+        ok = train[k].x != NULL;
+    }
+    if (!ok) {
+        fprintf(stderr, "train_bench: out of memory for %d batches of %d synthetic images\n", b->batches, b->batch);
+        free_batches(train, b->batches);
         free(y);
-        free(train);
         return 1;
     }
     uint64_t s = 1234 + (uint64_t)rank;
-    for (int64_t i = 0; i < nb * px; i++) x[i] = gauss(&s);
-    for (int64_t i = 0; i < nb; i++) y[i] = (int32_t)(lcg(&s) >> 33) % r->c->spec.num_classes;
     for (int k = 0; k < b->batches; k++)
-        train[k] = (xt_batch){.n = b->batch, .x = x + (size_t)k * b->batch * px, .y = y + (size_t)k * b->batch};
+        for (int64_t i = 0; i < b->batch * px; i++) train[k].x[i] = gauss(&s);
+    for (int64_t i = 0; i < (int64_t)b->batch * b->batches; i++) y[i] = (int32_t)(lcg(&s) >> 33) % r->c->spec.num_classes;
     int next = 0; /* training steps so far: step i reads train[i % batches] */
     float loss;
     double v[V_N] = {0};
@@ -169,9 +180,26 @@ static int worker(int rank, void *arg) {
     v[V_EXEC] = exec / (cnt ? cnt : 1) / 1e6;
     v[V_TRACE] = thl / (cnt ? cnt : 1) / 1e6; /* trace + hash + lookup, as the engine measures it */
     v[V_HOST] = secs * 1e3 / b->steps - v[V_EXEC] - v[V_TRACE];
-    /* inference */
+    /* inference: its own batch of infer_batch images, as the trainer's
+     * evaluation loader holds one (the training buffers go first, so peak
+     * RSS holds one set, not both); images from the same N(0,1) stream,
+     * labels cycled from the training ones */
+    float *x = NULL;
+    int32_t *iy = NULL;
     if (!rc && b->infer_steps > 0) {
-        xt_batch ib = {.n = b->infer_batch, .x = x, .y = y};
+        free_batches(train, b->batches);
+        train = NULL;
+        x = xt_batch_pixels_alloc((size_t)b->infer_batch * px);
+        iy = malloc((size_t)b->infer_batch * sizeof *iy);
+        if (!x || !iy) {
+            fprintf(stderr, "train_bench: out of memory for %d inference images\n", b->infer_batch);
+            rc = 1;
+        }
+    }
+    if (!rc && b->infer_steps > 0) {
+        for (int64_t i = 0; i < (int64_t)b->infer_batch * px; i++) x[i] = gauss(&s);
+        for (int64_t i = 0; i < b->infer_batch; i++) iy[i] = y[i % ((int64_t)b->batch * b->batches)];
+        xt_batch ib = {.n = b->infer_batch, .x = x, .y = iy};
         float *pred = malloc((size_t)b->infer_batch * 4);
         uint64_t i0 = 0;
         for (int i = 0; i < b->infer_steps + 2 && !rc; i++) {
@@ -184,7 +212,7 @@ static int worker(int rank, void *arg) {
                 xt_batch part = ib;
                 part.n = b->infer_batch - off < XT_EVAL_CHUNK_MAX ? b->infer_batch - off : XT_EVAL_CHUNK_MAX;
                 part.x = x + (size_t)off * px;
-                part.y = y + off;
+                part.y = iy + off;
                 xt_graph *g = xt_engine_graph(en);
                 xt_run_bind_batch(r, &part);
                 xt_fetch(g, xt_argmax(g, xt_run_trace_logp(r, g, XT_EVAL)), pred + off, (size_t)part.n * 4);
@@ -212,15 +240,16 @@ static int worker(int rank, void *arg) {
                sum[V_RSS] / n, step_s * 1e3 / b->steps, sum[V_TRACE] / n, sum[V_HOST] / n, sum[V_EXEC] / n,
                sum[V_CONV] / n, sum[V_GEMM] / n, sum[V_POOL] / n, sum[V_NORM] / n, sum[V_EW] / n, sum[V_RED] / n,
                sum[V_AR] / n, sum[V_OTHER] / n, st.ir_nodes, st.kernels, st.fused_kernels, st.arena_bytes / 1024.0,
-               st.intermediate_bytes / 1024.0, (double)b->batch * (double)px * sizeof *x / 1024.0, loss, xt_spec_forward_macs(&r->c->spec), st.distinct_graphs,
+               st.intermediate_bytes / 1024.0, (double)b->batch * (double)px * sizeof(float) / 1024.0, loss, xt_spec_forward_macs(&r->c->spec), st.distinct_graphs,
                xt_precision_name(b->precision), k_bf16_path_name(k_bf16_path()), sum[V_CONVERT] / n, st.tile_runs,
                st.tiled_kernels, st.tile_rows, st.tile_rows_max, st.macs / b->batch, st.macs_executed / b->batch);
         fflush(stdout);
     }
     if (rc) fprintf(stderr, "train_bench: xla:%d: %s\n", rank, e.msg);
     xt_engine_free(en);
-    free(train);
+    free_batches(train, b->batches);
     free(x);
+    free(iy);
     free(y);
     return rc;
 }
