@@ -191,10 +191,7 @@ static int worker(int rank, void *arg) {
         train = NULL;
         x = xt_batch_pixels_alloc((size_t)b->infer_batch * px);
         iy = malloc((size_t)b->infer_batch * sizeof *iy);
-        if (!x || !iy) {
-            fprintf(stderr, "train_bench: out of memory for %d inference images\n", b->infer_batch);
-            rc = 1;
-        }
+        if (!x || !iy) rc = xt_fail(&e, XT_ERUNTIME, "out of memory for %d inference images", b->infer_batch);
     }
     if (!rc && b->infer_steps > 0) {
         for (int64_t i = 0; i < (int64_t)b->infer_batch * px; i++) x[i] = gauss(&s);
