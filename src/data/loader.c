@@ -102,7 +102,7 @@ int xt_loader_open(xt_loader *l, const xt_dataset *ds, const xt_sampler *sampler
     l->threads = calloc((size_t)(o->num_workers ? o->num_workers : 1), sizeof *l->threads);
     int ok = l->bufs && l->state && l->free_stack && l->ring && l->order && l->work && l->threads;
     for (int i = 0; ok && i < l->nbuf; i++) {
-        l->bufs[i].x = xt_batch_pixels_alloc(B * px); /* aligned, huge pages where large: batch_pixels.h */
+        l->bufs[i].x = xt_batch_pixels_alloc(B * px); /* on a 64-byte line: batch_pixels.h */
         l->bufs[i].y = malloc(B * sizeof(int32_t));
         l->bufs[i].index = malloc(B * sizeof(int64_t));
         ok = l->bufs[i].x && l->bufs[i].y && l->bufs[i].index;
