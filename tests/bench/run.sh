@@ -94,6 +94,8 @@ x="$tmp/x.fashion_cnn.1"
 for k in step_ms trace_ms host_ms exec_ms conv_ms gemm_ms pool_ms norm_ms ew_ms reduce_ms allreduce_ms other_ms; do
     printf '  %-14s %8s\n' "$k" "$(med "$x" $k)"
 done
+echo "  (step_ms .. exec_ms: the timed steps; conv_ms .. other_ms: the kernel classes of a separate pass of 20"
+echo "   steps with every kernel timed, so they need not sum to the step)"
 st=$(med "$x" step_ms); tr=$(med "$x" trace_ms)
 awk -v s="$st" -v t="$tr" 'BEGIN{ printf "  trace+hash+lookup (trace_ms) = %.2f%% of the step (goal < 1%%)\n", 100*t/s }'
 l=$(head -n 1 "$x")
@@ -145,7 +147,7 @@ printf '\n== the seed CNN across batch sizes (1 worker, 51,200 samples per point
 # the ratio of the medians, over unpinned runs: the two vCPUs here then differed by up to 20%). Each point
 # trains 51,200 samples (about 0.8 s; 25,600 until 2026-11-27: a burst of another machine's load then
 # decided a point more often), its steps cycling over 8 distinct batches (train_bench's --batches default;
-# one batch until 2026-11-29, which kept batch 128's images in L2 from step to step: README, Performance)
+# one batch until 2026-11-29, which kept batch 128's images in L2 from step to step: tests/bench/HISTORY.md)
 # what one core reads per second by footprint (tests/bench/read_bw.c): where its L3 share ends on this
 # machine today, which is what the large batches' arenas (plus their images) are set against
 if [ -x $B/read_bw ]; then
