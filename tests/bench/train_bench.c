@@ -19,8 +19,9 @@
  * process), the step split (trace_ms: trace + hash + cache lookup, from the
  * engine's TraceHashLookupTime; host_ms: the rest outside execution, e.g.
  * binding the batch; exec_ms; then, from a separate untimed pass of
- * PROFILED_STEPS_MIN steps (or K) with every kernel timed, conv_ms ..
- * other_ms per kernel class, which need not sum to step_ms), ir_nodes, kernels, fused, arena_kb, intermediates_kb,
+ * max(K, PROFILED_STEPS_MIN) steps with every kernel timed, conv_ms ..
+ * other_ms per kernel class, which need not sum to step_ms), ir_nodes,
+ * kernels, fused, arena_kb, intermediates_kb,
  * input_kb (one batch's inputs, which the step reads beside its arena), and
  * fwd_macs (one sample's forward multiply-adds, from the spec: the FLOP
  * count run.sh holds against the FMA limit), graphs (distinct graphs the
@@ -32,9 +33,9 @@
  * the step's convolutions and GEMMs, counted dense and as the kernels on this
  * CPU execute them (fewer where a pass skips a max pool's zeros).
  * --kernels K: before the RESULT line, worker 0 prints the engine's
- * per-kernel profile of the training step over K profiled steps (after the
- * compile): every kernel's microseconds per step, share, and GFLOP/s for
- * convolutions and GEMMs (engine/kernel_report.c).
+ * per-kernel profile of the training step over max(K, 20) profiled steps
+ * (after the compile): every kernel's microseconds per step, share, and
+ * GFLOP/s for convolutions and GEMMs (engine/kernel_report.c).
  * Built by `make bench` (build/release/bench/train_bench).
  */
 #include <cblas.h>
