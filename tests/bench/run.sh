@@ -94,8 +94,8 @@ x="$tmp/x.fashion_cnn.1"
 for k in step_ms trace_ms host_ms exec_ms conv_ms gemm_ms pool_ms norm_ms ew_ms reduce_ms allreduce_ms other_ms; do
     printf '  %-14s %8s\n' "$k" "$(med "$x" $k)"
 done
-echo "  (step_ms .. exec_ms: the timed steps; conv_ms .. other_ms: the kernel classes of a separate pass of 20"
-echo "   steps with every kernel timed, so they need not sum to the step)"
+echo "  (step_ms .. exec_ms: the timed steps; conv_ms .. other_ms: the kernel classes of a separate pass with"
+echo "   every kernel timed, PROFILED_STEPS_MIN steps in train_bench.c, so they need not sum to the step)"
 st=$(med "$x" step_ms); tr=$(med "$x" trace_ms)
 awk -v s="$st" -v t="$tr" 'BEGIN{ printf "  trace+hash+lookup (trace_ms) = %.2f%% of the step (goal < 1%%)\n", 100*t/s }'
 l=$(head -n 1 "$x")

@@ -33,9 +33,9 @@
  * the step's convolutions and GEMMs, counted dense and as the kernels on this
  * CPU execute them (fewer where a pass skips a max pool's zeros).
  * --kernels K: before the RESULT line, worker 0 prints the engine's
- * per-kernel profile of the training step over max(K, 20) profiled steps
- * (after the compile): every kernel's microseconds per step, share, and
- * GFLOP/s for convolutions and GEMMs (engine/kernel_report.c).
+ * per-kernel profile of the training step over max(K, PROFILED_STEPS_MIN)
+ * profiled steps (after the compile): every kernel's microseconds per step, share,
+ * and GFLOP/s for convolutions and GEMMs (engine/kernel_report.c).
  * Built by `make bench` (build/release/bench/train_bench).
  */
 #include <cblas.h>
