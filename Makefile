@@ -145,7 +145,7 @@ _asan: $(ASAN_DIR)/xlatrain $(ASAN_DIR)/run_tests
 # ---- fuzzing (tests/fuzz/) ------------------------------------------------------
 # clang + libFuzzer: the src/ objects in their own directory, instrumented for
 # coverage (fuzzer-no-link) under ASan+UBSan; each harness linked with
-# -fsanitize=fuzzer. tests/fuzz/run.sh runs them (see the README's Tests).
+# -fsanitize=fuzzer. tests/fuzz/run.sh runs them (see tests/README.md, Fuzzing).
 FUZZ_CC      ?= clang
 FUZZ_DIR     := build/fuzz
 FUZZ_TARGETS := config spec idx idx_gz safetensors ckpt_meta cifar

@@ -10,8 +10,8 @@
  * its includes count as made by the file that includes it. A failure names
  * the circle, with the include that makes each edge.
  * Is not: a check of which folder may include which (the circles are what
- * break builds and reviews; the order main -> run -> optim -> nn -> engine/
- * data/config/io -> kernels -> util is documented in the README).
+ * break builds and reviews; the intended order is main -> run -> optim ->
+ * nn -> engine/data/config/io -> kernels -> util).
  * Runs from the repository root, as `make test` does.
  */
 #include <dirent.h>

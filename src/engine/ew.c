@@ -14,11 +14,11 @@
  * A chunk holds as many whole rows as fit when the runs are short (the
  * seed CNN's 144- and 16-element planes), and a binary op takes a constant
  * operand as one value per row (ew_rows_fn), so the per-channel factors of
- * batch norm cost no copies. MEASURED (seed CNN, batch 128, Zen 5): with
- * 256-element chunks filled with copies of the factor, bn1's apply took 46
- * us and the interpreter 0.20 ms of a 2.1 ms step; with these, 1024-element
- * chunks and the rows walked by increments, 20 us and 0.15 ms (batch 1024:
- * 2.5 -> 1.9 ms; ResNet-20: 38-41 -> 31-33 ms).
+ * batch norm cost no copies. This replaced 256-element chunks filled with
+ * copies of the factor: one value per row, the rows walked by increments
+ * and 1024-element chunks (CHUNK) cut the interpreter's share of the step,
+ * at batch 128 and 1024 and on ResNet-20 (the seed CNN's bn1 apply in make
+ * bench's kernel table, train_bench --kernels).
  *
  * Inputs may be bf16 (a value pass_precision.c rounded for a convolution,
  * read again by a ReLU's backward): each chunk of one is widened into that

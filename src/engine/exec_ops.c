@@ -290,11 +290,11 @@ KERNEL(ARGMAX) {
 
 /* The mask is a pure function of (seed, step, stream, index in the whole
  * batch), so backward recomputes it instead of storing it, and a tile
- * draws the same mask as the whole batch would. MEASURED (wide_cnn, Zen 5,
- * 7 interleaved runs): keeping the mask as a byte per element for the
- * backward took dropout1's backward only 401 -> 364 us (it waits on fc1's
- * dx, a batch-sized value read from memory, more than on the draws) and its
- * forward 397 -> 456 us (the bytes written): not kept. */
+ * draws the same mask as the whole batch would. Keeping the mask as a byte
+ * per element was tried and not kept: the backward gained little (it waits
+ * on fc1's dx, a batch-sized value read from memory, more than on the
+ * draws) and the forward lost more writing the bytes (wide_cnn's dropout
+ * rows in make bench's kernel table, train_bench --kernels). */
 static void dropout_apply(const xt_node *n, const xt_kcall *kc, void *y, const float *x, const void *step,
                           float *scratch) {
     float pdrop = n->fattr[0];

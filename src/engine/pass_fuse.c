@@ -32,7 +32,9 @@
  * gradient, which the group scales next) joins it too, so that value is
  * read once. A sum is complete only after the group's last chunk, so a
  * candidate that reads one (directly or through a view) starts a new group.
- * MEASURED (ResNet-20 backward, batch 128, Zen 5): see the README's Design.
+ * The gain shows in ResNet-20's backward, kernel by kernel (train_bench
+ * models/resnet20.yaml --kernels 20); the design note is
+ * src/engine/README.md ("Fusion by contiguous runs").
  */
 #include <stdlib.h>
 #include <string.h>
@@ -258,10 +260,11 @@ static int shares_stream(const xt_plan *p, const int32_t *pre, int npre, const i
  * then the group reads it once. Otherwise they start a group, as they did
  * when the sum was a kernel. Decided on group g's ids before any cut, so a
  * member read on both sides counts as the group's own, not as a stream.
- * MEASURED (ResNet-20, batch 128, Zen 5, train_bench --kernels): a block's
- * BN backward that re-reads the activation: 0.95 ms split, 0.69 merged; the
- * residual gradient's, which shares nothing: 1.57 ms split, 1.76 merged
- * (more streams at once, no fewer bytes from memory). */
+ * Compared on ResNet-20 kernel by kernel (train_bench models/resnet20.yaml
+ * --kernels 20): a block's BN backward, which re-reads the activation, is
+ * faster merged (the activation is read once); the residual gradient's,
+ * which shares nothing, is slower merged (more streams at once, no fewer
+ * bytes from memory). */
 static int cuts_after(const xt_plan *p, const int32_t *members, int m, int start, int k, int g, const int32_t *group_of) {
     if (!is_sum(&p->nodes[members[k]]) || k + 1 >= m || is_sum(&p->nodes[members[k + 1]])) return 0;
     int ew_before = 0;

@@ -13,8 +13,8 @@
  * "\u0000" in a string is an error (no JSON_ALLOW_NUL, so every string and key
  * is an ordinary C string), and the tree may not grow past `budget` bytes of
  * heap, so a header of a hundred million tiny values cannot cost gigabytes.
- * It is not a writer (jsonw.h writes JSON; see the README for why that one
- * stayed ours) and sets no policy on the tree's shape: callers check types.
+ * It is not a writer (jsonw.h writes JSON; src/io/README.md says why that
+ * one stayed ours) and sets no policy on the tree's shape: callers check types.
  */
 #ifndef XT_IO_JSON_READ_H
 #define XT_IO_JSON_READ_H

@@ -15,7 +15,8 @@
  *   K_BF16_REF         the portable path: bf16 operands widened to fp32
  *                      (exactly) and the fp32 kernels run on them, so the
  *                      numbers are those of bf16-rounded operands on any x86-64.
- * AMX-BF16 tiles (Intel) are not here: see gemm_bf16.c's closing note.
+ * AMX-BF16 tiles (Intel) are not here: see the last paragraph of
+ * gemm_bf16.c's header comment.
  *
  * Not here: the fp32 kernels (kernels.h) or the choice of fp32 conv method (conv.h).
  */
@@ -93,9 +94,11 @@ void k_gemm_bf16_ref(int transA, int transB, int M, int N, int K, const k_bf16 *
  * scratch holds k_conv2d_bf16_scratch(s) bytes (either path, any pass). */
 size_t k_conv2d_bf16_scratch(const k_conv_shape *s);
 /* The path k_conv2d_*_bf16 takes for this shape and pass (enum k_conv_pass):
- * AVX512-BF16 where the CPU has it and it measured faster than the reference
- * path's fp32 kernels, else the reference path (conv_bf16.c has the table);
- * a forced path (k_bf16_force) wins. */
+ * the reference path on a CPU without AVX512-BF16; otherwise the direct bf16
+ * kernel or im2col + the packed GEMM, by a fixed rule over the shape
+ * (conv_bf16.c; kernel_bench's "bf16 " rows compare them). A rule measured
+ * on one CPU kind; issue #55 replaces it with a choice measured at compile
+ * time. A forced path (k_bf16_force) wins. */
 int k_conv_bf16_choose(const k_conv_shape *s, int pass);
 /* relu 1: y = relu(conv + b), as the fp32 k_conv2d_fwd_act */
 void k_conv2d_fwd_bf16_act(const k_conv_shape *s, float *y, const k_bf16 *x, const k_bf16 *w, const float *b,

@@ -6,8 +6,8 @@
  * vector load fetches the same pixel of NB images and every lane does useful
  * work whatever the spatial size. Why not vectorize along a row: conv2 of the
  * seed CNN has 8-pixel output rows (half a 16-lane vector), and a "wide row"
- * variant tried first peaked at ~70 GFLOP/s against ~110 for this (figures in
- * conv.c). Why not im2col: with 1-20 channels its GEMMs are too small.
+ * variant tried first ran well below this one and was dropped (conv.c's
+ * header). Why not im2col: with 1-20 channels its GEMMs are too small.
  *   fwd:        y tile = CT out channels x PT pixels of one output row, summed over all taps
  *   bwd_weight: dw tile = CT out channels x TT taps, summed over all output pixels
  *   bwd_data:   stride 1: the fwd tile run over dy (zero-padded by kw-1-pw columns
@@ -44,16 +44,14 @@
  * lie past the plane, in the image's next channel or the next image, which
  * the next call reads, or past the tensor: a prefetch never faults, and the
  * address is formed as an integer, not a pointer past the object.
- * MEASURED (seed CNN, batch 1024, train_bench with 8 distinct batches,
- * pinned, Zen 5; perf samples in the two packing functions, interleaved
- * runs): on a busy host, 2,049-2,442 without the prefetch (about 10% of the
- * step), 1,651-1,717 at 4 lines ahead, 1,864-1,909 at 8, 1,987-2,078 at 16,
- * and samples/s +1.4% to +4.3% at 4 (5 runs); batch 128: 1,131-1,165 ->
- * 917-951. Later the same morning, the host quieter, 1,317-1,374 without,
- * 1,305-1,348 at 4 and 1,260-1,270 at 2: where the lines come from cache the
- * requests cost nothing measurable. Nearer was better, probably because NB
- * streams run at once: 16 x 4 lines are already in flight, and a longer
- * reach runs further past each plane's end. */
+ * Chosen with perf samples in the two packing functions while train_bench
+ * ran the seed CNN (8 distinct batches, pinned, interleaved runs): on a busy
+ * host 4 lines ahead cut the packing's samples at batch 1024 and 128 and
+ * raised samples/s, 8 and 16 lines ahead cut them less; on a quieter host,
+ * where the lines come from cache, the requests cost nothing measurable.
+ * Nearer was better, probably because NB streams run at once: 16 x 4 lines
+ * are already in flight, and a longer reach runs further past each plane's
+ * end. A distance measured on one CPU kind. */
 #define PACK_AHEAD 256
 /* the one request both packings make: the line PACK_AHEAD bytes past p */
 static inline __attribute__((always_inline)) void prefetch_ahead(const void *p) {
@@ -395,10 +393,9 @@ static void to_blocked(const nisa *isa, float *t, const float *x, size_t img, in
  * relu: max(., 0) as the planes are stored (unpack_relu);
  * mask (laid out as x, or NULL): each value becomes mask > 0 ? value : +0
  * in registers as it is stored (the ReLU's backward, k_relu_bwd_inplace's
- * bits). MEASURED (wide_cnn conv2's backward-data, 16-image tiles, Zen 5): a
- * second pass over each stored plane took 9% of the kernel, the mask in
- * registers 7% (rdtsc around the unpack); in the step 11.84 -> 11.68 ms
- * (train_bench --kernels, medians of 7 interleaved runs).
+ * bits), which costs less than a second pass over each stored plane (rdtsc
+ * around the unpack, and wide_cnn conv2's backward-data in make bench's
+ * kernel table, train_bench --kernels).
  * Without a bias the unpack adds -0.0, which leaves every float's bits as
  * they are (-0 included: no flush-to-zero is ever enabled). */
 static void from_blocked(const nisa *isa, float *x, size_t img, const float *t, int nb, int C, int H, int W, int Wd,
@@ -556,8 +553,9 @@ static void dy_to_blocked(const nisa *isa, float *t, size_t cstride, const dy_so
  * the block whose (g, argmax) pointers and image count match, reading the
  * rows at that pitch, and marks the share spent. The pointers identify the
  * data only within one step's pair of calls (a tile-local g is rewritten by
- * the next tile), hence `full`. MEASURED (wide_cnn conv2, 16-image tiles,
- * Zen 5): the second scatter was 3.6% of the weight gradient's time. */
+ * the next tile), hence `full`. It saves the weight gradient a second
+ * scatter of the same block (wide_cnn conv2's weight gradient in make
+ * bench's kernel table, train_bench --kernels). */
 typedef struct {
     const float *g;        /* the block's first image's pooled gradient and argmax */
     const uint8_t *argmax;
@@ -588,7 +586,7 @@ static void share_last_block(const dy_source *dy, const k_conv_shape *s, int NB,
  * CT and Wo up to PT. Loads also take issue slots, so among equal FMA counts
  * the tile with fewer loads wins (conv1 of the seed CNN: 5x4 and 2x8 do the same
  * FMAs; with aligned scratch they ran equal, with loads straddling cache lines
- * 5x4 ran 15-35% faster). */
+ * 5x4 ran faster; each tile forced, on kernel_bench's "seed conv1" shape). */
 /* one CT x PT tile's relative cycles per k: its FMAs or its loads, whichever bind */
 static double fwd_tile_cost(int ct, int pt) {
     double per = ct * pt, ld = pt + 0.5 * ct;
@@ -659,9 +657,9 @@ void k_conv_direct_fwd(const k_conv_shape *s, float *y, const float *x, const fl
 /* relu is a constant once inlined: with it, max(c, +0) is the engine's RELU
  * (NaN and -0 give +0, as x > 0 ? x : +0 does), and no candidate is NaN any
  * more, so "greater or NaN" is "greater" and one compare decides a cell.
- * MEASURED (Zen 5, train_bench --kernels, batch 128): the seed CNN's conv1
- * forward with its pool 217 -> 200 us per step; whole steps 1.008 (median of
- * 8 interleaved pairs), wide_cnn 1.01-1.03 (3 pairs). */
+ * That made the seed CNN's conv1 forward with its pool faster, and whole
+ * steps of both models slightly so (make bench's kernel table, train_bench
+ * --kernels). */
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq"), always_inline)) static inline void pool_blocked16_body(
     const k_conv_shape *s, const float *yb, int wo_pad, const float *b, const int relu, float *pv, int32_t *pa) {
     int Hp = pool2_out(s->Ho), Wp = pool2_out(s->Wo);
@@ -785,9 +783,9 @@ void k_conv_direct_fwd_pool(const k_conv_shape *s, float *y, uint8_t *argmax, co
         /* One tile of channels at a time, unpacked or pooled right after it is
          * computed, through a tile-sized yb that stays in L2. The whole block's
          * yb (wide_cnn conv2: 64 x 24 x 24 x 16 floats, 2.4 MB) went through L3.
-         * MEASURED (train_bench --kernels, Zen 5, 3 interleaved runs): wide
-         * conv2 + pool 12.8-13.3 -> 12.3-12.6 ms per step at batch 128 (bf16:
-         * 7.1-8.5 -> 6.7-6.9); kernel_bench wide conv1 fwd 87-104 -> 110-116 GFLOP/s. */
+         * Shown by wide_cnn's conv2 + pool in make bench's kernel table
+         * (train_bench --kernels, fp32 and bf16) and kernel_bench's
+         * "wide conv1" fwd row. */
         for (int t = 0; t < co_tiles; t++) {
             int c0 = t * ct, cn = s->Co - c0 < ct ? s->Co - c0 : ct;
             for (int oh = 0; oh < s->Ho; oh++)
@@ -1025,8 +1023,9 @@ int k_conv_taps_for(int h, int k, int stride, int pad, int out, int32_t *list) {
  * The one-pixel path packs every tap (0, kw); the row path one column class's.
  * w is read in order (each (co, ci)'s taps), the lanes past Ci zeroed first:
  * the engine packs once per step (k_conv_packed), but callers without a buffer
- * pack on every call, and MEASURED (N=16, ResNet-20's 64-channel 8x8 layer,
- * Zen 5) the index-order loop cost 6.5% of such a call. */
+ * pack on every call, and there the index-order loop was a visible share of
+ * a 16-image call on ResNet-20's 64-channel 8x8 layer (perf; the layer is
+ * kernel_bench's "r20 3x3 64->64 8x8"). */
 static void pack_bwd_taps(const k_conv_shape *s, int ct, const float *w, int jlo, int jn, float *wpk) {
     int kpi = jn * s->Co, Kc = s->kh * kpi; /* k per dy row, k in all */
     if (s->Ci % ct) memset(wpk, 0, sizeof(float) * (size_t)div_up(s->Ci, ct) * Kc * ct);
@@ -1042,14 +1041,16 @@ static void pack_bwd_taps(const k_conv_shape *s, int ct, const float *w, int jlo
 /* The row path computes the padded columns' multiplies where a pixel tile
  * straddles an edge (its k list is the union of its pixels' taps) and the
  * pixels of a partial last tile: W*kw per row at worst against the (j, ow)
- * pairs that exist. MEASURED (kernel_bench, Zen 5): the fwd tiles run ~200
- * GFLOP/s where the one-pixel kernel runs ~145-155, so the row path pays
- * while it wastes less than a quarter: wide_cnn's conv2 (26 columns from 24,
- * 3 taps: 78 against 72 at worst, 74 with its 2-pixel tiles) and 3x3 pad-1
- * layers take it. The seed CNN's conv2 (12 from 8, 5 taps: 60 against 40 at
- * worst) does not: with column classes its best tile, 5 channels x 4 pixels,
- * still computes 52, and ran 182 GFLOP/s against the one-pixel path's 195-200
- * (N=128, Zen 5, 2 runs). */
+ * pairs that exist. The fwd tiles run much faster than the one-pixel kernel
+ * (kernel_bench's direct fwd and bwd_data figures on the same shapes), so
+ * the row path pays while it wastes less than a quarter: wide_cnn's conv2
+ * (26 columns from 24, 3 taps: 78 against 72 at worst, 74 with its 2-pixel
+ * tiles) and 3x3 pad-1 layers take it. The seed CNN's conv2 (12 from 8, 5
+ * taps: 60 against 40 at worst) does not: with column classes its best
+ * tile, 5 channels x 4 pixels, still computes 52, and ran slower than the
+ * one-pixel path when forced (kernel_bench's "seed conv2" bwd_data). A
+ * threshold measured on one CPU kind; issue #55 replaces it with a choice
+ * measured at compile time. */
 static int use_bwd_rows(const k_conv_shape *s) {
     if (s->sh != 1 || s->sw != 1 || bwd_rows_pad(s) < 0) return 0;
     long valid = 0;

@@ -82,9 +82,9 @@ size_t k_conv_direct_pool16_floats(const k_conv_shape *s);
  * `lines` 64-byte lines (one pixel of NB lanes per line). A whole number of
  * 4 KiB puts the same pixel of every channel in one L1 set (64 sets on both CPU
  * kinds here), so a loop over 20 channels evicts its own lines; an odd number of
- * lines spreads them over every set. MEASURED (kernel_bench, Zen 5): seed conv2
- * backward-data, 8x8 dy planes of exactly 4 KiB: fp32 137 -> 152 GFLOP/s,
- * bf16 (pairs of channels) 261 -> 266. */
+ * lines spreads them over every set. It shows where dy planes are exactly
+ * 4 KiB: the seed CNN's conv2 backward-data, 8x8 planes (kernel_bench's
+ * "seed conv2" and "bf16 seed conv2" bwd_data). */
 static inline size_t k_conv_direct_spread_stride(size_t lines, int NB) {
     return (lines | 1) * (size_t)NB;
 }

@@ -245,7 +245,7 @@ static const dbww_cfg *pick_bww(const k_conv_shape *s) {
 /* ---- packing ------------------------------------------------------------------------ */
 
 /* 16 bf16 values under mask m, loaded plain when whole (masked loads cost
- * more: pool.c measures it) */
+ * more: see pool.c's load_under) */
 static inline __attribute__((always_inline)) TGT __m256i load16_bf16(const k_bf16 *p, __mmask16 m) {
     return m == 0xFFFFu ? _mm256_loadu_si256((const __m256i *)p) : _mm256_maskz_loadu_epi16(m, p);
 }
@@ -706,12 +706,12 @@ static void bww_pack_block(const k_conv_shape *s, const wmem *m, const k_bf16 *x
  * ((R-1)*sh + kh of them) and dy pair rows (R) fit in half the L2 the CPU
  * reports, at least 1. Every (channel tile, tap tile) pass of a block re-reads
  * them, from L2 instead of L3: wide_cnn conv2's 16-image block holds 1.4 MB of
- * x pairs and 1.2 MB of dy pairs, more than a Zen 5 core's 1 MB L2. MEASURED
- * (Zen 5, wide conv2, interleaved): 363-366 GFLOP/s unchunked, 380-420 at 2-8
- * rows, 315-350 at 1 row (the accumulators' reload dominates). The fp32 twin
- * (half the arithmetic per byte) measured the same chunked or not, so keeps
- * its whole-block sweep. Depends on rows and channels, never on N: a
- * micro-batch tile sums in the whole batch's order. */
+ * x pairs and 1.2 MB of dy pairs, more than a Zen 5 core's 1 MB L2. On that
+ * shape (kernel_bench's "bf16 wide conv2" bwd_weight) a few rows per sweep
+ * beat the whole block, and one row lost to both (the accumulators' reload
+ * dominates). The fp32 twin (half the arithmetic per byte) measured the same
+ * chunked or not, so keeps its whole-block sweep. Depends on rows and
+ * channels, never on N: a micro-batch tile sums in the whole batch's order. */
 static int g_forced_rows;
 
 void k_conv_direct_bf16_force_bww_rows(int rows) { g_forced_rows = rows > 0 ? rows : 0; }

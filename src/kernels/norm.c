@@ -138,13 +138,11 @@ void k_bn_stats(int N, int C, int HW, float *mean, float *var, const float *x) {
  * u, m (written by the layer above) plane by plane, long after they were
  * written. At batch 1024 they come from DRAM, and the hardware prefetchers,
  * seeing runs of a few lines in three or four streams, fetch them late.
- * MEASURED (seed CNN, train_bench --kernels, 1 worker, Zen 5, interleaved):
- * bn1's [1024, 10, 12, 12] 0.76-0.98 ms per step without it, 0.37-0.61 with
- * it; bn2's [1024, 20, 4, 4] 0.27-0.35 -> 0.13-0.20 ms; at batch 128, in
- * cache, bn1's 31-34 -> 26-29 us; ResNet-20's 21 at batch 128 9.4-10.4 ->
- * 9.1-9.8 ms. A distance of one plane, two, 1024 or 4096 floats measured
- * alike; prefetches that fetch nothing useful (1e8 floats ahead) gave the
- * times without. */
+ * With the requests, the seed CNN's bn1 and bn2 gradients at batch 1024 run
+ * much faster, and a little faster at batch 128 (in cache) and on ResNet-20
+ * (train_bench --kernels, interleaved runs). A distance of one
+ * plane, two, 1024 or 4096 floats measured alike; prefetches that fetch
+ * nothing useful (1e8 floats ahead) gave the times without. */
 #define BN_BWD_AHEAD_MIN 1024
 
 /* Asks for (does not wait for) the 16-float lines that start in p[from, to),

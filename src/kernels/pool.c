@@ -11,8 +11,10 @@
  * stride, no padding): 2x2 runs 4 windows per step (16 with AVX-512 on rows of 8+
  * outputs), and the backward writes each window whole (dy at the argmax, 0
  * elsewhere) instead of zeroing dx first and scattering, which halves the
- * memory traffic. Seed CNN, batch 128: pool1 ~100/80 us fwd/bwd, from 2,470/2,390
- * for the first branchy scalar version (mispredicted compares); pool2 ~47/46 us.
+ * memory traffic. The compares are branch-free (selects): the first version,
+ * scalar with a branch per compare, spent most of its time on mispredicted
+ * compares. tests/bench/kernel_bench.c's maxpool rows time fwd and bwd beside
+ * the naive fwd_ref on the models' shapes.
  */
 #include "kernels/bf16.h"
 #include "kernels/kernels.h"
@@ -143,15 +145,16 @@ XT_AVX512 static inline void step_masks(int out, __mmask16 *om, __mmask16 *lo, _
     *hi = (__mmask16)(in >= 32 ? 0xFFFFu : in > 16 ? (1u << (in - 16)) - 1 : 0);
 }
 
-/* Masked loads cost more than plain ones here. MEASURED (Zen 5, wide_cnn's
- * 128x64x24x24 backward: rows of 12 pooled values, under a 12-lane mask):
- * 1.15-1.5 ms with every load and store masked, 0.84-0.96 with the mask
- * hoisted out of the loop, 0.62-0.66 with plain loads (the ones reaching
- * past a row read the next row, and those lanes are never stored). So a
- * step loads whole vectors unless it is the call's last row, whose lanes
- * past the end may lie outside the buffer; stores with every lane on are
- * plain, and a store's lanes past its row are left to the mask (plain,
- * they would write the next row before its own step reads it in place). */
+/* Masked loads cost more than plain ones here. Compared on wide_cnn's
+ * 128x64x24x24 backward (rows of 12 pooled values, under a 12-lane mask;
+ * kernel_bench's "maxpool wide" row): every load and store masked was the
+ * slowest, the mask hoisted out of the loop better, plain loads best (the
+ * ones reaching past a row read the next row, and those lanes are never
+ * stored). So a step loads whole vectors unless it is the call's last row,
+ * whose lanes past the end may lie outside the buffer; stores with every
+ * lane on are plain, and a store's lanes past its row are left to the mask
+ * (plain, they would write the next row before its own step reads it in
+ * place). */
 XT_AVX512 static inline __m512 load_under(const float *p, __mmask16 m, int last) {
     return last && m != 0xFFFFu ? _mm512_maskz_loadu_ps(m, p) : _mm512_loadu_ps(p);
 }
@@ -262,7 +265,10 @@ XT_AVX512 static void maxpool_2x2_bwd_bf16_avx512(const k_pool_shape *s, k_bf16 
 #undef XT_AVX512
 
 /* Rows of 8+ outputs: below that the 4-lane loop does less work per row than a
- * mostly-masked 16-lane step (seed CNN pool2, 4 wide: 47 against 65 us). */
+ * mostly-masked 16-lane step (the seed CNN's pool2, 4 outputs wide, ran faster
+ * on the 4-lane loop: kernel_bench's "maxpool seed2" row). A threshold
+ * measured on one CPU kind; issue #55 replaces it with a choice measured at
+ * compile time. */
 static int use_avx512(const k_pool_shape *s) {
     return s->Wo >= 8 && k_simd_level() == K_SIMD_AVX512;
 }

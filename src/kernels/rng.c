@@ -119,8 +119,8 @@ XT_AVX512 static inline void store_block_major(__m512i w0, __m512i w1, __m512i w
 /* out[0..64*G) = the 4 words of blocks block0 .. block0+16*G-1, in index order.
  * A Philox round is a chain of ~8 cycles (multiply, shift, blend, xor) against
  * ~16 instructions, so one group of 16 blocks leaves the core idle between
- * rounds; G groups are independent chains the core interleaves. MEASURED
- * (kernel_bench, dropout 128x9216, Zen 5): G=1 710-756 us, G=4 439-457 us. */
+ * rounds; G groups are independent chains the core interleaves. Four groups
+ * ran much faster than one (kernel_bench's "dropout 128x9216" row). */
 XT_AVX512 static inline __attribute__((always_inline)) void fill_groups(const int G, uint64_t seed, uint64_t counter,
                                                                        uint64_t block0, float *out) {
     __m512i c0[4], c1[4], c2[4], c3[4];
@@ -171,13 +171,14 @@ void k_rng_uniform_fill(uint64_t seed, uint64_t counter, uint64_t i0, size_t n, 
 }
 
 /* Branch-free select: a drop is a coin flip the branch predictor cannot learn
- * (the branchy loop ran at ~5 ns per element, mostly mispredictions). Dropped
+ * (the branchy loop spent its time mostly on mispredictions). Dropped
  * elements are exactly 0, not x*0 (which would keep a NaN or an inf). Chunks
  * start on a Philox block (4 draws), so all but the first run whole blocks.
- * The select stays 4 lanes wide: MEASURED (wide_cnn's DROPOUT_BWD in the
- * engine, Zen 5) a 16-lane masked multiply ran 1.2-1.35 ms against 0.56-0.77
- * (while faster in DROPOUT and in kernel_bench); the cause is not found: a
- * microbenchmark of loads and stores 4 KiB apart showed no aliasing cost. */
+ * The select stays 4 lanes wide: a 16-lane masked multiply was faster in
+ * DROPOUT and in kernel_bench's "dropout" row but much slower in
+ * wide_cnn's DROPOUT_BWD in the engine (make bench's kernel table,
+ * train_bench --kernels); the cause is not found: a microbenchmark of loads
+ * and stores 4 KiB apart showed no aliasing cost. */
 void k_dropout(size_t n, float *y, const float *x, float p, uint64_t seed, uint64_t counter, uint64_t index0) {
     float scale = 1.0f / (1.0f - p), u[256];
     v4f pv = v4_splat(p), sv = v4_splat(scale), zero = v4_splat(0.0f);

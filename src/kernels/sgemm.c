@@ -16,9 +16,10 @@
  * Why our own: Debian's OpenBLAS 0.3.21 picks its kernels from the CPU it
  * recognises, or from OPENBLAS_CORETYPE when that is set. Where that lands on
  * its AVX2 (Haswell) kernels on an AVX-512 CPU it runs at half the core's FMA
- * rate, and the linear layers of wide_cnn (9216 -> 128) took 15% of the step.
- * MEASURED with tests/bench/kernel_bench.c (see the README's performance
- * section for the run): this kernel against OpenBLAS on the model shapes.
+ * rate, and the linear layers of wide_cnn (9216 -> 128) then take a large
+ * share of its step. tests/bench/kernel_bench.c's "matmul" rows (printed by
+ * make bench) time this kernel beside OpenBLAS on the models' shapes; the
+ * latest run per CPU kind is in tests/bench/README.md.
  *
  * Numbers: each C element is the fp32 sum of its K products, in k order
  * within a KC slice, slices added in order; a different order from OpenBLAS's,
@@ -204,9 +205,13 @@ static void sgemm_avx512(int tA, int tB, int M, int N, int K, const float *A, in
 #define HAVE_OWN_SGEMM 1
 #endif
 
-/* The AVX-512 kernel wherever the CPU has AVX-512 (measured faster than
- * OpenBLAS on every model shape, whichever kernels OpenBLAS picked: see the
- * README's performance section); OpenBLAS below that. */
+/* The AVX-512 kernel wherever the CPU has AVX-512, OpenBLAS below that. On
+ * the project's AMD machines it beat OpenBLAS on every model shape, whichever
+ * kernels OpenBLAS picked; on an Intel Xeon (Sapphire Rapids class) it was
+ * only level with or a little ahead of OpenBLAS's SkylakeX kernels
+ * (kernel_bench's "matmul" rows; tests/bench/README.md). A rule measured on
+ * one CPU kind; issue #55 replaces it with a choice measured at compile
+ * time. */
 int k_sgemm_own(int M, int N, int K) {
     (void)M, (void)N, (void)K;
 #ifdef HAVE_OWN_SGEMM

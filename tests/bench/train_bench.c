@@ -4,11 +4,12 @@
  * as PyTorch's reference benchmark (../shared/bench/torch_ref.py) does: the
  * steps cycle over --batches distinct batches (8, as it does), so a step
  * reads images the step before did not, as in training, where each step's
- * batch is new. (Until 2026-11-29 every step read one batch: at batch 128
- * its 0.4 MB of images stayed in the core's L2 from step to step, which no
- * real run sees, while batch 1024's 3.2 MB did not; --batches 1 measures
- * that way.) Each batch sits in a buffer from the loader's own allocator
- * (data/batch_pixels.h), where the trainer's batches sit.
+ * batch is new. (With one batch, batch 128's 0.4 MB of images stayed in the
+ * core's L2 from step to step, which no real run sees, while batch 1024's
+ * 3.2 MB did not; --batches 1 still measures that way, as the bench did
+ * before it began to cycle 8 batches: tests/bench/HISTORY.md.) Each batch
+ * sits in a buffer from the loader's own allocator (data/batch_pixels.h),
+ * where the trainer's batches sit.
  *
  *   train_bench MODEL.yaml [--procs N] [--batch 128] [--steps 300]
  *               [--infer-batch 1000] [--infer-steps 20] [--precision fp32|bf16]
