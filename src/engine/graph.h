@@ -141,7 +141,10 @@ void xt_fetch(xt_graph *g, xt_t t, void *host, size_t bytes);
  * operands of convolutions and matrix products rounded to bfloat16, products
  * accumulated in fp32; everything else fp32 (engine/pass_precision.c). */
 typedef enum { XT_PREC_FP32 = 0, XT_PREC_BF16 = 1 } xt_precision;
-const char *xt_precision_name(int precision);   /* "fp32", "bf16" */
+/* "fp32", "bf16". Inline beside the type, not in engine.c, so that what
+ * names a plan's precision (dump.c, kernel_report.c) need not call up into
+ * the engine that calls them. */
+static inline const char *xt_precision_name(int precision) { return precision == XT_PREC_BF16 ? "bf16" : "fp32"; }
 
 /* ---- the engine: compile cache + executor ---- */
 typedef struct xt_engine_opts {
