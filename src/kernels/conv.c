@@ -161,12 +161,6 @@ size_t k_conv2d_pool2_scratch(const k_conv_shape *s) {
     return k_conv2d_scratch(s) + (size_t)s->Co * s->Ho * s->Wo + 16;
 }
 
-k_pool_shape k_conv_pool2_shape(const k_conv_shape *s, int n) {
-    k_pool_shape p = {.N = n, .C = s->Co, .H = s->Ho, .W = s->Wo, .kh = 2, .kw = 2, .sh = 2, .sw = 2};
-    k_pool_shape_infer(&p);
-    return p;
-}
-
 void k_conv_pool2_image_by_image(const k_conv_shape *s, float *vals, uint8_t *argmax, const void *x, size_t x_elem,
                                  const void *w, const float *b, int relu, void *scratch, float *y,
                                  k_conv_fwd_act_fn fwd) {
