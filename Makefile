@@ -9,6 +9,7 @@
 #   make MPI=1      the same targets with multi-host support: mpicc, Open MPI,
 #                   objects in build/mpi (build/asan-mpi); ./xlatrain is then the MPI build
 #   make test-mpi   MPI=1 build + the tests that run it under mpirun (tests/test_mpi.c)
+#   make check-circles  no two .c files of src/ depend on each other (tests/check_circles.sh)
 #   make demo       a short training run on the built-in synthetic dataset
 #   make data       download MNIST (DATASET=fashion_mnist for FashionMNIST)
 #   make install    PREFIX=/usr/local DESTDIR=: binary, man page, models, configs, bash completion
@@ -63,7 +64,7 @@ REL_FLAGS  = -O3 -g $(ARCH_FLAGS) -DNDEBUG -fno-math-errno
 DEPFLAGS   = -MMD -MP
 ASAN_FLAGS = -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
-.PHONY: xlatrain all test test-mpi asan bench demo data install uninstall deps clean _build _test _asan _bench_bins
+.PHONY: xlatrain all test test-mpi check-circles asan bench demo data install uninstall deps clean _build _test _asan _bench_bins
 .PHONY: fuzz fuzz-regress fuzz-build _fuzz _fuzz_regress _fuzz_build
 all: deps
 	@$(MAKE) --no-print-directory _build
@@ -134,6 +135,11 @@ _test: xlatrain $(REL_DIR)/run_tests
 test-mpi:
 	@$(MAKE) --no-print-directory MPI=1 deps
 	@$(MAKE) --no-print-directory MPI=1 _test T=test_mpi
+
+# No .c files of src/ that depend on each other in a circle, over the
+# release objects (make test runs the same check: tests/test_layering.c).
+check-circles: all
+	@sh tests/check_circles.sh $(REL_DIR) src
 
 asan: deps
 	@$(MAKE) --no-print-directory _asan

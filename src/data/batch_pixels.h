@@ -4,16 +4,14 @@
  *
  * A buffer starts on a 64-byte line, so the convolution's packing, which
  * reads each image 16 floats at a time, never loads across two lines.
- * MEASURED (seed CNN, batch 1024, 8 distinct batches, pinned, Zen 5, perf
- * samples over 61 steps, 2 interleaved pairs): pack_plane_avx512 400-432
- * with the images 16 bytes past a line (a plain malloc block, which
- * train_bench used until 2026-12-02), 327-339 on a line. Whole steps did
- * not show it: batch 1024 ran a median 55.2K samples/s either way (6
- * interleaved pairs, 53.4K-58.4K).
- * Small pages on purpose: the same runs with each buffer of 2 MB or more on
- * transparent huge pages (madvise) packed faster still (183-205 samples),
- * but whole steps ran slower, 54,970-57,120 samples/s against 57,830-60,570
- * (5 interleaved pairs); huge pages for the engine's arena were slower too.
+ * The convolution's packing of the images (pack_plane_avx512) measured
+ * faster on a line than 16 bytes past one (a plain malloc block), though
+ * whole steps did not show it: perf samples of it and train_bench's batch
+ * sweep at batch 1024 (make bench); the figures are in
+ * tests/bench/HISTORY.md.
+ * Small pages on purpose: in the same runs, each buffer of 2 MB or more on
+ * transparent huge pages (madvise) packed faster still, but whole steps ran
+ * slower; huge pages for the engine's arena were slower too.
  * Not here: what goes into the buffer (loader.c, transform.c). */
 #ifndef XT_DATA_BATCH_PIXELS_H
 #define XT_DATA_BATCH_PIXELS_H

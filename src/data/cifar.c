@@ -1,6 +1,8 @@
 /* cifar.c — CIFAR-10 records, batch files, directories; see cifar.h.
  * The archive path (libarchive) is cifar_archive.c; both feed the same sink,
- * so a record is checked the same way whatever it came from.
+ * so a record is checked the same way whatever it came from. Which of them
+ * reads a given path is cifar_source.c's choice, above both: this file
+ * calls neither.
  */
 #include "data/cifar.h"
 
@@ -213,19 +215,6 @@ int xt_cifar_find(const char *datadir, int split, char *out, size_t cap) {
     if (!found && exists(probe)) src = probe, found = 2;
     if (found && (size_t)snprintf(out, cap, "%s", src) >= cap) return 0; /* too long to name: as if absent */
     return found;
-}
-
-int xt_cifar_read(const char *path, int split, xt_cifar *out, xt_err *e) {
-    struct stat st;
-    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) return xt_cifar_read_dir(path, split, out, e);
-    const xt_in_opts o = {XT_EDATA, XT_EDATA, "pass a CIFAR-10 batch file (.bin) or cifar-10-binary.tar.gz"};
-    xt_infile in;
-    int rc = xt_in_open(&in, path, &o, e);
-    if (rc) return rc;
-    uint8_t m[2];
-    int gz = in.size >= 2 && xt_in_pread(&in, m, 2, 0) == 0 && m[0] == 0x1f && m[1] == 0x8b;
-    xt_in_close(&in);
-    return gz ? xt_cifar_read_archive(path, split, out, e) : xt_cifar_read_file(path, out, e);
 }
 
 void xt_cifar_free(xt_cifar *c) {

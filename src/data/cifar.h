@@ -99,7 +99,8 @@ int xt_cifar_read_archive(const char *path, int split, xt_cifar *out, xt_err *e)
  * 2 (the archive), or 0 when none exists. */
 int xt_cifar_find(const char *datadir, int split, char *out, size_t cap);
 
-/* Any source: a directory, an archive (gzip content) or a .bin file. */
+/* Any source: a directory, an archive (gzip content) or a .bin file
+ * (cifar_source.c). */
 int xt_cifar_read(const char *path, int split, xt_cifar *out, xt_err *e);
 
 void xt_cifar_free(xt_cifar *c);

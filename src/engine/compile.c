@@ -107,20 +107,6 @@ static int copy_key(xt_plan_key *k, const xt_graph *g, int precision) {
     return 0;
 }
 
-int xt_plan_set_operands(xt_plan *p, int node, const int32_t *ops, int n) {
-    int32_t list[8]; /* copied first: ops may point into the array realloc moves */
-    if (n < 0 || n > (int)(sizeof list / sizeof list[0])) return -1;
-    memcpy(list, ops, sizeof *list * (size_t)n);
-    int32_t *grown = realloc(p->operands, sizeof *grown * ((size_t)p->nops + (size_t)n));
-    if (!grown) return -1;
-    p->operands = grown;
-    memcpy(grown + p->nops, list, sizeof *list * (size_t)n);
-    p->nodes[node].in_off = p->nops;
-    p->nodes[node].nin = n;
-    p->nops += n;
-    return 0;
-}
-
 /* The graph the plan runs: r (the lowered graph) with the key's outputs
  * renamed through map (NULL: r is the traced graph itself). */
 static int copy_run_graph(xt_plan *p, const xt_graph *r, const int32_t *map) {

@@ -103,8 +103,6 @@ void xt_engine_set_label(xt_engine *en, const char *label) { en->label = label; 
 
 void xt_engine_set_precision(xt_engine *en, int precision) { en->opts.precision = precision; }
 
-const char *xt_precision_name(int precision) { return precision == XT_PREC_BF16 ? "bf16" : "fp32"; }
-
 xt_graph *xt_engine_graph(xt_engine *en) { return &en->g; }
 
 void xt_engine_last_stats(const xt_engine *en, xt_exec_stats *s) { *s = en->last; }

@@ -16,12 +16,6 @@ const xt_op_info xt_op_table[XT_OP_COUNT] = {
 #include "engine/ops.def"
 };
 
-int64_t xt_numel(const xt_node *n) {
-    int64_t k = 1;
-    for (int i = 0; i < n->rank; i++) k *= n->shape[i];
-    return k;
-}
-
 const xt_node *xt_node_of(const xt_graph *g, xt_t t) { return (t >= 0 && t < g->n) ? &g->nodes[t] : NULL; }
 int xt_operand(const xt_graph *g, const xt_node *n, int i) { return g->operands[n->in_off + i]; }
 

@@ -33,12 +33,12 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "engine/node.h"
 #include "engine/store.h"
 #include "util/err.h"
 
 typedef int32_t xt_t;
 #define XT_NONE ((xt_t)-1)
-#define XT_MAX_RANK 4
 
 typedef enum {
 #define XT_OP(name, arity, kind, grad, scratch, cls) XT_OP_##name,
@@ -59,25 +59,10 @@ typedef struct xt_op_info {
 } xt_op_info;
 extern const xt_op_info xt_op_table[XT_OP_COUNT];
 
-/* One IR node: plain data, valid across fork(), comparable with memcmp
- * after zero-initialisation. */
-typedef struct xt_node {
-    uint64_t hash;          /* structural: op, attrs, dtype, shape, operand hashes */
-    int16_t op;             /* xt_op */
-    int8_t dtype;           /* xt_dtype */
-    int8_t rank;
-    int32_t shape[XT_MAX_RANK];
-    int32_t nin;            /* operands: g->operands[in_off .. in_off+nin) */
-    int32_t in_off;
-    int32_t iattr[6];
-    float fattr[2];
-} xt_node;
-
 typedef struct xt_graph xt_graph;
 typedef struct xt_engine xt_engine;
 
-/* ---- shapes ---- */
-int64_t xt_numel(const xt_node *n);
+/* ---- shapes ---- (xt_numel: node.h) */
 const xt_node *xt_node_of(const xt_graph *g, xt_t t);
 int xt_operand(const xt_graph *g, const xt_node *n, int i);
 
@@ -141,7 +126,10 @@ void xt_fetch(xt_graph *g, xt_t t, void *host, size_t bytes);
  * operands of convolutions and matrix products rounded to bfloat16, products
  * accumulated in fp32; everything else fp32 (engine/pass_precision.c). */
 typedef enum { XT_PREC_FP32 = 0, XT_PREC_BF16 = 1 } xt_precision;
-const char *xt_precision_name(int precision);   /* "fp32", "bf16" */
+/* "fp32", "bf16". Inline beside the type, not in engine.c, so that what
+ * names a plan's precision (dump.c, kernel_report.c) need not call up into
+ * the engine that calls them. */
+static inline const char *xt_precision_name(int precision) { return precision == XT_PREC_BF16 ? "bf16" : "fp32"; }
 
 /* ---- the engine: compile cache + executor ---- */
 typedef struct xt_engine_opts {

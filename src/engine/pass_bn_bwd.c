@@ -36,6 +36,7 @@
 #include <string.h>
 
 #include "engine/plan.h"
+#include "engine/plan_operands.h" /* xt_plan_set_operands */
 
 /* fp32 and shaped exactly as t (no broadcast) */
 static int like(const xt_plan *p, int v, int t) {

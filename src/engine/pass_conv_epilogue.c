@@ -61,6 +61,7 @@
 #include <string.h>
 
 #include "engine/plan.h"
+#include "engine/plan_operands.h" /* xt_plan_set_operands */
 
 /* A live convolution (fp32 output, fp32 or bf16 operands). */
 static int is_conv(const xt_plan *p, const uint8_t *live, int c) {

@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "engine/plan.h"
+#include "engine/plan_operands.h" /* xt_plan_set_operands */
 
 static int is_f32(const xt_plan *p, int v) { return p->nodes[v].dtype == XT_F32; }
 

@@ -39,6 +39,7 @@
 #include <string.h>
 
 #include "engine/plan.h"
+#include "engine/plan_operands.h" /* xt_plan_set_operands */
 
 
 static int is_unpool2(const xt_plan *p, const uint8_t *live, int d) {

@@ -171,9 +171,7 @@ int xt_plan_escapes(const xt_plan *p, int c);                       /* pass_dce.
 int xt_plan_sole_reader(const xt_plan *p, const uint8_t *live, int c);
 /* Operand k of node `node`. */
 static inline int32_t xt_plan_operand(const xt_plan *p, int node, int k) { return p->operands[p->nodes[node].in_off + k]; }
-/* compile.c: node `node` reads ops[0..n) from now on, a new list at the end
- * of p->operands (ops may point into it); 0, or -1 without memory. */
-int xt_plan_set_operands(xt_plan *p, int node, const int32_t *ops, int n);
+/* A new operand list for a node: plan_operands.h. */
 /* pass_dce.c: is node v a view that renames its operand whole (offset 0, same dtype and element count: a ReLU a
  * conv epilogue absorbed, a flatten), so that whoever reads v reads the operand's elements where they are? */
 int xt_plan_renames_whole(const xt_plan *p, int v);

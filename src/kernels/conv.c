@@ -4,59 +4,38 @@
  * Is not: a convolution algorithm — those are conv_im2col.c, conv_direct.c and
  * the reference loops in conv_ref.c; nor what the methods share (conv_common.c).
  *
- * MEASURED with tests/bench/kernel_bench.c: GFLOP/s on one core (AMD EPYC Zen 4,
- * 2 vCPU KVM, AVX-512; CPU time of the thread, best of 5), batch 128. The core's
- * peak is ~116 GFLOP/s (one 512-bit FMA per cycle at ~3.6 GHz); OpenBLAS sgemm
- * gets 104 / 102 / 101 at 256^3 / 512^3 / 1024^3.
- *
- *                          im2col+GEMM         direct (batch-blocked)     chosen
- *                          per img  16 imgs    AVX-512  AVX2   SSE
- *   seed conv1 fwd          50       32         90       86    25        direct  1.8x
- *     1->10 k5 28x28  bwd_d  49       27         13        9     3        im2col (*)
- *                     bwd_w  51       16         85       69    37        direct  1.7x
- *   seed conv2 fwd          55       41        110      104    28        direct  2.0x
- *     10->20 k5 12x12 bwd_d  51       40        107       79    20        direct  2.1x
- *                     bwd_w  40       28        100       74    38        direct  2.5x
- *   wide conv1 fwd          51       24         54       54    19        direct  1.1x
- *     1->32 k3 28x28  bwd_d  53       30         12        9     3        im2col (*)
- *                     bwd_w  25-42    14         38-46    46    25        direct  ~1.2x
- *   wide conv2 fwd          85       52        105      104    28        direct  1.2x
- *     32->64 k3 26x26 bwd_d  73       53         98       73    20        direct  1.3x
- *                     bwd_w  73       49         97       78    41        direct  1.3x
- *   (*) bwd_data of a first layer is never needed in training (the input needs
- *   no gradient); the direct kernel's one-pixel tile with Ci < 8 is latency-bound.
+ * Every choice here is measured, in GFLOP/s per method, shape and pass on
+ * one core at batch 128, by tests/bench/kernel_bench.c's conv section (the
+ * seed CNN's and wide_cnn's layers), and in whole steps by train_bench
+ * --kernels (make bench); the figures and their runs are in
+ * tests/bench/HISTORY.md. Figures on a shared machine move by ~10%: re-run
+ * the bench before re-deciding.
  *
  * So: the batch-blocked direct method everywhere except bwd_data with Ci < 8,
  * and im2col everywhere when the CPU lacks AVX2 (OpenBLAS dispatches to its own
- * AVX kernels, our portable loops are 4 lanes wide). im2col runs one image per
- * GEMM: packing several images into one wider GEMM measured slower at every
- * shape (the reshuffle of y/dy and the larger patch matrix cost more than the
- * GEMM gains). A first direct variant vectorized along output rows ("wide" rows
- * over the padded width, no transposes) reached 70 / 35 / 64 (conv1) and 69 / 35
- * / 62 (conv2) and was dropped. For the seed CNN the five passes training needs
- * take ~0.41 + 0.43 + 0.74 + 0.77 + 0.83 = ~3.2 ms per batch of 128.
- * Figures on a shared machine move by ~10%; re-run the bench before re-deciding.
- * Since then (AMD EPYC Zen 5, 228 GFLOP/s FMA limit per core): stride-1
- * bwd_data runs the fwd tiles over a column-padded dy where that wastes < 1/4
- * of the multiplies (conv_direct.c, use_bwd_rows): wide conv2 bwd_data 174-176
- * against 154-159 GFLOP/s one pixel at a time, fwd 190 (interleaved runs of
- * kernel_bench "wide conv2").
- * One input channel (conv_rows.c: vectors along the output plane, no
- * transposes), N=128, Zen 5, against the direct kernel in the same run:
- *   wide conv1 (3x3 -> 32)  fwd 160 against 124-126, bwd_weight 128-132
- *                           against 74-93 GFLOP/s: rows
- *   seed conv1 (5x5 -> 10)  fwd 172 against 189, bwd_weight 143 against
- *                           175: direct (25 taps give the direct kernel's
- *                           transposes less weight than 9 do)
- * In wide_cnn's step (train_bench --kernels, 1 worker): conv1 fwd 452 ->
- * 393 us, its copy for the backward 427 -> 369, bwd_weight 483 -> 343.
+ * AVX kernels, our portable loops are 4 lanes wide). The direct method
+ * measured faster than im2col+GEMM at every pass of those layers but that
+ * one, where its one-pixel tile cannot hide the FMA latency; and a first
+ * layer's bwd_data is never needed in training (the input needs no gradient).
+ * im2col runs one image per GEMM: packing several images into one wider GEMM
+ * measured slower at every shape (the reshuffle of y/dy and the larger patch
+ * matrix cost more than the GEMM gains). A first direct variant vectorized
+ * along output rows ("wide" rows over the padded width, no transposes) was
+ * slower than the best method at every pass and was dropped.
+ * Stride-1 bwd_data runs the fwd tiles over a column-padded dy where that
+ * wastes < 1/4 of the multiplies (conv_direct.c, use_bwd_rows): faster than
+ * one pixel at a time (kernel_bench's "wide conv2").
+ * One input channel with few taps goes to conv_rows.c (vectors along the
+ * output plane, no transposes): faster than the direct kernel, fwd and
+ * bwd_weight, on wide_cnn's conv1 (9 taps), slower on the seed CNN's conv1
+ * (25 taps give the direct kernel's transposes less weight); ROWS_MAX_TAPS
+ * sits between.
  * Under a 2x2 max pool the weight gradient may visit only the pixel each
  * window kept (conv_sparse.c; k_conv_choose_unpool2 asks its cost model):
- * wide conv2 10.8 -> 4.9-5.1 ms per step at batch 128, the same bits; the
- * seed CNN's conv2 stays dense (Zen 5, 2026-11-27). Backward-data likewise
- * (conv_sparse_data.c, its own cost model; not the dense pass's bits): in
- * the step at batch 128 (train_bench --kernels, Zen 5, 2026-11-28) wide conv2
- * 16.8 -> 7.4 ms, seed conv2 604 -> 464 us.
+ * the same bits in less time on wide_cnn's conv2, while the seed CNN's conv2
+ * stays dense. Backward-data likewise (conv_sparse_data.c, its own cost
+ * model; not the dense pass's bits), faster on both models' conv2 in
+ * train_bench --kernels.
  */
 #include "kernels/conv.h"
 #include "kernels/conv_direct.h"
@@ -66,10 +45,10 @@
 #include "kernels/simd.h"
 
 /* The most taps (kh*kw) for which the rows method runs a one-channel
- * convolution: it won at 9, lost at 25 (the figures above). */
+ * convolution: it won at 9, lost at 25 (see above). */
 #define ROWS_MAX_TAPS 16
 
-/* Images per GEMM for the im2col method (see the figures above). */
+/* Images per GEMM for the im2col method (one: see above). */
 #define IM2COL_GROUP 1
 
 const char *k_conv_method_name(int method) {
@@ -83,7 +62,7 @@ int k_conv_choose(const k_conv_shape *s, int pass) {
     /* a one-pixel tile of fewer than 8 input channels cannot hide the FMA latency */
     if (pass == K_CONV_BWD_DATA && s->Ci < 8) return K_CONV_IM2COL;
     /* one input channel and few taps: vectors along the output plane, no
-     * transposes (conv_rows.c; the figures above) */
+     * transposes (conv_rows.c; see ROWS_MAX_TAPS) */
     if (pass != K_CONV_BWD_DATA && s->kh * s->kw <= ROWS_MAX_TAPS && k_conv_rows_fits(s)) return K_CONV_ROWS;
     return K_CONV_DIRECT;
 }
@@ -159,12 +138,6 @@ void k_conv2d_fwd_act(const k_conv_shape *s, float *y, const float *x, const flo
 /* the conv scratch, then one image's conv output for the per-image path */
 size_t k_conv2d_pool2_scratch(const k_conv_shape *s) {
     return k_conv2d_scratch(s) + (size_t)s->Co * s->Ho * s->Wo + 16;
-}
-
-k_pool_shape k_conv_pool2_shape(const k_conv_shape *s, int n) {
-    k_pool_shape p = {.N = n, .C = s->Co, .H = s->Ho, .W = s->Wo, .kh = 2, .kw = 2, .sh = 2, .sw = 2};
-    k_pool_shape_infer(&p);
-    return p;
 }
 
 void k_conv_pool2_image_by_image(const k_conv_shape *s, float *vals, uint8_t *argmax, const void *x, size_t x_elem,

@@ -16,39 +16,19 @@
  * Is not: the rounding to bf16 (the engine's cast nodes, bf16.c) or the fp32
  * methods (conv.c).
  *
- * MEASURED with tests/bench/kernel_bench.c ("bf16 " rows; `lscpu`: AMD EPYC,
- * Zen 5; one core, batch 128, the machine shared with other jobs (load ~1.9
- * on 2 cores), so +-10%; 2026-11-23T18:28Z). GFLOP/s of fp32 k_conv2d_* on fp32
- * operands / bf16 im2col + GEMM / bf16 direct, for fwd, bwd_data, bwd_weight
- * (the vdpbf16ps limit is ~440 per core, the fp32 FMA limit ~220):
- *                                       fwd          bwd_data     bwd_weight
- *   seed conv1                      146/ 59/141   32/ 40/ 24  108/ 27/214
- *   seed conv2                      151/ 62/355  137/ 74/254  171/ 63/305
- *   wide conv1                       88/ 80/ 89   41/ 72/ 27   84/ 40/111
- *   wide conv2                      177/179/322  151/203/278  152/190/221
- *   r20 stem 3x3 3->16 32x32        107/ 79/130   44/ 83/ 82  120/ 54/195
- *   r20 3x3 16->16 32x32            171/ 92/299  137/ 87/222  169/ 89/278
- *   r20 3x3 16->32 s2 32x32         142/ 83/279  131/ 76/205  120/ 87/171
- *   r20 1x1 16->32 s2 32x32          50/ 59/ 65   36/ 54/ 42   37/ 42/ 49
- *   r20 3x3 32->32 16x16            182/110/351  161/129/304  180/132/313
- *   r20 3x3 64->64 8x8              199/142/380  204/155/379  183/136/302
- *   r20 3x3 32->64 s2 16x16         172/119/321  158/126/266  157/120/215
- *   r20 1x1 32->64 s2 16x16          79/111/118   54/ 98/ 65   83/ 76/ 88
- *   lenet5 conv1 1->6 k5 p2 28x28   144/ 38/134   28/ 35/ 33  116/ 22/184
- *   lenet5 conv2 6->16 k5 14x14     192/ 56/351   39/ 50/191  184/ 52/250
- *   cifar conv2 16->32 p1 16x16     177/107/307  151/102/234  144/113/295
- *   r8 stem 1->16 p1 28x28           96/ 65/ 87   42/ 43/ 29   81/ 28/131
- *   r18 3x3 64->64 32x32            189/186/372  160/210/307  192/251/265
- *   r18 3x3 256->256 8x8            133/272/409  199/295/390  137/240/189
- *   r18 1x1 64->128 s2 32x32         74/ 52/129   58/123/ 72   71/ 63/ 88
- * The direct kernels do twice the fp32 kernels' work per instruction and pay no
- * im2col: they win nearly everywhere, by 1.5-2.4x on the 3x3 and 5x5
- * convolutions with >= 6 channels. The GEMM keeps bwd_data into fewer than 4
- * input channels (the direct dx tile is >= 2 channels wide and needs 8
- * accumulators to hide latency: 1 useful of 8) and through 1x1 convolutions,
- * and bwd_weight at >= 128 output channels over <= 64 pixels (r18 256->256
- * 8x8). The reference path is never chosen on this CPU (it is the fallback
- * without AVX512-BF16 and the twin the tests compare with).
+ * The choice is measured by tests/bench/kernel_bench.c's "bf16 " rows
+ * (GFLOP/s of the fp32 kernels on fp32 operands, bf16 im2col + GEMM and bf16
+ * direct, per pass, one core, batch 128, over the seed CNN's, wide_cnn's,
+ * lenet5's, the CIFAR CNN's and resnet8/20/18's convolutions); the figures
+ * are in tests/bench/HISTORY.md. The direct kernels do twice the fp32
+ * kernels' work per instruction and pay no im2col: they win nearly
+ * everywhere, most on the 3x3 and 5x5 convolutions with >= 6 channels. The
+ * GEMM keeps bwd_data into fewer than 4 input channels (the direct dx tile is
+ * >= 2 channels wide and needs 8 accumulators to hide latency: 1 useful of 8)
+ * and through 1x1 convolutions, and bwd_weight at >= 128 output channels over
+ * <= 64 pixels (r18 256->256 8x8). The reference path is never chosen where
+ * AVX512-BF16 exists (it is the fallback without it and the twin the tests
+ * compare with).
  */
 #include "kernels/bf16.h"
 #include "kernels/conv_common.h"
@@ -109,7 +89,7 @@ static const k_bf16 *cols_of(const k_conv_shape *s, const k_bf16 *xn, k_bf16 *co
     return col;
 }
 
-/* From the table above: the direct kernels for every forward pass (ahead or
+/* From the bench above: the direct kernels for every forward pass (ahead or
  * level everywhere); for backward-data except into fewer than 4 input
  * channels (a dx tile of one channel wastes most of its 8 accumulators) and
  * through 1x1 convolutions (no taps to share: the GEMM is better there); for

@@ -1,7 +1,9 @@
-/* conv_common.c — what the convolution methods share: the bias gradient.
+/* conv_common.c — what the convolution methods share: the bias gradient
+ * and the shape of the 2x2 pool the _pool2 and _unpool2 passes fuse.
  *
- * Is: k_conv_bias_grad, below both conv_im2col.c (which calls it) and conv.c
- * (which calls the methods), so neither depends on the other.
+ * Is: k_conv_bias_grad and k_conv_pool2_shape, below both the methods
+ * (conv_im2col.c, conv_rows.c, conv_bf16.c call them) and conv.c (which
+ * calls the methods), so no method depends on the dispatcher.
  * Is not: a method or the dispatcher.
  */
 #include "kernels/conv_common.h"
@@ -26,4 +28,10 @@ void k_conv_bias_grad(const k_conv_shape *s, float *db, const float *dy) {
         }
         db[co] = (float)total;
     }
+}
+
+k_pool_shape k_conv_pool2_shape(const k_conv_shape *s, int n) {
+    k_pool_shape p = {.N = n, .C = s->Co, .H = s->Ho, .W = s->Wo, .kh = 2, .kw = 2, .sh = 2, .sw = 2};
+    k_pool_shape_infer(&p);
+    return p;
 }

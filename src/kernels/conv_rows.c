@@ -15,8 +15,8 @@
  * element into and out of its blocked layout at ~0.3 cycles each; with 9
  * taps (wide_cnn's conv1) that is as long as the multiplies. With 25 (the
  * seed CNN's conv1) the transposes are a smaller share and the direct
- * kernel's larger register tiles win: conv.c's header has the figures and
- * takes this method only for few taps.
+ * kernel's larger register tiles win: tests/bench/kernel_bench.c's conv
+ * section shows both, and conv.c takes this method only for few taps.
  *
  * Numbers. fwd: each output sums its taps from +0 in (i, j) order with one
  * FMA each, then adds the bias and applies the ReLU: the order and rounding

@@ -243,13 +243,14 @@ static TGT int kept_pixels(const k_conv_shape *s, int ph, const float *g, const 
  * pixels' K = Ci*kh*kw multiply-adds in 16 lanes at 2 FMAs a cycle (its
  * register tiles reuse each load). This one: the kept pixel's kh * vecs FMAs,
  * each with its own load, at one a cycle, and the listing, the channels-last
- * copy and the sums' loads and stores, SPARSE_OVERHEAD cycles. MEASURED
- * (Zen 5, train_bench --kernels, per step at batch 128): wide_cnn's conv2
- * (18 FMAs against 36) 4.9-5.1 against 10.8 ms; the seed CNN's conv2 (20
- * against 31; its dense pass then took backward-data's scattered block, pass_share.c)
- * 382-389 against 361-367 us, hence the overhead. Since backward-data runs
- * sparse there too (conv_sparse_data.c) the dense pass scatters its own
- * blocks, and it still wins: 430-530 against 550-730 us (2026-11-28). */
+ * copy and the sums' loads and stores, SPARSE_OVERHEAD cycles. The overhead
+ * is set from train_bench --kernels (make bench; per step at batch 128, the
+ * figures in tests/bench/HISTORY.md): by this model wide_cnn's conv2 (18
+ * against 36) runs sparse, much faster than dense, and the seed CNN's conv2
+ * (20 against 31) stays dense, as measured: the sparse pass was slower there
+ * both when the dense pass took backward-data's scattered block
+ * (pass_share.c) and since backward-data runs sparse (conv_sparse_data.c)
+ * and the dense pass scatters its own blocks. */
 #define SPARSE_OVERHEAD 12
 static int g_force = -1;
 int k_conv_sparse_force(int mode) {

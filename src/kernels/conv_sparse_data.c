@@ -293,12 +293,15 @@ static TGT void from_channels_last(const k_conv_shape *s, float *dx, const float
  * one: a kept cell's kh*kw*cb FMAs, each with its load, at 2 a cycle, and
  * its sums' loads and stores into d, one a cycle, for at most 4 cells (the
  * zero gradients it skips not counted), and the listing, the layout changes
- * and the zeroing of d, DATA_OVERHEAD cycles. MEASURED (Zen 5, N=128, one
- * core, 2026-11-28): the seed CNN's conv2 (366 against 625) 326-332 us
- * against 485-510 with no g zero, 207-208 with half of them zero; wide_cnn's
- * conv2 (664 against 2304) 5.8 against 14.5 ms (half zero). The FMAs ran at
- * about 1.4 a cycle, the rest was a third of the pass. With cells in pairs
- * (2026-11-28): the seed CNN's 217-220 us half zero (231-240 before). */
+ * and the zeroing of d, DATA_OVERHEAD cycles. The overhead is set from
+ * tests/bench/kernel_bench.c's passes under a 2x2 max pool (N=128, one core,
+ * dense and sparse, with g whole and half zero; the figures are in
+ * tests/bench/HISTORY.md): by this model both the seed CNN's conv2 (366
+ * against 625) and wide_cnn's (664 against 2304) run sparse, and both
+ * measured faster so (the seed CNN's even with no g zero; pairs of cells
+ * made it faster still). The FMAs run below the 2 a cycle counted here, and
+ * the listing and layout changes are a good part of the pass: hence the
+ * overhead. */
 #define DATA_OVERHEAD 16
 static int g_force = -1;
 void k_conv_sparse_data_force(int mode) { g_force = mode; }
