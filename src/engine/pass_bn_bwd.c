@@ -17,15 +17,14 @@
  * operations in the same order as the three ops did, so the bits are the
  * same (test_engine_tiling.c trains with and without it).
  *
- * MEASURED (Zen 5, train_bench, 1 worker): the seed CNN's bn1 gradient
- * 13.2 + 24.5 -> 19.2 us per step at batch 128 (bn2's 6.3 + 6.2 -> 9.0),
- * whole steps 1.009 (median of 8 interleaved pairs); at batch 1024 the two
- * read from DRAM either way and the step did not move (0.997); ResNet-20's
- * norm + elementwise time 32-33 -> 30.5-31.5 ms of a step, samples/s
- * +1-4% (3 pairs). Why not as elementwise ops the fusion pass could take
- * in (the statistics gradient composed from SUB, MUL and ADD on per-channel
- * views): the interpreter's five chunk loops cost more than the kernel and
- * the group they would replace (README, "Measured and not kept").
+ * Why: one pass over dy and x instead of two saves a read of both while they
+ * still sit in cache; where they come from DRAM either way (large batches)
+ * it neither gains nor loses. train_bench --kernels shows the two kernels
+ * against the merged one (figures: tests/bench/HISTORY.md). Why not as
+ * elementwise ops the fusion pass could take in (the statistics gradient
+ * composed from SUB, MUL and ADD on per-channel views): the interpreter's
+ * five chunk loops cost more than the kernel and the group they would
+ * replace (HISTORY.md, "Measured and not kept").
  *
  * fp32 only (the precision pass leaves batch norm in fp32; a bf16 mask, the
  * copy a ReLU's output gets for a bf16 convolution, is not taken).

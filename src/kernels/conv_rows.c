@@ -117,10 +117,10 @@ static TGT void shifted_copies(const k_conv_shape *s, float *xs, const float *x,
     }
 }
 
-/* A forward tile: up to CT_FWD output channels x PV vectors of the plane.
- * MEASURED (a prototype of this loop, N=128, Zen 5): 8 x 2 ran wide conv1 at
- * 174 GFLOP/s against 158 for 4 x 4 and 149 for 6 x 2; the seed CNN's conv1
- * peaked at 5 x 2. */
+/* A forward tile: up to CT_FWD output channels x PV vectors of the plane:
+ * 16 accumulators that leave registers for the tap's broadcast weights and
+ * the two input vectors. 8 x 2 beat 4 x 4 and 6 x 2 on wide conv1 in
+ * kernel_bench's conv rows, on one CPU kind (#55 measures choices per CPU). */
 #define PV 2
 #define CT_FWD 8
 #define MAX_TAPS 64 /* kh*kw (k_conv_rows_fits) */
@@ -208,9 +208,9 @@ void k_conv_rows_fwd_act(const k_conv_shape *s, float *y, const float *x, const 
 
 /* A tile of CT_BWW channels x TT_BWW taps loads CT + TT vectors for CT*TT
  * FMAs per vector of the plane, and this loop is bound by its loads.
- * MEASURED (kernel_bench shapes, N=128, Zen 5): wide conv1 (9 taps) 2x9
- * 118, 3x5 124, 4x5 134, 4x6 131, 3x9 97 and 4x9 95 GFLOP/s (those two
- * spill accumulators). */
+ * 4 x 5 (20 accumulators, 9 loads per 20 FMAs) was the fastest of the tiles
+ * kernel_bench's wide conv1 row compared; 3 x 9 and 4 x 9 spill
+ * accumulators to the stack. */
 #define CT_BWW 4
 #define TT_BWW 5
 

@@ -48,18 +48,18 @@
 static int div_up(int a, int b) { return (a + b - 1) / b; }
 
 /* vectors per kernel row; floats of one channels-last image with its slack.
- * A pixel holds its Ci floats. MEASURED (the seed CNN's conv2, Ci = 10, Zen
- * 5): Ci rounded up to 16, so that every kernel row starts on a cache line,
- * ran no faster (372 against 372 us per step). */
+ * A pixel holds its Ci floats, unpadded: rounding Ci up to 16 so that every
+ * kernel row starts on a cache line ran no faster in kernel_bench's seed
+ * conv2 row, and costs memory. */
 static int row_vecs(const k_conv_shape *s) { return div_up(s->kw * s->Ci, LANES); }
 static size_t image_floats(const k_conv_shape *s) {
     return (size_t)(s->H + 2 * s->ph) * (s->W + 2 * s->pw) * s->Ci + SLACK;
 }
 /* Pooled rows per band: as many as keep the input rows they read in 3/4 of
- * L1 (at least one). MEASURED (wide_cnn's conv2, 16 images, Zen 5, 48 KiB
- * L1): bands of 1, 2, 3, 4, 6 and 12 pooled rows (4-41 KB of rows) took 737,
- * 685, 661, 645, 680 and 744 us: longer bands make fewer calls, each of which
- * loads and stores its sums, until the rows no longer stay in L1. */
+ * L1 (at least one): longer bands make fewer calls, each of which loads and
+ * stores its sums, until the rows no longer stay in L1 (kernel_bench's wide
+ * conv2 row, over band lengths of 1 to 12 pooled rows). The budget is read
+ * from this CPU's L1 size (cache.c), not a constant. */
 static int band_rows(const k_conv_shape *s) {
     size_t row = (size_t)(s->W + 2 * s->pw) * s->Ci * sizeof(float), budget = k_cache_l1d_bytes() * 3 / 4;
     int Hq = s->Ho / 2, b = 1;

@@ -12,7 +12,7 @@
  * Is: single-core cblas_sgemm peak, then for every conv shape of the seed CNN
  * and wide_cnn each method (im2col+GEMM per image / grouped, direct SIMD per
  * flavour, and whatever k_conv2d_* picks) on fwd, bwd_data and bwd_weight in
- * GFLOP/s; pooling, batch norm, log-softmax and dropout in microseconds. conv.c's header
+ * GFLOP/s; pooling, batch norm, log-softmax and dropout in microseconds. tests/bench/HISTORY.md
  * records the figures this printed and the choices they led to.
  * Is not: a test (no pass/fail) or the end-to-end benchmark against PyTorch.
  */
@@ -584,7 +584,7 @@ int main(int argc, char **argv) {
         snprintf(name, sizeof name, "bf16 %s", convs[i].label);
         if (wanted(name)) bench_conv_bf16(name, convs[i].s);
     }
-    /* the other models' convolutions, bf16 only (the fp32 methods' table is conv.c's) */
+    /* the other models' convolutions, bf16 only (the fp32 methods' tables are in tests/bench/HISTORY.md) */
     struct {
         const char *label;
         k_conv_shape s;
