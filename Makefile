@@ -19,8 +19,8 @@
 # that the public ones call through $(MAKE) after `deps`, so that a fresh
 # machine without the -dev packages can still run `make test`.
 
-PKGS      := yaml-0.1 libpng zlib openblas libzip jansson libarchive
-DEB_PKGS  := build-essential pkg-config libyaml-dev libpng-dev zlib1g-dev libopenblas-dev libzip-dev libjansson-dev libarchive-dev
+PKGS      := yaml-0.1 libpng libjpeg zlib openblas libzip jansson libarchive
+DEB_PKGS  := build-essential pkg-config libyaml-dev libpng-dev zlib1g-dev libopenblas-dev libzip-dev libjansson-dev libarchive-dev libjpeg62-turbo-dev
 PREFIX    ?= /usr/local
 CC        ?= cc
 DATASET   ?= mnist
