@@ -148,7 +148,7 @@ _asan: $(ASAN_DIR)/xlatrain $(ASAN_DIR)/run_tests
 # -fsanitize=fuzzer. tests/fuzz/run.sh runs them (see the README's Tests).
 FUZZ_CC      ?= clang
 FUZZ_DIR     := build/fuzz
-FUZZ_TARGETS := config spec idx idx_gz safetensors ckpt_meta cifar
+FUZZ_TARGETS := config spec idx idx_gz safetensors ckpt_meta cifar image
 FUZZ_SECONDS ?= 60
 FUZZ_FLAGS    = -O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 FUZZ_BINS    := $(FUZZ_TARGETS:%=$(FUZZ_DIR)/fuzz_%)
