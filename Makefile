@@ -20,8 +20,8 @@
 # that the public ones call through $(MAKE) after `deps`, so that a fresh
 # machine without the -dev packages can still run `make test`.
 
-PKGS      := yaml-0.1 libpng zlib openblas libzip jansson libarchive
-DEB_PKGS  := build-essential pkg-config libyaml-dev libpng-dev zlib1g-dev libopenblas-dev libzip-dev libjansson-dev libarchive-dev
+PKGS      := yaml-0.1 libpng libjpeg zlib openblas libzip jansson libarchive
+DEB_PKGS  := build-essential pkg-config libyaml-dev libpng-dev zlib1g-dev libopenblas-dev libzip-dev libjansson-dev libarchive-dev libjpeg62-turbo-dev
 PREFIX    ?= /usr/local
 CC        ?= cc
 DATASET   ?= mnist
@@ -154,7 +154,7 @@ _asan: $(ASAN_DIR)/xlatrain $(ASAN_DIR)/run_tests
 # -fsanitize=fuzzer. tests/fuzz/run.sh runs them (see tests/README.md, Fuzzing).
 FUZZ_CC      ?= clang
 FUZZ_DIR     := build/fuzz
-FUZZ_TARGETS := config spec idx idx_gz safetensors ckpt_meta cifar
+FUZZ_TARGETS := config spec idx idx_gz safetensors ckpt_meta cifar image
 FUZZ_SECONDS ?= 60
 FUZZ_FLAGS    = -O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 FUZZ_BINS    := $(FUZZ_TARGETS:%=$(FUZZ_DIR)/fuzz_%)

@@ -437,7 +437,7 @@ TEST(config_err_enum_with_suggestion) {
     CFG_ERR(OK_HEAD "optimizer: {name: adamm}\n", ":3:19", "optimizer.name: expected one of sgd, adam, adamw, got "
             "'adamm'", "did you mean 'adam'?");
     CFG_ERR("dataset: minst\nmodel: models/mlp.yaml\n", ":1:10", "dataset: expected one of mnist, fashion_mnist, "
-            "synthetic, cifar10, synthetic_cifar10, got 'minst'", "did you mean 'mnist'?");
+            "synthetic, cifar10, synthetic_cifar10, folder, got 'minst'", "did you mean 'mnist'?");
 }
 
 TEST(config_err_pairs) {

@@ -24,6 +24,7 @@
 static const int dataset_inputs[][3] = {
     [XT_DS_MNIST] = {1, 28, 28}, [XT_DS_FASHION_MNIST] = {1, 28, 28}, [XT_DS_SYNTHETIC] = {1, 28, 28},
     [XT_DS_CIFAR10] = {3, 32, 32}, [XT_DS_SYNTHETIC_CIFAR10] = {3, 32, 32},
+    [XT_DS_FOLDER] = {0, 0, 0}, /* the model's input decides (check_folder); run.c counts the classes */
 };
 #define DATASET_CLASSES 10
 
@@ -286,11 +287,42 @@ static int resolve_precision(lctx *x) {
     return 0;
 }
 
+/* dataset: folder: the images become whatever the model's input is, so
+ * only its channels and resize are checked here; the classes are counted
+ * when the folder is read (run.c). */
+static int check_folder(lctx *x) {
+    const xt_config *c = x->c;
+    const xt_spec *s = &c->spec;
+    int kt = xt_key_find("train_dir"), kv = xt_key_find("val_fraction"), kr = xt_key_find("resize");
+    if (!c->train_dir[0])
+        return fail_key(x, xt_key_find("dataset"), "dataset: folder needs train_dir: a folder with one subfolder of "
+                        "PNG/JPEG images per class (train_dir: data/pets/train)");
+    if (!c->test_dir[0] && c->val_fraction <= 0)
+        return fail_key(x, kt, "dataset: folder needs a test set: set test_dir (the same class subfolders), or "
+                        "val_fraction (e.g. 0.2) to hold out part of train_dir");
+    if (c->test_dir[0] && c->val_fraction > 0)
+        return fail_key(x, kv, "val_fraction and test_dir are both set; keep one: test_dir is the test set, or "
+                        "val_fraction splits it off train_dir");
+    if (s->input[0] != 1 && s->input[0] != 3)
+        return fail_key(x, xt_key_find("model"), "the model's input has %d channels; folder images decode to 1 (grey) or "
+                        "3 (RGB): set input: [1, %d, %d] or [3, %d, %d] in %s", s->input[0], s->input[1], s->input[2],
+                        s->input[1], s->input[2], s->source);
+    if ((c->resize[0] || c->resize[1]) && (c->resize[0] != s->input[1] || c->resize[1] != s->input[2]))
+        return fail_key(x, kr, "resize is [%d, %d] but the model's input is %d x %d; set resize: [%d, %d] (or [0, 0] "
+                        "when every image already has the model's size)", c->resize[0], c->resize[1], s->input[1],
+                        s->input[2], s->input[1], s->input[2]);
+    if (xt_spec_last(s)->out_rank != 1)
+        return fail_key(x, xt_key_find("model"), "the model must end with one score per class; end it with flatten and "
+                        "linear: {out: N} (N = the number of class folders) in %s", s->source);
+    return 0;
+}
+
 static int check_model_fits_data(lctx *x) {
     const xt_config *c = x->c;
     const xt_spec *s = &c->spec;
     const char *ds = xt_keys[xt_key_find("dataset")].choices[c->dataset];
     int ki = xt_key_find("model");
+    if (c->dataset == XT_DS_FOLDER) return check_folder(x);
     const int *dataset_input = dataset_inputs[c->dataset];
     if (memcmp(s->input, dataset_input, sizeof dataset_inputs[0]))
         return fail_key(x, ki, "the model's input is [%d, %d, %d] but %s images are [%d, %d, %d]; set input: [%d, %d, "
@@ -310,7 +342,7 @@ static int check_model_fits_data(lctx *x) {
 static int validate(lctx *x) {
     xt_config *c = x->c;
     int rc;
-    if (c->dataset != XT_DS_SYNTHETIC && c->dataset != XT_DS_SYNTHETIC_CIFAR10 && !c->datadir[0]) {
+    if (c->dataset != XT_DS_SYNTHETIC && c->dataset != XT_DS_SYNTHETIC_CIFAR10 && c->dataset != XT_DS_FOLDER && !c->datadir[0]) {
         int kd = xt_key_find("datadir"), ks = xt_key_find("dataset");
         const char *ds = xt_keys[ks].choices[c->dataset];
         int cifar = c->dataset == XT_DS_CIFAR10;

@@ -24,11 +24,13 @@
 /* ENUM keys store through an int*: the enum types must be int-sized. */
 _Static_assert(sizeof(xt_dataset_kind) == sizeof(int) && sizeof(xt_optim_kind) == sizeof(int) &&
                    sizeof(xt_sched_kind) == sizeof(int) && sizeof(xt_monitor_kind) == sizeof(int) &&
-               sizeof(xt_monitor_mode) == sizeof(int) && sizeof(xt_precision_kind) == sizeof(int),
+               sizeof(xt_monitor_mode) == sizeof(int) && sizeof(xt_precision_kind) == sizeof(int) &&
+               sizeof(xt_bad_image) == sizeof(int),
                "enum keys are stored as int");
 
 /* The enums' names in the order of their C values (config.h). */
-static const char *const datasets[] = {"mnist", "fashion_mnist", "synthetic", "cifar10", "synthetic_cifar10", NULL};
+static const char *const datasets[] = {"mnist", "fashion_mnist", "synthetic", "cifar10", "synthetic_cifar10", "folder", NULL};
+static const char *const bad_images[] = {"error", "skip", NULL};
 static const char *const optimizers[] = {"sgd", "adam", "adamw", NULL};
 static const char *const schedules[] = {"constant", "step", "cosine", NULL};
 static const char *const monitors[] = {"test_accuracy", "test_loss", NULL};
@@ -50,7 +52,7 @@ const xt_key xt_keys[] = {
     BOOL_KEY("metrics_debug", metrics_debug, "false", "print the engine's metrics report (compiles, cache hits, timers)"),
 
     /* the run */
-    ENUM_KEY("dataset", dataset, "mnist", datasets, "which images to train on; synthetic and synthetic_cifar10 need no files"),
+    ENUM_KEY("dataset", dataset, "mnist", datasets, "which images to train on; synthetic and synthetic_cifar10 need no files; folder: your own PNG/JPEG files in train_dir"),
     {"model", XT_K_MODEL, F(model_path), 0, S(model_path), "(required)", 0, 0, 0, NULL,
      "spec file (from the current dir, else the config's dir) or an inline spec"},
     {"seed", XT_K_I64, F(seed), 0, 0, "1", 0, HUGE_VAL, 0, NULL, "seed for initialization, shuffling, dropout and synthetic data"},
@@ -78,9 +80,9 @@ const xt_key xt_keys[] = {
     INT_KEY("synthetic_train_size", synthetic_train_size, "6000", 1, 10000000, "training images of dataset: synthetic or synthetic_cifar10"),
     INT_KEY("synthetic_test_size", synthetic_test_size, "1000", 1, 10000000, "test images of dataset: synthetic or synthetic_cifar10"),
     FLOAT_KEY("normalize.mean", norm_mean, "auto", 0, 1, XT_KF_AUTO,
-              "mean subtracted from pixels in [0, 1], every channel; auto = the dataset's (MNIST 0.1307, CIFAR-10 per channel)"),
+              "mean subtracted from pixels in [0, 1], every channel; auto = the dataset's (MNIST 0.1307, CIFAR-10 per channel; folder: measured per channel on the training split)"),
     FLOAT_KEY("normalize.std", norm_std, "auto", 0, 1000, XT_KF_AUTO | XT_KF_MIN_OPEN,
-              "std. deviation pixels are divided by, every channel; auto = the dataset's (MNIST 0.3081, CIFAR-10 per channel)"),
+              "std. deviation pixels are divided by, every channel; auto = the dataset's (MNIST 0.3081, CIFAR-10 per channel; folder: measured on the training split)"),
     {"random_crop_padding", XT_K_INT, F(random_crop_padding), 0, 0, "auto", 0, 16, XT_KF_AUTO, NULL,
      "pad by N and crop back at a random offset; 0 = off; auto = 4 for cifar10 and synthetic_cifar10, else 0"},
     {"random_flip", XT_K_TRI, F(random_flip), 0, 0, "auto", 0, 0, 0, NULL,
@@ -89,6 +91,19 @@ const xt_key xt_keys[] = {
     BOOL_KEY("drop_last", drop_last, "true", "drop the last incomplete training batch (keeps one compiled graph)"),
     INT_KEY("loader_prefetch_size", loader_prefetch_size, "8", 1, 1024, "batches the loader threads prepare ahead"),
     INT_KEY("device_prefetch_size", device_prefetch_size, "4", 1, 1024, "batches staged for the step ahead (MpDeviceLoader)"),
+
+    /* dataset: folder */
+    STR_KEY("train_dir", train_dir, "\"\"", "dataset: folder: a folder with one subfolder of PNG/JPEG images per class (classes sorted by name, as torchvision's ImageFolder)"),
+    STR_KEY("test_dir", test_dir, "\"\"", "dataset: folder: the test images, the same class subfolders as train_dir; \"\" = split val_fraction off train_dir"),
+    FLOAT_KEY("val_fraction", val_fraction, "0", 0, 1, XT_KF_MAX_OPEN,
+              "dataset: folder without test_dir: this share of train_dir's files is the test set, chosen by seed (the same files every run)"),
+    {"resize", XT_K_IPAIR, F(resize), 0, 0, "[0, 0]", 0, 65535, 0, NULL,
+     "dataset: folder: resize every image to [h, w] (area averaging when shrinking, bilinear when growing; must be the model's input size); [0, 0] = off, another size is an error"},
+    STR_KEY("cache_dir", cache_dir, "\"\"", "dataset: folder: where the decoded images are cached (reused while no file changes); \"\" = folder-cache beside the output directory"),
+    {"max_image_pixels", XT_K_I64, F(max_image_pixels), 0, 0, "89478485", 0, 1e15, 0, NULL,
+     "dataset: folder: refuse an image whose header declares more pixels (a decompression bomb; Pillow's limit); 0 = no limit"},
+    ENUM_KEY("on_bad_image", on_bad_image, "error", bad_images,
+             "dataset: folder: error stops at an unreadable, corrupt or wrong-size file (exit 3); skip warns, leaves it out and counts it in results.json"),
 
     /* optimizer and schedule */
     ENUM_KEY("optimizer.name", optimizer, "sgd", optimizers, "the update rule, as PyTorch's SGD, Adam or AdamW"),
@@ -250,14 +265,14 @@ int xt_key_set_text(const xt_key *k, xt_config *c, const char *text, int plain, 
             snprintf(why, cap, "expected %s, got %s; did you mean '%s'?", expected, xt_quote(text, q, sizeof q), hint);
         return -1;
     }
-    default: return bad(why, cap, k->type == XT_K_FPAIR ? "[a, b]" : "[start, end]", text, plain);
+    default: return bad(why, cap, k->type == XT_K_FPAIR ? "[a, b]" : k->type == XT_K_IPAIR ? "[h, w]" : "[start, end]", text, plain);
     }
 }
 
 /* [a, b] of numbers for SUBSET and FPAIR. */
 static int set_pair(const xt_key *k, xt_config *c, yaml_document_t *doc, const yaml_node_t *v, char *why,
                     size_t cap) {
-    const char *shape = k->type == XT_K_SUBSET ? "[start, end]" : "[a, b]";
+    const char *shape = k->type == XT_K_SUBSET ? "[start, end]" : k->type == XT_K_IPAIR ? "[h, w]" : "[a, b]";
     char got[96];
     if (v->type != YAML_SEQUENCE_NODE || v->data.sequence.items.top - v->data.sequence.items.start != 2) {
         if (v->type == YAML_SEQUENCE_NODE) snprintf(got, sizeof got, "a list of %ld",
@@ -281,6 +296,17 @@ static int set_pair(const xt_key *k, xt_config *c, yaml_document_t *doc, const y
         *(double *)((char *)c + k->off2) = y;
         return 0;
     }
+    if (k->type == XT_K_IPAIR) {
+        long long hw[2];
+        const char *t[2] = {ta, tb};
+        for (int i = 0; i < 2; i++) {
+            if (xt_scalar_int(t[i], xt_yaml_plain(i ? b : a), &hw[i])) return bad(why, cap, "an integer", t[i], xt_yaml_plain(i ? b : a));
+            if (hw[i] < k->min || hw[i] > k->max) return out_of_range(k, t[i], why, cap);
+        }
+        ((int *)((char *)c + k->off))[0] = (int)hw[0];
+        ((int *)((char *)c + k->off))[1] = (int)hw[1];
+        return 0;
+    }
     long long s, e;
     if (xt_scalar_int(ta, xt_yaml_plain(a), &s)) return bad(why, cap, "an integer start", ta, xt_yaml_plain(a));
     if (xt_scalar_int(tb, xt_yaml_plain(b), &e)) return bad(why, cap, "an integer end", tb, xt_yaml_plain(b));
@@ -301,7 +327,7 @@ static int set_pair(const xt_key *k, xt_config *c, yaml_document_t *doc, const y
 int xt_key_set(const xt_key *k, xt_config *c, yaml_document_t *doc, const yaml_node_t *v, char *why, size_t cap) {
     char got[96];
     if (!v) return xt_key_set_text(k, c, "", 1, why, cap); /* "--set key=": an empty document */
-    if (k->type == XT_K_SUBSET || k->type == XT_K_FPAIR) return set_pair(k, c, doc, v, why, cap);
+    if (k->type == XT_K_SUBSET || k->type == XT_K_FPAIR || k->type == XT_K_IPAIR) return set_pair(k, c, doc, v, why, cap);
     if (v->type != YAML_SCALAR_NODE) {
         char tdoc[160];
         snprintf(why, cap, "expected %s, got %s", xt_key_type_doc(k, tdoc, sizeof tdoc),
@@ -352,6 +378,7 @@ void xt_key_print_value(const xt_key *k, const xt_config *c, FILE *out) {
     case XT_K_MODEL: xt_yaml_put_string(out, (const char *)src); break;
     case XT_K_ENUM: fputs(k->choices[*(const int *)src], out); break;
     case XT_K_SUBSET: fprintf(out, "[%ld, %ld]", ((const long *)src)[0], ((const long *)src)[1]); break;
+    case XT_K_IPAIR: fprintf(out, "[%d, %d]", ((const int *)src)[0], ((const int *)src)[1]); break;
     case XT_K_FPAIR:
         fprintf(out, "[%s, %s]", xt_fmt_double(*(const double *)src, a, sizeof a),
                 xt_fmt_double(*(const double *)(base + k->off2), b, sizeof b));
@@ -374,6 +401,7 @@ const char *xt_key_type_doc(const xt_key *k, char *buf, size_t cap) {
     case XT_K_STR: snprintf(buf, cap, "string"); break;
     case XT_K_MODEL: snprintf(buf, cap, "path or mapping"); break;
     case XT_K_SUBSET: snprintf(buf, cap, "[start, end]"); break;
+    case XT_K_IPAIR: snprintf(buf, cap, "[h, w], each %s", range_doc(k, r, sizeof r)); break;
     case XT_K_FPAIR: snprintf(buf, cap, "[a, b], each %s", range_doc(k, r, sizeof r)); break;
     case XT_K_ENUM:
         buf[0] = 0;

@@ -24,6 +24,7 @@ typedef enum {
     XT_K_TRI,     /* int: auto = -1, false = 0, true = 1 */
     XT_K_SUBSET,  /* long[2]: [start, end), end -1 = to the end */
     XT_K_FPAIR,   /* two doubles at off and off2 */
+    XT_K_IPAIR,   /* int[2] at off, each in [min, max] */
     XT_K_MODEL,   /* a spec path or an inline spec: handled by config.c */
 } xt_key_type;
 

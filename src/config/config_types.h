@@ -9,7 +9,8 @@
 
 #include "config/spec.h"
 
-typedef enum { XT_DS_MNIST, XT_DS_FASHION_MNIST, XT_DS_SYNTHETIC, XT_DS_CIFAR10, XT_DS_SYNTHETIC_CIFAR10 } xt_dataset_kind;
+typedef enum { XT_DS_MNIST, XT_DS_FASHION_MNIST, XT_DS_SYNTHETIC, XT_DS_CIFAR10, XT_DS_SYNTHETIC_CIFAR10, XT_DS_FOLDER } xt_dataset_kind;
+typedef enum { XT_BAD_ERROR, XT_BAD_SKIP } xt_bad_image;
 typedef enum { XT_OPT_SGD, XT_OPT_ADAM, XT_OPT_ADAMW } xt_optim_kind;
 typedef enum { XT_SCHED_CONSTANT, XT_SCHED_STEP, XT_SCHED_COSINE } xt_sched_kind;
 typedef enum { XT_MON_TEST_ACCURACY, XT_MON_TEST_LOSS } xt_monitor_kind;
@@ -60,6 +61,14 @@ typedef struct xt_config {
     int drop_last;             /* true for training */
     int loader_prefetch_size;  /* 8 */
     int device_prefetch_size;  /* 4 */
+
+    /* --- dataset: folder (one subfolder per class) --- */
+    char train_dir[512], test_dir[512]; /* test_dir "" = split val_fraction off train_dir */
+    double val_fraction;       /* 0 */
+    int resize[2];             /* [h, w]; [0, 0] = off: every image must have the model's size */
+    char cache_dir[512];       /* "" = beside the output: <output_dir's parent>/folder-cache */
+    long long max_image_pixels;/* 89478485, Pillow's guard; 0 = no limit */
+    xt_bad_image on_bad_image; /* error | skip */
 
     /* --- optimizer / schedule --- */
     xt_optim_kind optimizer;   /* optimizer.name: sgd */

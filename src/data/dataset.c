@@ -4,9 +4,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "data/cifar.h"
+#include "data/folder.h"
+#include "data/folder_dataset.h"
 #include "data/idx.h"
 #include "data/synthetic.h"
 #include "data/synthetic_cifar.h"
@@ -33,6 +36,7 @@ const char *xt_data_kind_name(xt_data_kind kind) {
     case XT_DATA_SYNTHETIC: return "synthetic";
     case XT_DATA_CIFAR10: return "cifar10";
     case XT_DATA_SYNTHETIC_CIFAR10: return "synthetic_cifar10";
+    case XT_DATA_FOLDER: return "folder";
     }
     return "?";
 }
@@ -53,6 +57,7 @@ void xt_data_norm_defaults(xt_data_kind kind, double *mean, double *std) {
     case XT_DATA_SYNTHETIC: mean[0] = XT_SYNTH_MEAN, std[0] = XT_SYNTH_STD; return;
     case XT_DATA_CIFAR10: memcpy(mean, cifar_m, sizeof cifar_m), memcpy(std, cifar_s, sizeof cifar_s); return;
     case XT_DATA_SYNTHETIC_CIFAR10: memcpy(mean, synth_m, sizeof synth_m), memcpy(std, synth_s, sizeof synth_s); return;
+    case XT_DATA_FOLDER: return; /* measured on the training split (folder_dataset.c) */
     case XT_DATA_MNIST: break;
     }
     mean[0] = 0.1307, std[0] = 0.3081;
@@ -184,6 +189,40 @@ static int open_cifar(xt_dataset *ds, const xt_data_opts *o, int split, xt_err *
     return 0;
 }
 
+_Static_assert(XT_DATA_MAX_CLASSES == XT_FOLDER_MAX_CLASSES, "a folder's classes fit the names table");
+
+/* dataset: folder (folder_dataset.c): its split into ds. Given
+ * normalize numbers apply to every channel; auto is measured on the
+ * training split. */
+static int open_folder(xt_dataset *ds, const xt_data_opts *o, xt_err *e) {
+    const int train = ds->split == XT_SPLIT_TRAIN, measure = o->norm_mean < 0 || o->norm_std <= 0;
+    xt_folder_opts fo = {.train_dir = o->train_dir, .test_dir = o->test_dir, .val_fraction = o->val_fraction,
+                         .seed = o->seed, .channels = o->channels, .rows = o->rows, .cols = o->cols,
+                         .resize = o->resize, .cache_dir = o->cache_dir, .max_image_pixels = o->max_image_pixels,
+                         .skip_bad = o->skip_bad, .threads = o->threads,
+                         .subset = train ? o->train_subset : o->test_subset, .measure_norm = measure,
+                         .train_mean = o->train_mean, .train_std = o->train_std, .note = o->note,
+                         .progress = o->progress, .ctx = o->ctx};
+    xt_folder_split_data d = {.class_names = ds->class_names};
+    int rc = xt_folder_split_open(&d, &fo, !train, e);
+    if (rc) {
+        memset(ds, 0, sizeof *ds);
+        return rc;
+    }
+    ds->channels = o->channels, ds->rows = o->rows, ds->cols = o->cols;
+    ds->num_classes = d.num_classes;
+    ds->n = d.n, ds->first = d.first, ds->skipped = d.skipped;
+    ds->images = d.images, ds->labels = d.labels, ds->map = d.map, ds->map_len = d.map_len;
+    snprintf(ds->images_path, sizeof ds->images_path, "%s", d.source);
+    snprintf(ds->cache_path, sizeof ds->cache_path, "%s", d.cache_path);
+    for (int c = 0; c < ds->channels; c++) {
+        ds->mean[c] = o->norm_mean >= 0 ? o->norm_mean : d.mean[c];
+        ds->std[c] = o->norm_std > 0 ? o->norm_std : d.std[c];
+    }
+    ds->norm_computed = measure;
+    return 0;
+}
+
 int xt_dataset_open(xt_dataset *ds, const xt_data_opts *o, int split, xt_err *e) {
     const int train = split == XT_SPLIT_TRAIN;
     xt_idx im = {0}, lb = {0};
@@ -203,6 +242,7 @@ int xt_dataset_open(xt_dataset *ds, const xt_data_opts *o, int split, xt_err *e)
     if (o->kind == XT_DATA_FASHION_MNIST)
         for (int k = 0; k < XT_DATA_CLASSES; k++) snprintf(ds->class_names[k], sizeof ds->class_names[k], "%s", FASHION_NAMES[k]);
     if (o->kind == XT_DATA_SYNTHETIC || o->kind == XT_DATA_SYNTHETIC_CIFAR10) return open_synthetic(ds, o, ds->split, e);
+    if (o->kind == XT_DATA_FOLDER) return open_folder(ds, o, e);
     if (o->kind == XT_DATA_CIFAR10) {
         rc = open_cifar(ds, o, ds->split, e);
         if (rc) memset(ds, 0, sizeof *ds);
@@ -237,7 +277,7 @@ fail:
 }
 
 void xt_dataset_free(xt_dataset *ds) {
-    free(ds->images);
-    free(ds->labels);
+    if (ds->map) munmap(ds->map, ds->map_len);
+    else free(ds->images), free(ds->labels);
     memset(ds, 0, sizeof *ds);
 }

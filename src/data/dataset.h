@@ -28,10 +28,12 @@ typedef enum {
     XT_DATA_SYNTHETIC,
     XT_DATA_CIFAR10,
     XT_DATA_SYNTHETIC_CIFAR10,
+    XT_DATA_FOLDER,                /* PNG/JPEG files, one subfolder per class (folder.h, image_cache.h) */
 } xt_data_kind;
 enum { XT_SPLIT_TRAIN = 0, XT_SPLIT_TEST = 1 };
 #define XT_DATA_MAX_CHANNELS 3
-#define XT_DATA_CLASSES 10 /* every dataset here has 10 */
+#define XT_DATA_CLASSES 10 /* every built-in dataset has 10 */
+#define XT_DATA_MAX_CLASSES 256 /* a folder dataset has up to this many (labels are one byte) */
 
 /* The standard file names (look for NAME, then NAME.gz). */
 #define XT_IDX_TRAIN_IMAGES "train-images-idx3-ubyte"
@@ -52,6 +54,20 @@ typedef struct xt_data_opts {
     int synthetic_test_size;       /* 1000 */
     double norm_mean, norm_std;    /* < 0 (std <= 0): the dataset's own, see xt_data_norm_defaults;
                                       given, they apply to every channel */
+    /* XT_DATA_FOLDER only */
+    const char *train_dir, *test_dir; /* test_dir NULL or "": val_fraction of train_dir is the test split */
+    double val_fraction;
+    int channels, rows, cols;      /* what every image becomes: the model's input */
+    int resize;                    /* 1: resample to rows x cols; 0: another size is a bad file */
+    const char *cache_dir;
+    long long max_image_pixels;
+    int skip_bad;                  /* on_bad_image: skip */
+    int threads;                   /* decoding threads for the first pass */
+    const double *train_mean, *train_std; /* auto normalization of the test split: the training split's,
+                                             when the caller has it; NULL = computed here */
+    void (*note)(void *ctx, const char *line);            /* warnings */
+    void (*progress)(void *ctx, const char *line, int last); /* the cache's first pass */
+    void *ctx;
 } xt_data_opts;
 
 typedef struct xt_dataset {
@@ -59,7 +75,7 @@ typedef struct xt_dataset {
     int split;                     /* XT_SPLIT_TRAIN or XT_SPLIT_TEST */
     int64_t n;                     /* samples, after the subset */
     int channels, rows, cols;      /* 1x28x28 or 3x32x32 */
-    int num_classes;               /* 10 */
+    int num_classes;               /* 10; a folder dataset's class folders */
     uint8_t *images;               /* (n, channels, rows, cols), channel-planar */
     uint8_t *labels;               /* (n), each < num_classes */
     int64_t first;                 /* index in the file (or synthetic stream) of sample 0: the subset start */
@@ -69,13 +85,20 @@ typedef struct xt_dataset {
     char labels_path[1024];        /* "" for synthetic and CIFAR-10 (labels are in the records) */
     /* Class names for plots: FashionMNIST's, CIFAR-10's (from
      * batches.meta.txt, else the published list); "" for datasets of digits.
-     * Held in the struct, so a copy of it stays whole. */
-    char class_names[XT_DATA_CLASSES][32];
+     * Held in the struct, so a copy of it stays whole. A folder dataset's are
+     * its folder names (cut to 31 bytes). */
+    char class_names[XT_DATA_MAX_CLASSES][32];
+    /* XT_DATA_FOLDER: images and labels point into the mapped cache */
+    void *map;
+    size_t map_len;
+    int64_t skipped;               /* files left out (on_bad_image: skip) */
+    int norm_computed;             /* mean/std were measured on the training split (normalize auto) */
+    char cache_path[1024];
 } xt_dataset;
 
 void xt_data_opts_defaults(xt_data_opts *o);
 
-/* "mnist", "fashion_mnist", "synthetic", "cifar10", "synthetic_cifar10" (the config's spelling). */
+/* "mnist", "fashion_mnist", "synthetic", "cifar10", "synthetic_cifar10", "folder" (the config's spelling). */
 const char *xt_data_kind_name(xt_data_kind kind);
 
 /* The (channels, rows, cols) of every image of kind: [1, 28, 28] or [3, 32, 32]. */

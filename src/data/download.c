@@ -57,7 +57,8 @@ static int remote_of(xt_data_kind kind, remote_set *rs) {
     case XT_DATA_FASHION_MNIST: *rs = (remote_set){FASHION_FILES, 4, FASHION_MIRRORS, 1}; return 0;
     case XT_DATA_CIFAR10: *rs = (remote_set){CIFAR_FILES, 1, CIFAR_MIRRORS, 1}; return 0;
     case XT_DATA_SYNTHETIC:
-    case XT_DATA_SYNTHETIC_CIFAR10: break;
+    case XT_DATA_SYNTHETIC_CIFAR10:
+    case XT_DATA_FOLDER: break; /* the user's own files */
     }
     return -1;
 }

@@ -18,6 +18,7 @@ enum {
     XT_RNG_SHUFFLE,          /* sampler: (seed, domain, epoch) */
     XT_RNG_CROP,             /* augmentation: (seed, domain, epoch, index): crop offsets, then the flip */
     XT_RNG_SYNTH_CIFAR,      /* synthetic CIFAR colouring: (seed, domain, split, index) */
+    XT_RNG_SPLIT,            /* folder dataset's validation split: (seed, domain, files) */
 };
 
 typedef struct xt_rng {

@@ -111,6 +111,9 @@ static int position_text(const xt_run *r, int next_epoch, long long step_in_epoc
  * by its epoch (and step), then pruned to checkpoint.keep_last. */
 static int write_checkpoint(xt_run *r, int epoch_label, const char *fixed, const saved *sv, const position *p, xt_err *e) {
     const char *optname = r->optim.kind == XT_OPT_SGD ? "sgd" : r->optim.kind == XT_OPT_ADAM ? "adam" : "adamw";
+    char norm_mean[128], norm_std[128]; /* what the pixels were normalized with, so --predict can use the same */
+    xt_run_norm_text(r->have_train ? &r->train : &r->test, 0, norm_mean, sizeof norm_mean);
+    xt_run_norm_text(r->have_train ? &r->train : &r->test, 1, norm_std, sizeof norm_std);
     xt_st_meta m[] = {
         {"format", "pt"},
         {"xlatrain.version", "1"},
@@ -133,6 +136,8 @@ static int write_checkpoint(xt_run *r, int epoch_label, const char *fixed, const
         {"xlatrain.monitor.best", p->mon_best},           /* an uninterrupted one does */
         {"xlatrain.monitor.best_epoch", p->mon_epoch},
         {"xlatrain.monitor.wait", p->mon_wait},
+        {"xlatrain.normalize.mean", norm_mean},
+        {"xlatrain.normalize.std", norm_std},
     };
     if (fixed) {
         if (xt_st_write(fixed, sv->t, sv->nt, m, (int)(sizeof m / sizeof *m), e)) return e->code;

@@ -19,7 +19,7 @@
 /* Class c's name into buf: the dataset's (FashionMNIST's, CIFAR-10's), or
  * the digit itself when its classes have no names. */
 static const char *class_name(const xt_run *r, int c, char *buf, size_t cap) {
-    if (c < XT_DATA_CLASSES && r->test.class_names[c][0]) return r->test.class_names[c];
+    if (c < XT_DATA_MAX_CLASSES && r->test.class_names[c][0]) return r->test.class_names[c];
     snprintf(buf, cap, "%d", c);
     return buf;
 }

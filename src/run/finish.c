@@ -25,7 +25,7 @@ static int write_grid(const xt_run *r, const xt_grid_samples *gs, xt_err *e) {
     const xt_dataset *d = &r->test;
     const size_t px = xt_dataset_image_bytes(d);
     int act[XT_GRID_MAX], prd[XT_GRID_MAX];
-    const char *names[XT_DATA_CLASSES];
+    const char *names[XT_DATA_MAX_CLASSES];
     if (gs->n <= 0) return 0;
     uint8_t *imgs = malloc((size_t)gs->n * px);
     if (!imgs) return xt_fail(e, XT_EIO, "cannot write predictions.png: out of memory for %d images", gs->n);
@@ -34,7 +34,7 @@ static int write_grid(const xt_run *r, const xt_grid_samples *gs, xt_err *e) {
         act[i] = gs->truth[i];
         prd[i] = gs->pred[i];
     }
-    for (int k = 0; k < XT_DATA_CLASSES; k++) names[k] = d->class_names[k][0] ? d->class_names[k] : NULL;
+    for (int k = 0; k < XT_DATA_MAX_CLASSES; k++) names[k] = d->class_names[k][0] ? d->class_names[k] : NULL;
     char path[700];
     snprintf(path, sizeof path, "%s/%s", r->outdir, r->cli->eval_only ? "eval-predictions.png" : "predictions.png"); /* --eval-only keeps the run's own */
     int rc = xt_grid_write(path, imgs, d->channels, d->rows, d->cols, act, prd, gs->n, names, e);
@@ -100,6 +100,7 @@ static void hyperparameters(const xt_run *r, xt_jsonw *w) {
         xt_jw_key(w, "synthetic_train_size"); xt_jw_int(w, c->synthetic_train_size);
         xt_jw_key(w, "synthetic_test_size"); xt_jw_int(w, c->synthetic_test_size);
     }
+    if (c->dataset == XT_DS_FOLDER) xt_run_folder_results(r, w);
 }
 
 static void num_or_null(xt_jsonw *w, const char *key, double v) {

@@ -27,6 +27,7 @@ xt_data_kind xt_run_data_kind(xt_dataset_kind k) {
     case XT_DS_SYNTHETIC: return XT_DATA_SYNTHETIC;
     case XT_DS_CIFAR10: return XT_DATA_CIFAR10;
     case XT_DS_SYNTHETIC_CIFAR10: return XT_DATA_SYNTHETIC_CIFAR10;
+    case XT_DS_FOLDER: return XT_DATA_FOLDER;
     case XT_DS_MNIST: break;
     }
     return XT_DATA_MNIST;
@@ -53,11 +54,15 @@ static void data_opts(const xt_config *c, xt_data_opts *o) {
     o->synthetic_test_size = c->synthetic_test_size;
     o->norm_mean = c->norm_mean;
     o->norm_std = c->norm_std;
+    xt_run_folder_opts(c, o);
 }
 
 static int check_input_shape(const xt_run *r, xt_err *e) {
     const xt_spec *sp = &r->c->spec;
     const xt_dataset *d = &r->test;
+    if (sp->num_classes != d->num_classes) /* a folder's classes are known only now */
+        return xt_fail(e, XT_EUSAGE, "%s: the model outputs %d scores but %s has %d class folders; give the last linear layer out: %d",
+                       sp->source, sp->num_classes, d->images_path, d->num_classes, d->num_classes);
     if (sp->input[0] != d->channels || sp->input[1] != d->rows || sp->input[2] != d->cols)
         return xt_fail(e, XT_EUSAGE, "%s: the model's input is [%d, %d, %d] but the data is [%d, %d, %d]; set input: [%d, %d, %d] in the model spec",
                        sp->source, sp->input[0], sp->input[1], sp->input[2], d->channels, d->rows, d->cols, d->channels,
@@ -69,15 +74,17 @@ int xt_run_open_data(xt_run *r, xt_err *e) {
     const xt_config *c = r->c;
     xt_data_opts o;
     data_opts(c, &o);
-    if ((r->cli->download || c->download) && o.kind != XT_DATA_SYNTHETIC && o.kind != XT_DATA_SYNTHETIC_CIFAR10 &&
+    if ((r->cli->download || c->download) && o.kind != XT_DATA_SYNTHETIC && o.kind != XT_DATA_SYNTHETIC_CIFAR10 && o.kind != XT_DATA_FOLDER &&
         xt_download_dataset(o.kind, c->datadir, note, NULL, e))
         return e->code;
     if (!r->cli->eval_only) {
         if (xt_dataset_open(&r->train, &o, XT_SPLIT_TRAIN, e)) return e->code;
         r->have_train = 1;
+        o.train_mean = r->train.mean, o.train_std = r->train.std; /* the test split is normalized as the training one */
     }
     if (xt_dataset_open(&r->test, &o, XT_SPLIT_TEST, e)) return e->code;
-    return check_input_shape(r, e);
+    if (check_input_shape(r, e)) return e->code;
+    return xt_run_record_norm(r, e);
 }
 
 int xt_run_setup_model(xt_run *r, xt_err *e) {
