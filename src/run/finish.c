@@ -3,6 +3,7 @@
  * JSON object as the last stdout line, and the target_accuracy verdict; and
  * the summary any other ending writes (train.c).
  * Not here: per-epoch outputs (loop.c) or checkpoints (checkpoint.c). */
+#include "run/folder_run.h"
 #include "run/finish.h"
 
 #include <math.h>

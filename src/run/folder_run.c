@@ -14,7 +14,7 @@
 
 #include "io/atomic.h"
 #include "io/jsonw.h"
-#include "run/run.h"
+#include "run/folder_run.h"
 
 static int g_live; /* progress redrawn in place (a terminal) */
 

@@ -3,6 +3,7 @@
  * Claiming the directory (and its lock) comes first, before any output. Done
  * in the parent before any worker forks, so every replica starts equal.
  * Not here: training, evaluation or prediction (loop.c, eval.c, predict.c). */
+#include "run/folder_run.h"
 #include "run/run.h"
 
 #include <math.h>

@@ -97,18 +97,6 @@ void xt_run_close(xt_run *r);
 size_t xt_run_grad_floats(const xt_run *r);
 /* The data module's name for the config's dataset. */
 xt_data_kind xt_run_data_kind(xt_dataset_kind k);
-/* dataset: folder: its keys into o, the cache beside the output by default
- * (folder_opts.c); nothing for the other datasets. */
-void xt_run_folder_opts(const xt_config *c, xt_data_opts *o);
-/* The per-channel mean (std = 0) or std (std = 1) the data is normalized
- * with, as "0.1307" or "0.49, 0.48, 0.45" (folder_run.c). */
-void xt_run_norm_text(const xt_dataset *d, int std, char *out, size_t cap);
-/* normalize auto measured on a folder's training split: a comment line in
- * config.yaml (host 0, training runs). 0 or XT_EIO. */
-int xt_run_record_norm(const struct xt_run *r, xt_err *e);
-/* results.json's "folder" object: classes, images, skipped files, normalization. */
-struct xt_jsonw;
-void xt_run_folder_results(const struct xt_run *r, struct xt_jsonw *w);
 /* The training augmentation the config asks for, `auto` resolved by dataset
  * (crop padding 4 and flips for CIFAR-10, none for the MNIST family). */
 void xt_run_augmentation(const xt_config *c, int *crop_padding, int *flip);
