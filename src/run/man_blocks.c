@@ -51,7 +51,7 @@ static void print_keys(FILE *out) {
         xt_man_put_text(xt_key_type_doc(k, type, sizeof type), out);
         fputs("; default ", out);
         xt_man_put_text(k->def, out);
-        fputs(".\n", out);
+        fputs(".\n.br\n", out);
         put_sentence(k->help, out);
     }
 }
@@ -73,6 +73,7 @@ static int print_models(FILE *out) {
             /* a broken shipped model is a test failure elsewhere; keep the page's shape */
             fputs("(does not load).\n", out);
         }
+        fputs(".br\n", out);
         put_sentence(list[i].description, out);
     }
     free(list);
