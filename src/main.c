@@ -104,7 +104,9 @@ static void print_help(void) {
         if (xt_env_vars[i].help) print_help_item(xt_env_vars[i].name, 22, xt_env_vars[i].help);
     fputs(help_before_keys, stdout);
     xt_config_print_keys(stdout);
-    fputs("\nThe manual page (man -l man/xlatrain.1) has the layer-spec format and examples.\n", stdout);
+    fputs("\nThe manual pages: xlatrain(1) has the options and examples, xlatrain.yaml(5)\n"
+          "the keys, the layer-spec format and the models (in a source tree:\n"
+          "man -l man/xlatrain.1, man -l man/xlatrain.yaml.5).\n", stdout);
 }
 
 __attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ...) {
