@@ -21,7 +21,7 @@
 # machine without the -dev packages can still run `make test`.
 
 PKGS      := yaml-0.1 libpng libjpeg zlib openblas libzip jansson libarchive
-DEB_PKGS  := build-essential pkg-config libyaml-dev libpng-dev zlib1g-dev libopenblas-dev libzip-dev libjansson-dev libarchive-dev libjpeg62-turbo-dev
+DEB_PKGS  := build-essential pkg-config libyaml-dev libpng-dev zlib1g-dev libopenblas-dev libzip-dev libjansson-dev libarchive-dev libjpeg62-turbo-dev groff-base man-db
 PREFIX    ?= /usr/local
 CC        ?= cc
 DATASET   ?= mnist
@@ -197,23 +197,36 @@ data:
 
 -include $(shell find build -name '*.d' 2>/dev/null)
 
+# ---- man pages --------------------------------------------------------------
+# xlatrain.1 (the command) and xlatrain.yaml.5 (config keys, layer spec,
+# models). Parts of xlatrain.yaml.5 are printed from the code's tables
+# (xlatrain --man-block NAME): `make man` writes them into the page after a
+# key or a model changes; tests/test_docs.c fails until it has been run.
+MAN_PAGES := man/xlatrain.1 man/xlatrain.yaml.5
+.PHONY: man
+man: all
+	@sh man/regen.sh ./xlatrain $(MAN_PAGES)
+
 # ---- install / clean --------------------------------------------------------
 # Everything under $(DESTDIR)$(PREFIX): the binary finds share/xlatrain from
 # its own path (src/config/model_find.h), so any PREFIX or DESTDIR works.
 SHARE_DIR := $(PREFIX)/share/xlatrain
 COMPLETION_DIR := $(PREFIX)/share/bash-completion/completions
+MAN_DIR := $(PREFIX)/share/man
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(SHARE_DIR)/models \
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(MAN_DIR)/man1 $(DESTDIR)$(MAN_DIR)/man5 $(DESTDIR)$(SHARE_DIR)/models \
 	  $(DESTDIR)$(SHARE_DIR)/configs $(DESTDIR)$(COMPLETION_DIR)
 	install -m 755 xlatrain $(DESTDIR)$(PREFIX)/bin/xlatrain
-	install -m 644 man/xlatrain.1 $(DESTDIR)$(PREFIX)/share/man/man1/xlatrain.1
+	install -m 644 man/xlatrain.1 $(DESTDIR)$(MAN_DIR)/man1/xlatrain.1
+	install -m 644 man/xlatrain.yaml.5 $(DESTDIR)$(MAN_DIR)/man5/xlatrain.yaml.5
 	install -m 644 models/*.yaml $(DESTDIR)$(SHARE_DIR)/models/
 	install -m 644 configs/*.yaml $(DESTDIR)$(SHARE_DIR)/configs/
 	./xlatrain --bash-completion > $(DESTDIR)$(COMPLETION_DIR)/xlatrain
-	@echo "installed under $(DESTDIR)$(PREFIX): bin/xlatrain, share/xlatrain/{models,configs}, the man page, bash completion"
+	@echo "installed under $(DESTDIR)$(PREFIX): bin/xlatrain, share/xlatrain/{models,configs}, the man pages xlatrain(1) and xlatrain.yaml(5), bash completion"
 
 uninstall:
-	rm -f $(DESTDIR)$(PREFIX)/bin/xlatrain $(DESTDIR)$(PREFIX)/share/man/man1/xlatrain.1 $(DESTDIR)$(COMPLETION_DIR)/xlatrain
+	rm -f $(DESTDIR)$(PREFIX)/bin/xlatrain $(DESTDIR)$(MAN_DIR)/man1/xlatrain.1 $(DESTDIR)$(MAN_DIR)/man5/xlatrain.yaml.5 \
+	  $(DESTDIR)$(COMPLETION_DIR)/xlatrain
 	rm -rf $(DESTDIR)$(SHARE_DIR)
 
 clean:

@@ -17,10 +17,13 @@
 #include "run/export.h"
 #include "run/hosts.h"
 #include "run/log.h"
+#include "run/man_blocks.h"
+#include "run/options.h"
 #include "run/predict.h"
 #include "run/record.h"
 #include "run/sweep.h"
 #include "run/train.h"
+#include "util/env_vars.h"
 #include "util/err.h"
 #include "util/version.h"
 
@@ -33,70 +36,18 @@ static const char usage_line[] =
     "       xlatrain --export CHECKPOINT|RUN_DIR --output FILE(.pt|.safetensors)\n"
     "       xlatrain --list-models | --help | --version\n";
 
-static const char help_text[] =
+/* --help is this text with the option, exit-status and environment lists
+ * printed from their tables (run/options.c, util/exit_codes.c,
+ * util/env_vars.c) and the keys from the key table, in this order. */
+static const char help_intro[] =
     "\n"
     "Train a CNN on MNIST-shaped or CIFAR-10 images on the CPU, the way PyTorch/XLA does\n"
     "on TPUs: a lazily traced, compiled and cached step graph, run by one forked\n"
     "data-parallel worker per core. FILE is a YAML FLAGS file (see configs/).\n"
     "\n"
-    "options:\n"
-    "  --config FILE          the FLAGS file (required)\n"
-    "  --set KEY=VALUE        override a key after FILE is read; dotted keys reach\n"
-    "                         nested maps (--set optimizer.name=adam); repeatable,\n"
-    "                         the last one wins\n"
-    "  --dry-run              print the resolved configuration as YAML that --config\n"
-    "                         reads back (the model summary goes to stderr), then\n"
-    "                         exit without reading any data\n"
-    "  --overwrite            output_dir already holds a run: remove its files (only\n"
-    "                         the ones xlatrain writes) and start afresh\n"
-    "  --resume PATH|latest   continue from a checkpoint (.safetensors), or from the\n"
-    "                         newest one in output_dir\n"
-    "  --allow-config-change  let --resume continue although a key that changes the\n"
-    "                         trajectory differs from the checkpoint's (recorded in\n"
-    "                         results.json; the run is no longer bit-identical)\n"
-    "  --eval-only            evaluate the --resume checkpoint (default: latest) on\n"
-    "                         the test set and exit\n"
-    "  --predict FILE         write the predicted class of every image in FILE (an IDX\n"
-    "                         images file; a CIFAR-10 .bin batch for CIFAR-shaped\n"
-    "                         models) as CSV, with the --resume checkpoint (default:\n"
-    "                         latest)\n"
-    "  --output CSV           where --predict writes (default:\n"
-    "                         OUTPUT_DIR/predictions.csv)\n"
-    "  --export CKPT          write the model's weights alone (PyTorch's state_dict\n"
-    "                         names, no optimizer state) of checkpoint CKPT, or of a\n"
-    "                         run directory's latest one, to --output FILE: PyTorch's\n"
-    "                         own format for FILE.pt / FILE.pth (torch.load reads it),\n"
-    "                         safetensors otherwise; needs no --config\n"
-    "  --sweep KEY=V1,V2,...  a multirun: one normal run per combination of the\n"
-    "                         swept values (the cartesian product of every --sweep,\n"
-    "                         the first varying slowest), one after another, in\n"
-    "                         OUTPUT_DIR/<i>-<key=value,...>; --sweep seed=1,2,3\n"
-    "                         repeats. Writes OUTPUT_DIR/summary.jsonl and\n"
-    "                         summary.csv as each run ends and prints the table\n"
-    "                         (runs' own output goes to stderr), the mean and std.\n"
-    "                         deviation over runs that differ only in seed, and\n"
-    "                         the best run. Exit 0 when every run succeeded, else\n"
-    "                         the first failing run's code; a failing run never\n"
-    "                         stops the others\n"
-    "  --sweep-resume         with --sweep: continue the sweep in OUTPUT_DIR, skipping\n"
-    "                         runs whose results.json says they succeeded (exit 0:\n"
-    "                         ok, time_limit, early_stopped), resuming from a\n"
-    "                         checkpoint where one is left\n"
-    "  --fast-dev-run         a smoke test for CI (--set fast_dev_run=true): one\n"
-    "                         epoch of one training step and one test batch on each\n"
-    "                         worker, through every writer (checkpoint written and\n"
-    "                         read back, both PNGs, metrics.jsonl, results.json with\n"
-    "                         \"smoke\": true); exit 0 only if all of them worked\n"
-    "  --max-compiles N       a CI guard: fail with exit 7 if the engine compiles more\n"
-    "                         than N distinct graphs (per worker); the message names\n"
-    "                         each graph and why it was compiled. A training run\n"
-    "                         needs 2 (training step, evaluation), plus one per\n"
-    "                         partial batch shape\n"
-    "  --download             fetch the dataset into datadir first if it is missing\n"
-    "  --list-models          list the models that model: NAME finds, with their\n"
-    "                         parameter counts, and exit\n"
-    "  --help                 this text\n"
-    "  --version              print the version\n"
+    "options:\n";
+
+static const char help_after_options[] =
     "\n"
     "output directory: one run per directory. A fresh run refuses an output_dir\n"
     "that holds a run (--resume latest continues it, --overwrite replaces it);\n"
@@ -105,19 +56,9 @@ static const char help_text[] =
     "The run records config.yaml there, and every ending after that writes\n"
     "results.json (eval.json for --eval-only) and prints it as the last line.\n"
     "\n"
-    "exit status (results.json \"status\" in brackets):\n"
-    "  0    success [ok]; also a run stopped by max_time [time_limit]\n"
-    "  2    usage, configuration or layer-spec error; output_dir holds another run\n"
-    "       or is in use; --resume with a config that changes the trajectory [error]\n"
-    "  3    an input cannot be read: dataset files missing, truncated or corrupt;\n"
-    "       the --predict images or --resume checkpoint missing or unreadable [error]\n"
-    "  4    training failed: loss NaN/Inf [diverged], a worker died or hung\n"
-    "       [worker_failed], a damaged or foreign checkpoint [error]\n"
-    "  5    an output file cannot be written [error]\n"
-    "  6    finished, but the best test accuracy is below target_accuracy\n"
-    "       [below_target]\n"
-    "  7    more graphs compiled than --max-compiles allows [compile_limit]\n"
-    "  130  interrupted by SIGINT or SIGTERM, checkpoint written [interrupted]\n"
+    "exit status (results.json \"status\" in brackets):\n";
+
+static const char help_after_exit[] =
     "\n"
     "several hosts: a build made with 'make MPI=1' (Open MPI) runs one MPI rank\n"
     "per host under mpirun or srun, each forking num_cores workers, e.g.\n"
@@ -126,15 +67,47 @@ static const char help_text[] =
     "0 writes output_dir; --version says whether MPI is compiled in. See the man\n"
     "page's MULTIPLE HOSTS.\n"
     "\n"
-    "environment:\n"
-    "  XLATRAIN_SAVE_GRAPHS   directory for graph dumps when save_graphs is not set\n"
-    "  XLA_USE_BF16           1: bf16 mixed precision when the config does not set\n"
-    "                         precision (as torch_xla); 0 or unset: fp32\n"
-    "  XLATRAIN_BF16_PATH     ref: the bf16 kernels' portable path even with AVX512-BF16;\n"
-    "                         auto or unset: per shape; anything else: usage error\n"
-    "  OPENBLAS_NUM_THREADS   OpenBLAS's thread count; workers use blas_threads\n"
+    "environment:\n";
+
+static const char help_before_keys[] =
     "\n"
     "configuration keys (type; default, then what it does):\n";
+
+/* "  TERM<pad>line 1\n<indent>line 2\n..." for a help text of '\n'-split lines */
+static void print_help_item(const char *term, int width, const char *text) {
+    printf("  %-*s ", width, term);
+    for (const char *line = text; *line;) {
+        size_t n = strcspn(line, "\n");
+        printf("%.*s\n", (int)n, line);
+        line += n + (line[n] == '\n');
+        if (*line) printf("%*s", width + 3, "");
+    }
+}
+
+static void print_help(void) {
+    char term[64];
+    fputs(usage_line, stdout);
+    fputs(help_intro, stdout);
+    for (int i = 0; i < xt_noptions; i++) {
+        const xt_option *o = &xt_options[i];
+        if (!o->help) continue;
+        snprintf(term, sizeof term, "%s%s%s", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
+        print_help_item(term, 22, o->help);
+    }
+    fputs(help_after_options, stdout);
+    for (int i = 0; i < xt_nexit_codes; i++) {
+        snprintf(term, sizeof term, "%d", xt_exit_codes[i].code);
+        print_help_item(term, 4, xt_exit_codes[i].help);
+    }
+    fputs(help_after_exit, stdout);
+    for (int i = 0; i < xt_nenv_vars; i++)
+        if (xt_env_vars[i].help) print_help_item(xt_env_vars[i].name, 22, xt_env_vars[i].help);
+    fputs(help_before_keys, stdout);
+    xt_config_print_keys(stdout);
+    fputs("\nThe manual pages: xlatrain(1) has the options and examples, xlatrain.yaml(5)\n"
+          "the keys, the layer-spec format and the models (in a source tree:\n"
+          "man -l man/xlatrain.1, man -l man/xlatrain.yaml.5).\n", stdout);
+}
 
 __attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ...) {
     char msg[600];
@@ -155,19 +128,6 @@ static const char *match(const char *arg, const char *name) {
     if (arg[n] == '=') return arg + n + 1;
     return NULL;
 }
-
-enum { OPT_FLAG, OPT_VALUE };
-static const struct option_def {
-    const char *name;
-    int kind;
-} options[] = {
-    {"--config", OPT_VALUE}, {"--set", OPT_VALUE},     {"--resume", OPT_VALUE},  {"--predict", OPT_VALUE},
-    {"--output", OPT_VALUE}, {"--dry-run", OPT_FLAG},  {"--eval-only", OPT_FLAG}, {"--download", OPT_FLAG},
-    {"--help", OPT_FLAG},    {"--version", OPT_FLAG},   {"--overwrite", OPT_FLAG}, {"--allow-config-change", OPT_FLAG},
-    {"--export", OPT_VALUE}, {"--list-models", OPT_FLAG}, {"--bash-completion", OPT_FLAG},
-    {"--sweep", OPT_VALUE},  {"--sweep-resume", OPT_FLAG}, {"--fast-dev-run", OPT_FLAG},
-    {"--max-compiles", OPT_VALUE},
-};
 
 /* --list-models: every model `model: NAME` finds, one line each. */
 static int list_models(void) {
@@ -225,10 +185,23 @@ static void print_bash_completion(void) {
            "        --resume|--predict|--export|--output) COMPREPLY=($(compgen -f -- \"$cur\")); return;;\n"
            "    esac\n"
            "    COMPREPLY=($(compgen -W \"");
-    for (size_t i = 0; i < sizeof options / sizeof *options; i++) printf("%s%s", i ? " " : "", options[i].name);
+    for (size_t i = 0; i < (size_t)xt_noptions; i++) printf("%s%s", i ? " " : "", xt_options[i].name);
     printf("\" -- \"$cur\"))\n"
            "}\n"
            "complete -o filenames -F _xlatrain xlatrain\n");
+}
+
+/* --man-block NAME: a generated block of the man pages, for `make man`. */
+static int man_block(const char *name) {
+    int rc = xt_man_block(name, stdout);
+    if (rc == XT_EUSAGE) {
+        char known[128] = "";
+        for (int i = 0; xt_man_block_names[i]; i++)
+            snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "", xt_man_block_names[i]);
+        return usage_error("--man-block %s: no such block; the blocks are %s", name, known);
+    }
+    if (rc) fprintf(stderr, "xlatrain: --man-block %s: no models found\n", name);
+    return rc;
 }
 
 /* Parse argv into cli. Returns -1 to go on, or an exit code (0 after
@@ -238,38 +211,37 @@ static int parse_args(int argc, char **argv, xt_cli *cli) {
         const char *arg = argv[i], *val = NULL;
         if (!strcmp(arg, "-h")) arg = "--help";
         if (!strcmp(arg, "-V")) arg = "--version";
-        const struct option_def *o = NULL;
-        for (size_t k = 0; k < sizeof options / sizeof *options && !o; k++)
-            if ((val = match(arg, options[k].name))) o = &options[k];
+        const xt_option *o = NULL;
+        for (size_t k = 0; k < (size_t)xt_noptions && !o; k++)
+            if ((val = match(arg, xt_options[k].name))) o = &xt_options[k];
         if (!o) {
             if (arg[0] == '-') {
-                const char *names[sizeof options / sizeof *options], *h;
+                const char *names[XT_NOPTIONS_MAX], *h;
                 char word[64];
-                for (size_t k = 0; k < sizeof options / sizeof *options; k++) names[k] = options[k].name;
+                for (size_t k = 0; k < (size_t)xt_noptions; k++) names[k] = xt_options[k].name;
                 snprintf(word, sizeof word, "%.*s", (int)strcspn(arg, "="), arg);
-                if ((h = xt_suggest(word, names, (int)(sizeof options / sizeof *options))))
+                if ((h = xt_suggest(word, names, xt_noptions)))
                     return usage_error("unknown option '%s' (did you mean '%s'?)", word, h);
                 return usage_error("unknown option '%s'", arg);
             }
             return usage_error("unexpected argument '%s' (the config file goes after --config)", arg);
         }
-        if (o->kind == OPT_FLAG && *val) return usage_error("option '%s' takes no value", o->name);
-        if (o->kind == OPT_VALUE && arg[strlen(o->name)] != '=') {
+        if (o->kind == XT_OPT_FLAG && *val) return usage_error("option '%s' takes no value", o->name);
+        if (o->kind == XT_OPT_VALUE && arg[strlen(o->name)] != '=') {
             if (i + 1 >= argc || !strncmp(argv[i + 1], "--", 2))
                 return usage_error("option '%s' needs a value", o->name);
             val = argv[++i];
         }
-        if (o->kind == OPT_VALUE && !*val) return usage_error("option '%s' needs a value", o->name);
+        if (o->kind == XT_OPT_VALUE && !*val) return usage_error("option '%s' needs a value", o->name);
         const char **slot = NULL;
         if (!strcmp(o->name, "--help")) {
-            fputs(usage_line, stdout);
-            fputs(help_text, stdout);
-            xt_config_print_keys(stdout);
-            fputs("\nThe manual page (man -l man/xlatrain.1) has the layer-spec format and examples.\n", stdout);
+            print_help();
             return 0;
         } else if (!strcmp(o->name, "--bash-completion")) {
             print_bash_completion();
             return 0;
+        } else if (!strcmp(o->name, "--man-block")) {
+            return man_block(val);
         } else if (!strcmp(o->name, "--list-models")) {
             return list_models();
         } else if (!strcmp(o->name, "--version")) {

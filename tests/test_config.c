@@ -182,24 +182,7 @@ TEST(config_shipped_smoke_and_t10k) {
     xt_config_free(&c);
 }
 
-TEST(config_every_key_is_documented) {
-    /* the man page and the README's key table are written from the key table */
-    static const char *docs[] = {"man/xlatrain.1", "README.md"};
-    for (int d = 0; d < 2; d++) {
-        FILE *f = fopen(docs[d], "rb");
-        CHECK_MSG(f != NULL, "cannot open %s", docs[d]);
-        if (!f) continue;
-        static char text[1 << 18];
-        size_t n = fread(text, 1, sizeof text - 1, f);
-        text[n] = 0;
-        fclose(f);
-        for (int i = 0; i < xt_nkeys; i++) {
-            const char *name = xt_keys[i].name, *leaf = strchr(name, '.');
-            CHECK_MSG(strstr(text, name) || (d == 0 && leaf && strstr(text, leaf + 1)), "%s does not document %s",
-                      docs[d], name);
-        }
-    }
-}
+/* That every key is documented, in man/xlatrain.yaml.5, is tests/test_docs.c's. */
 
 /* ---- values: types, nesting, --set -------------------------------------------------------- */
 

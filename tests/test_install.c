@@ -1,6 +1,7 @@
 /* test_install.c — an installed xlatrain, as a user gets it from `make
  * install`: run from another directory it finds its models by name, lists
- * them, suggests the right name for a typo, its bash completion offers the
+ * them, suggests the right name for a typo, `man xlatrain` and `man
+ * xlatrain.yaml` find its two pages, its bash completion offers the
  * options, the config keys and the model names, and `make uninstall`
  * removes every file it installed. */
 #include <string.h>
@@ -25,7 +26,8 @@ static const char *install_into_tmp(void) {
 TEST(install_finds_models_by_name_from_another_directory) {
     const char *root = install_into_tmp();
     char cmd[4096];
-    const char *files[] = {"usr/bin/xlatrain", "usr/share/man/man1/xlatrain.1", "usr/share/xlatrain/models/lenet5.yaml",
+    const char *files[] = {"usr/bin/xlatrain", "usr/share/man/man1/xlatrain.1", "usr/share/man/man5/xlatrain.yaml.5",
+                           "usr/share/xlatrain/models/lenet5.yaml",
                            "usr/share/xlatrain/configs/smoke.yaml", "usr/share/bash-completion/completions/xlatrain"};
     for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
         snprintf(cmd, sizeof cmd, "test -f %s/%s", root, files[i]);
@@ -52,6 +54,28 @@ TEST(install_finds_models_by_name_from_another_directory) {
     snprintf(cmd, sizeof cmd, "cd / && %s/usr/bin/xlatrain --config %s --dry-run", root, cfg);
     CHECK_EQ(test_run(cmd, g_out, sizeof g_out), 2);
     CHECK_STR_CONTAINS(g_out, "did you mean 'lenet5'?");
+}
+
+/* man finds both installed pages by name, through MANPATH as a user with
+ * that prefix would have it, and formats them. */
+TEST(install_man_finds_both_pages) {
+    if (test_run("command -v man", NULL, 0) != 0)
+        test_skip("man is not installed (Debian: man-db; .ci/run installs it)");
+    const char *root = install_into_tmp();
+    char cmd[4096];
+    static const struct { const char *name, *path, *text; } pages[] = {
+        {"xlatrain", "usr/share/man/man1/xlatrain.1", "--config"},
+        {"xlatrain.yaml", "usr/share/man/man5/xlatrain.yaml.5", "LAYER SPEC"},
+    };
+    for (size_t i = 0; i < sizeof pages / sizeof *pages; i++) {
+        snprintf(cmd, sizeof cmd, "MANPATH=%s/usr/share/man man -w %s", root, pages[i].name);
+        CHECK_EQ(test_run(cmd, g_out, sizeof g_out), 0);
+        CHECK_STR_CONTAINS(g_out, pages[i].path);
+        /* formatted to plain text: the page's own words, not only its file */
+        snprintf(cmd, sizeof cmd, "MANPATH=%s/usr/share/man MANWIDTH=80 man -P cat %s", root, pages[i].name);
+        CHECK_EQ(test_run(cmd, g_out, sizeof g_out), 0);
+        CHECK_STR_CONTAINS(g_out, pages[i].text);
+    }
 }
 
 /* COMPREPLY of the installed completion for the words given. */

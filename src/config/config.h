@@ -3,8 +3,8 @@
  *
  * Every key is declared once in the key table in config_keys.c (name, type, default,
  * range, help), which drives parsing, --set, validation, "did you mean" hints,
- * --dry-run printing and the key reference in the man pages (man/xlatrain.1,
- * man/xlatrain.yaml.5).
+ * --dry-run printing and the key reference in man/xlatrain.yaml.5 (generated
+ * from the table by `make man`).
  * Errors name file:line:col (the YAML node's position; for --set, "--set
  * KEY=VALUE"), what is wrong and the fix, with exit code XT_EUSAGE.
  */

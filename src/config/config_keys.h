@@ -43,7 +43,7 @@ typedef struct xt_key {
     double min, max;             /* numeric range (each element for pairs) */
     unsigned flags;              /* XT_KF_* */
     const char *const *choices;  /* ENUM: NULL-terminated names */
-    const char *help;            /* one line for --help and the man pages' key reference */
+    const char *help;            /* one line for --help and man/xlatrain.yaml.5 (make man) */
 } xt_key;
 
 #define XT_NKEYS_MAX 96

@@ -28,13 +28,14 @@
 #define XT_MAX_RUN_SUFFIX 9999
 
 /* The names a run writes, exactly; checkpoints are matched by pattern. */
-static const char *const g_own_names[] = {
+const char *const xt_rundir_own_names[] = {
     "results.json", "metrics.jsonl", "curves.png", "predictions.png", "predictions.csv",
     "config.yaml",  "eval.json",     "eval-predictions.png", XT_LOCK_FILE,
     "summary.jsonl", "summary.csv", /* a sweep's directory (sweep_report.h) */
     "best.safetensors",             /* checkpoint.keep_best */
     "confusion.json", "confusion.png", "eval-confusion.json", "eval-confusion.png", /* confusion.h */
 };
+const int xt_rundir_nown_names = (int)(sizeof xt_rundir_own_names / sizeof *xt_rundir_own_names);
 
 static int all_digits(const char *s, size_t n) {
     if (!n) return 0;
@@ -57,8 +58,8 @@ static int is_checkpoint_name(const char *s, size_t n) {
 }
 
 static int is_own_exact(const char *s, size_t n) {
-    for (size_t i = 0; i < sizeof g_own_names / sizeof *g_own_names; i++)
-        if (strlen(g_own_names[i]) == n && !strncmp(s, g_own_names[i], n)) return 1;
+    for (int i = 0; i < xt_rundir_nown_names; i++)
+        if (strlen(xt_rundir_own_names[i]) == n && !strncmp(s, xt_rundir_own_names[i], n)) return 1;
     return is_checkpoint_name(s, n);
 }
 

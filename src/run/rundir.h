@@ -31,6 +31,11 @@ typedef struct xt_rundir {
 int xt_rundir_claim(xt_rundir *d, const char *dir, xt_claim_kind kind, int pick_free, int overwrite, xt_err *e);
 /* Drop the lock (the kernel also drops it when the process dies). */
 void xt_rundir_release(xt_rundir *d);
+/* The exact names a run writes into its directory (checkpoints aside, which
+ * are checkpoint-epochNNN[-stepNNN].safetensors): --overwrite removes these,
+ * and tests/test_docs.c checks the man page's FILES names each. */
+extern const char *const xt_rundir_own_names[];
+extern const int xt_rundir_nown_names;
 /* Whether a file name is one xlatrain writes into an output directory. */
 int xt_rundir_is_own_file(const char *name);
 /* Whether `dir` holds a run: any of xlatrain's files but the lock. */

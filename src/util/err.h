@@ -20,6 +20,17 @@ enum xt_exit {
     XT_EINTR = 130,   /* interrupted by SIGINT/SIGTERM */
 };
 
+/* The same codes as data (util/exit_codes.c), one row each in the order
+ * above: --help prints its exit-status list from it and tests/test_docs.c
+ * checks that the man page's EXIT STATUS documents exactly these codes. */
+typedef struct xt_exit_code {
+    int code;
+    const char *name;  /* the enumerator: "XT_EUSAGE" */
+    const char *help;  /* --help's text, lines split by '\n'; results.json statuses in [brackets] */
+} xt_exit_code;
+extern const xt_exit_code xt_exit_codes[];
+extern const int xt_nexit_codes;
+
 typedef struct xt_err {
     int code;        /* one of enum xt_exit; 0 while no error */
     char msg[1024];  /* one line, no trailing newline */
