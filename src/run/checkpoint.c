@@ -23,7 +23,7 @@
 
 #include "io/ckptdir.h"
 #include "io/safetensors.h"
-#include "run/folder_run.h"
+#include "run/folder_data.h"
 #include "run/checkpoint.h"
 #include "run/monitor.h"
 

@@ -22,6 +22,7 @@ void xt_man_put_text(const char *text, FILE *out) {
         if (at_line_start && (*p == '.' || *p == '\'')) fputs("\\&", out);
         if (*p == '\\') fputs("\\e", out);
         else if (*p == '-') fputs("\\-", out);
+        else if (*p == '|') fputs("|\\:", out); /* a place to break a long list of choices */
         else fputc(*p, out);
         at_line_start = *p == '\n';
     }

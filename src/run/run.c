@@ -3,7 +3,7 @@
  * Claiming the directory (and its lock) comes first, before any output. Done
  * in the parent before any worker forks, so every replica starts equal.
  * Not here: training, evaluation or prediction (loop.c, eval.c, predict.c). */
-#include "run/folder_run.h"
+#include "run/folder_data.h"
 #include "run/run.h"
 
 #include <math.h>
@@ -85,7 +85,9 @@ int xt_run_open_data(xt_run *r, xt_err *e) {
     }
     if (xt_dataset_open(&r->test, &o, XT_SPLIT_TEST, e)) return e->code;
     if (check_input_shape(r, e)) return e->code;
-    return xt_run_record_norm(r, e);
+    /* host 0 writes config.yaml; eval-only and predict runs leave it as it is */
+    if (!r->have_train || r->host != 0 || r->cli->eval_only || r->cli->predict) return 0;
+    return xt_run_record_norm(&r->train, r->outdir, e);
 }
 
 int xt_run_setup_model(xt_run *r, xt_err *e) {
