@@ -59,12 +59,16 @@ int xt_eval_open(xt_eval *ev, const xt_run *r, int rank, xt_err *e) {
     return 0;
 }
 
+/* The grid's samples, spread evenly over the batch rather than its first
+ * ones: a test set stored class by class (a folder dataset, as torchvision's
+ * ImageFolder orders it) would otherwise show one class only. */
 static void keep_grid_samples(xt_grid_samples *gs, const int32_t *pred, const xt_batch *b) {
     gs->n = b->n < XT_GRID_MAX ? b->n : XT_GRID_MAX;
     for (int i = 0; i < gs->n; i++) {
-        gs->pred[i] = pred[i];
-        gs->truth[i] = b->y[i];
-        gs->index[i] = b->index[i];
+        int j = (int)((long long)i * b->n / gs->n);
+        gs->pred[i] = pred[j];
+        gs->truth[i] = b->y[j];
+        gs->index[i] = b->index[j];
     }
 }
 
