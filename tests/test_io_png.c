@@ -112,6 +112,40 @@ TEST(png_round_trips_pixels) {
     xt_image_free(&img);
 }
 
+/* The in-memory encoder (TensorBoard's image summaries) gives the very bytes
+ * the file writer writes, and they decode to the same pixels. */
+TEST(png_encode_in_memory_is_the_file_s_bytes) {
+    xt_image img;
+    xt_err e = {0};
+    CHECK_EQ(xt_image_init(&img, 19, 7, (xt_rgb){10, 20, 30}, &e), 0);
+    xt_image_fill_rect(&img, 2, 1, 5, 3, (xt_rgb){250, 5, 90});
+    const char *p = out_path("encoded.png");
+    CHECK_EQ(xt_png_write(p, &img, &e), 0);
+    uint8_t *mem = NULL;
+    size_t len = 0;
+    CHECK_EQ(xt_png_encode(&img, &mem, &len, &e), 0);
+    FILE *f = fopen(p, "rb");
+    static unsigned char file[1 << 16];
+    size_t n = f ? fread(file, 1, sizeof file, f) : 0;
+    if (f) fclose(f);
+    CHECK(len > 8 && !memcmp(mem, "\x89PNG\r\n\x1a\n", 8));
+    CHECK_EQ(len, n);
+    CHECK(mem && n == len && !memcmp(mem, file, n));
+    png_image im;
+    memset(&im, 0, sizeof im);
+    im.version = PNG_IMAGE_VERSION;
+    CHECK(mem && png_image_begin_read_from_memory(&im, mem, len));
+    im.format = PNG_FORMAT_RGB;
+    unsigned char px[19 * 7 * 3];
+    CHECK(png_image_finish_read(&im, NULL, px, 0, NULL));
+    CHECK(!memcmp(px, img.px, sizeof px));
+    free(mem);
+    xt_image empty = {0};
+    CHECK_EQ(xt_png_encode(&empty, &mem, &len, &e), XT_EIO);
+    CHECK(mem == NULL && len == 0);
+    xt_image_free(&img);
+}
+
 TEST(png_write_failure_is_eio_and_leaves_nothing) {
     xt_image img;
     xt_err e = {0};
