@@ -376,3 +376,56 @@ TEST(curves_several_runs_in_one_figure) {
     free(d.px);
     CHECK_EQ(xt_curves_write_runs(out_path("curves-runs-none.png"), s, 0, 10, &e), XT_EIO);
 }
+
+/* Pixels of colour c (within 40 per channel) in the box. */
+static int count_in_box(const decoded *d, int x0, int y0, int x1, int y1, const unsigned char c[3]) {
+    int n = 0;
+    for (int y = y0; y < y1 && y < d->h; y++)
+        for (int x = x0; x < x1 && x < d->w; x++) {
+            const unsigned char *p = at(d, x, y);
+            n += abs(p[0] - c[0]) < 40 && abs(p[1] - c[1]) < 40 && abs(p[2] - c[2]) < 40;
+        }
+    return n;
+}
+
+/* One run's figure: the per-step loss (faint and smoothed) and the learning
+ * rate on the left, test accuracy and test loss on the right, each series
+ * in its panel; with no logged steps the epochs stand in. */
+TEST(curves_run_figure_has_its_four_panels) {
+    enum { E = 12, S = 120 };
+    double loss[E], acc[E], tl[E], lr[E], sl[S], slr[S];
+    long long es[E], st[S];
+    for (int i = 0; i < E; i++) loss[i] = 2.0 / (i + 1), acc[i] = 50 + 4 * i, tl[i] = 2.2 / (i + 1), lr[i] = 0.1, es[i] = 10 * (i + 1);
+    for (int i = 0; i < S; i++) st[i] = i + 1, sl[i] = 2.0 / (1 + i / 10.0) + 0.2 * ((i * 7) % 5 - 2) / 5.0, slr[i] = 0.1 * (1 - i / (double)S);
+    xt_curves_run d = {.nepochs = E, .loss = loss, .acc = acc, .test_loss = tl, .lr = lr, .epoch_step = es,
+                       .nsteps = S, .step = st, .step_loss = sl, .step_lr = slr};
+    xt_err e = {0};
+    const char *p = out_path("curves-run.png");
+    CHECK_EQ(xt_curves_write_run(p, &d, &e), 0);
+    decoded im;
+    CHECK_EQ(decode(p, &im), 0);
+    CHECK_EQ(im.w, XT_CURVES_W);
+    CHECK_EQ(im.h, XT_CURVES_RUN_H);
+    static const unsigned char blue[3] = {31, 119, 180}, faint[3] = {174, 199, 232}, purple[3] = {148, 103, 189},
+                               orange[3] = {255, 127, 14}, red[3] = {214, 39, 40};
+    int half = XT_CURVES_W / 2, mid = 30 + 380;
+    CHECK(count_in_box(&im, 0, 0, half, mid, blue) > 200);      /* smoothed loss, top left */
+    CHECK(count_in_box(&im, 0, 0, half, mid, faint) > 50);      /* raw loss */
+    CHECK(count_in_box(&im, 0, mid, half, im.h, purple) > 200); /* learning rate, bottom left */
+    CHECK(count_in_box(&im, half, 0, im.w, mid, orange) > 200); /* accuracy, top right */
+    CHECK(count_in_box(&im, half, mid, im.w, im.h, red) > 200); /* test loss, bottom right */
+    CHECK_EQ(count_in_box(&im, half, 0, im.w, im.h, purple), 0);
+    free(im.px);
+    /* log_steps: 0 — no steps: the epochs' loss and rate, nothing missing */
+    d.nsteps = 0;
+    d.test_loss = NULL;
+    p = out_path("curves-run-epochs.png");
+    CHECK_EQ(xt_curves_write_run(p, &d, &e), 0);
+    CHECK_EQ(decode(p, &im), 0);
+    CHECK(count_in_box(&im, 0, 0, half, mid, blue) > 100);
+    CHECK(count_in_box(&im, 0, mid, half, im.h, purple) > 100);
+    CHECK_EQ(count_in_box(&im, half, mid, im.w, im.h, red), 0);
+    free(im.px);
+    d.nepochs = 0;
+    CHECK_EQ(xt_curves_write_run(out_path("curves-run-none.png"), &d, &e), XT_EIO);
+}
