@@ -66,13 +66,7 @@ static int read_metrics(const char *outdir, int nepochs, history *h) {
             if (ep >= 1 && ep <= nepochs) {
                 int i = (int)ep - 1;
                 h->epoch_step[i] = (long long)gs;
-                /* to 4 digits, finer than a pixel: evaluation's log-probabilities can differ in their
-                 * last bits between processes at the same weights (a resumed run), and the picture
-                 * of an interrupted and resumed run is the picture of one that ran through */
-                double tl = num(o, "test_loss");
-                char txt[32];
-                snprintf(txt, sizeof txt, "%.4g", tl);
-                h->test_loss[i] = isfinite(tl) ? strtod(txt, NULL) : NAN;
+                h->test_loss[i] = num(o, "test_loss");
                 h->epoch_lr[i] = num(o, "lr");
             }
         }
