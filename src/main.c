@@ -32,8 +32,8 @@ static const char usage_line[] =
     "                [--resume PATH|latest [--allow-config-change]] [--overwrite]\n"
     "                [--eval-only] [--fast-dev-run] [--max-compiles N]\n"
     "                [--sweep KEY=V1,V2,...]... [--sweep-resume]\n"
-    "                [--predict FILE [--output CSV]]\n"
-    "       xlatrain --export CHECKPOINT|RUN_DIR --output FILE(.pt|.safetensors)\n"
+    "                [--predict FILE [--output CSV]] [--logdir DIR]\n"
+    "       xlatrain --export CHECKPOINT|RUN_DIR --output FILE(.pt|.onnx|.safetensors) [--format onnx|pt|safetensors]\n"
     "       xlatrain --list-models | --help | --version\n";
 
 /* --help is this text with the option, exit-status and environment lists
@@ -252,6 +252,7 @@ static int parse_args(int argc, char **argv, xt_cli *cli) {
         else if (!strcmp(o->name, "--predict")) slot = &cli->predict;
         else if (!strcmp(o->name, "--export")) slot = &cli->export_ckpt;
         else if (!strcmp(o->name, "--output")) slot = &cli->predict_out;
+        else if (!strcmp(o->name, "--format")) slot = &cli->export_format;
         else if (!strcmp(o->name, "--dry-run")) cli->dry_run = 1;
         else if (!strcmp(o->name, "--eval-only")) cli->eval_only = 1;
         else if (!strcmp(o->name, "--download")) cli->download = 1;
@@ -268,6 +269,12 @@ static int parse_args(int argc, char **argv, xt_cli *cli) {
         else if (!strcmp(o->name, "--fast-dev-run")) { /* the key, so config.yaml records it and sweep runs inherit it */
             if (cli->nset == XT_CLI_MAX_SETS) return usage_error("more than %d --set options", XT_CLI_MAX_SETS);
             cli->sets[cli->nset++] = "fast_dev_run=true";
+        }
+        else if (!strcmp(o->name, "--logdir")) { /* the key, so config.yaml records it and sweep runs inherit it */
+            static char set[600];
+            if ((size_t)snprintf(set, sizeof set, "logdir=%s", val) >= sizeof set) return usage_error("--logdir: the path is too long");
+            if (cli->nset == XT_CLI_MAX_SETS) return usage_error("more than %d --set options", XT_CLI_MAX_SETS);
+            cli->sets[cli->nset++] = set;
         }
         else if (!strcmp(o->name, "--sweep")) {
             if (cli->nsweep == XT_CLI_MAX_SETS) return usage_error("more than %d --sweep options", XT_CLI_MAX_SETS);
@@ -287,8 +294,12 @@ static int parse_args(int argc, char **argv, xt_cli *cli) {
         if (!cli->predict_out) return usage_error("--export needs --output FILE (.pt for PyTorch's format, else safetensors)");
         if (cli->config_path || cli->predict || cli->resume || cli->eval_only || cli->dry_run || cli->nset || cli->nsweep)
             return usage_error("--export takes only --output: the checkpoint names its tensors");
+        if (cli->export_format && strcmp(cli->export_format, "onnx") && strcmp(cli->export_format, "pt") &&
+            strcmp(cli->export_format, "safetensors"))
+            return usage_error("--format %s: expected onnx, pt or safetensors", cli->export_format);
         return -1;
     }
+    if (cli->export_format) return usage_error("--format goes with --export CKPT");
     if (!cli->config_path) return usage_error("missing --config FILE");
     if (cli->predict_out && !cli->predict) return usage_error("--output goes with --predict FILE or --export CKPT");
     if (cli->predict && cli->eval_only) return usage_error("choose one of --eval-only and --predict");
@@ -354,7 +365,7 @@ int main(int argc, char **argv) {
 static int run(xt_cli *cli, xt_err *err) {
     int rc;
     if (cli->export_ckpt) {
-        rc = xt_export_main(cli->export_ckpt, cli->predict_out, err);
+        rc = xt_export_as(cli->export_ckpt, cli->predict_out, cli->export_format, err);
         if (rc && err->msg[0]) fprintf(stderr, "xlatrain: %s\n", err->msg);
         return rc;
     }

@@ -112,6 +112,40 @@ TEST(png_round_trips_pixels) {
     xt_image_free(&img);
 }
 
+/* The in-memory encoder (TensorBoard's image summaries) gives the very bytes
+ * the file writer writes, and they decode to the same pixels. */
+TEST(png_encode_in_memory_is_the_file_s_bytes) {
+    xt_image img;
+    xt_err e = {0};
+    CHECK_EQ(xt_image_init(&img, 19, 7, (xt_rgb){10, 20, 30}, &e), 0);
+    xt_image_fill_rect(&img, 2, 1, 5, 3, (xt_rgb){250, 5, 90});
+    const char *p = out_path("encoded.png");
+    CHECK_EQ(xt_png_write(p, &img, &e), 0);
+    uint8_t *mem = NULL;
+    size_t len = 0;
+    CHECK_EQ(xt_png_encode(&img, &mem, &len, &e), 0);
+    FILE *f = fopen(p, "rb");
+    static unsigned char file[1 << 16];
+    size_t n = f ? fread(file, 1, sizeof file, f) : 0;
+    if (f) fclose(f);
+    CHECK(len > 8 && !memcmp(mem, "\x89PNG\r\n\x1a\n", 8));
+    CHECK_EQ(len, n);
+    CHECK(mem && n == len && !memcmp(mem, file, n));
+    png_image im;
+    memset(&im, 0, sizeof im);
+    im.version = PNG_IMAGE_VERSION;
+    CHECK(mem && png_image_begin_read_from_memory(&im, mem, len));
+    im.format = PNG_FORMAT_RGB;
+    unsigned char px[19 * 7 * 3];
+    CHECK(png_image_finish_read(&im, NULL, px, 0, NULL));
+    CHECK(!memcmp(px, img.px, sizeof px));
+    free(mem);
+    xt_image empty = {0};
+    CHECK_EQ(xt_png_encode(&empty, &mem, &len, &e), XT_EIO);
+    CHECK(mem == NULL && len == 0);
+    xt_image_free(&img);
+}
+
 TEST(png_write_failure_is_eio_and_leaves_nothing) {
     xt_image img;
     xt_err e = {0};
@@ -341,4 +375,57 @@ TEST(curves_several_runs_in_one_figure) {
     for (int k = 0; k < 3; k++) CHECK_MSG(count_near(&d, colours[k]) > 40, "run %d's colour is missing", k);
     free(d.px);
     CHECK_EQ(xt_curves_write_runs(out_path("curves-runs-none.png"), s, 0, 10, &e), XT_EIO);
+}
+
+/* Pixels of colour c (within 40 per channel) in the box. */
+static int count_in_box(const decoded *d, int x0, int y0, int x1, int y1, const unsigned char c[3]) {
+    int n = 0;
+    for (int y = y0; y < y1 && y < d->h; y++)
+        for (int x = x0; x < x1 && x < d->w; x++) {
+            const unsigned char *p = at(d, x, y);
+            n += abs(p[0] - c[0]) < 40 && abs(p[1] - c[1]) < 40 && abs(p[2] - c[2]) < 40;
+        }
+    return n;
+}
+
+/* One run's figure: the per-step loss (faint and smoothed) and the learning
+ * rate on the left, test accuracy and test loss on the right, each series
+ * in its panel; with no logged steps the epochs stand in. */
+TEST(curves_run_figure_has_its_four_panels) {
+    enum { E = 12, S = 120 };
+    double loss[E], acc[E], tl[E], lr[E], sl[S], slr[S];
+    long long es[E], st[S];
+    for (int i = 0; i < E; i++) loss[i] = 2.0 / (i + 1), acc[i] = 50 + 4 * i, tl[i] = 2.2 / (i + 1), lr[i] = 0.1, es[i] = 10 * (i + 1);
+    for (int i = 0; i < S; i++) st[i] = i + 1, sl[i] = 2.0 / (1 + i / 10.0) + 0.2 * ((i * 7) % 5 - 2) / 5.0, slr[i] = 0.1 * (1 - i / (double)S);
+    xt_curves_run d = {.nepochs = E, .loss = loss, .acc = acc, .test_loss = tl, .lr = lr, .epoch_step = es,
+                       .nsteps = S, .step = st, .step_loss = sl, .step_lr = slr};
+    xt_err e = {0};
+    const char *p = out_path("curves-run.png");
+    CHECK_EQ(xt_curves_write_run(p, &d, &e), 0);
+    decoded im;
+    CHECK_EQ(decode(p, &im), 0);
+    CHECK_EQ(im.w, XT_CURVES_W);
+    CHECK_EQ(im.h, XT_CURVES_RUN_H);
+    static const unsigned char blue[3] = {31, 119, 180}, faint[3] = {174, 199, 232}, purple[3] = {148, 103, 189},
+                               orange[3] = {255, 127, 14}, red[3] = {214, 39, 40};
+    int half = XT_CURVES_W / 2, mid = 30 + 380;
+    CHECK(count_in_box(&im, 0, 0, half, mid, blue) > 200);      /* smoothed loss, top left */
+    CHECK(count_in_box(&im, 0, 0, half, mid, faint) > 50);      /* raw loss */
+    CHECK(count_in_box(&im, 0, mid, half, im.h, purple) > 200); /* learning rate, bottom left */
+    CHECK(count_in_box(&im, half, 0, im.w, mid, orange) > 200); /* accuracy, top right */
+    CHECK(count_in_box(&im, half, mid, im.w, im.h, red) > 200); /* test loss, bottom right */
+    CHECK_EQ(count_in_box(&im, half, 0, im.w, im.h, purple), 0);
+    free(im.px);
+    /* log_steps: 0 — no steps: the epochs' loss and rate, nothing missing */
+    d.nsteps = 0;
+    d.test_loss = NULL;
+    p = out_path("curves-run-epochs.png");
+    CHECK_EQ(xt_curves_write_run(p, &d, &e), 0);
+    CHECK_EQ(decode(p, &im), 0);
+    CHECK(count_in_box(&im, 0, 0, half, mid, blue) > 100);
+    CHECK(count_in_box(&im, 0, mid, half, im.h, purple) > 100);
+    CHECK_EQ(count_in_box(&im, half, mid, im.w, im.h, red), 0);
+    free(im.px);
+    d.nepochs = 0;
+    CHECK_EQ(xt_curves_write_run(out_path("curves-run-none.png"), &d, &e), XT_EIO);
 }

@@ -63,6 +63,9 @@ const xt_key xt_keys[] = {
     INT_KEY("test_batch_size", test_batch_size, "1000", 1, 65536, "evaluation batch"),
     STR_KEY("save_graphs", save_graphs, "\"\"",
             "graph dump directory (text and .dot); \"\" = $XLATRAIN_SAVE_GRAPHS or off"),
+    STR_KEY("logdir", logdir, "auto",
+            "TensorBoard event files (tensorboard --logdir DIR): auto = <output_dir>/tb, \"\" = off; with --sweep each run "
+            "writes to its own subdirectory; also --logdir DIR"),
     ENUM_KEY("precision", precision, "fp32", precisions,
              "bf16: convolution and linear operands rounded to bfloat16, fp32 accumulation (weights, optimizer, "
              "batch norm, loss and checkpoints stay fp32); unset: bf16 when XLA_USE_BF16=1"),

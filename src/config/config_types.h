@@ -43,6 +43,7 @@ typedef struct xt_config {
     double target_accuracy;    /* 0 = none; percent */
     int test_batch_size;       /* 1000 */
     char save_graphs[512];     /* "" = off; also env XLATRAIN_SAVE_GRAPHS */
+    char logdir[512];          /* TensorBoard event files: "auto" = <output_dir>/tb, "" = off (run/tb.h) */
     int progress;              /* -1 auto (tty), 0 off, 1 on */
     xt_precision_kind precision; /* fp32 | bf16; unset: bf16 when XLA_USE_BF16=1 */
     char precision_from[64];   /* where it came from, for the log: "config", "XLA_USE_BF16=1", ... */

@@ -546,6 +546,16 @@ int xt_spec_from_yaml(xt_spec *s, const char *source, void *docp, void *nodep, x
     return rc;
 }
 
+int xt_spec_from_text(xt_spec *s, const char *source, const char *text, size_t len, xt_err *e) {
+    yaml_document_t doc;
+    memset(s, 0, sizeof *s);
+    int rc = xt_yaml_parse(&doc, source, text, len, e);
+    if (rc) return rc;
+    rc = xt_spec_from_yaml(s, source, &doc, yaml_document_get_root_node(&doc), e);
+    yaml_document_delete(&doc);
+    return rc;
+}
+
 int xt_spec_load(xt_spec *s, const char *path, xt_err *e) {
     yaml_document_t doc;
     memset(s, 0, sizeof *s);

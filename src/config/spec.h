@@ -75,6 +75,9 @@ int xt_spec_load(xt_spec *s, const char *path, xt_err *e);
 /* Parse from an already-open libyaml document node (inline `model:` in a
  * config); `doc` is a yaml_document_t*, `node` a yaml_node_t*. */
 int xt_spec_from_yaml(xt_spec *s, const char *source, void *doc, void *node, xt_err *e);
+/* Parse `len` bytes of spec YAML in memory (what xt_spec_print_yaml wrote,
+ * e.g. a checkpoint's copy); `source` names it in messages. */
+int xt_spec_from_text(xt_spec *s, const char *source, const char *text, size_t len, xt_err *e);
 /* Infer every layer's shape and parameter count (called by the loaders). */
 int xt_spec_infer(xt_spec *s, xt_err *e);
 /* Keras-style summary table: name, type, output shape, params; totals. */

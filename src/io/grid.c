@@ -40,12 +40,13 @@ static void label_text(char *out, size_t cap, const char *what, int label, const
         snprintf(out, cap, "%s %d", what, label);
 }
 
-int xt_grid_write(const char *path, const uint8_t *images, int channels, int h, int w, const int *actual, const int *predicted,
-                  int n, const char *const *class_names, xt_err *e) {
+int xt_grid_render(xt_image *img, const uint8_t *images, int channels, int h, int w, const int *actual,
+                   const int *predicted, int n, const char *const *class_names, xt_err *e) {
+    img->px = NULL;
     if (n < 0 || h < 1 || w < 1 || h > 256 || w > 256 || (channels != 1 && channels != 3) ||
         (n > 0 && (!images || !actual || !predicted)))
-        return xt_fail(e, XT_EIO, "cannot write %s: bad grid arguments (n=%d, %dx%dx%d images); this is a bug, please report it",
-                       path, n, channels, h, w);
+        return xt_fail(e, XT_EIO, "cannot draw the predictions grid: bad arguments (n=%d, %dx%dx%d images); this is a bug, please report it",
+                       n, channels, h, w);
     if (n > XT_GRID_MAX) n = XT_GRID_MAX;
 
     titles t;
@@ -85,26 +86,33 @@ int xt_grid_write(const char *path, const uint8_t *images, int channels, int h, 
     int fig_w = 2 * MARGIN + (grid_w > head_w ? grid_w : head_w);
     int fig_h = 2 * MARGIN + XT_FONT_ROWS + HEAD_GAP + rows * cell_h + (rows > 0 ? (rows - 1) * GAP_Y : 0);
 
-    xt_image img;
-    int rc = xt_image_init(&img, fig_w, fig_h, XT_WHITE, e);
+    int rc = xt_image_init(img, fig_w, fig_h, XT_WHITE, e);
     if (rc) return rc;
-    xt_font_draw_bold(&img, (fig_w - head_w) / 2, MARGIN, heading, k_text, 1);
+    xt_font_draw_bold(img, (fig_w - head_w) / 2, MARGIN, heading, k_text, 1);
 
     int x0 = (fig_w - grid_w) / 2, y0 = MARGIN + XT_FONT_ROWS + HEAD_GAP;
     for (int i = 0; i < n; i++) {
         int cx = x0 + (i % cols) * (cell_w + GAP_X), cy = y0 + (i / cols) * (cell_h + GAP_Y);
         xt_rgb col = actual[i] == predicted[i] ? k_right : k_wrong;
         if (two_lines) {
-            xt_font_draw(&img, cx + (cell_w - xt_font_width(t.actual[i], 1)) / 2, cy, t.actual[i], col, 1);
-            xt_font_draw(&img, cx + (cell_w - xt_font_width(t.predicted[i], 1)) / 2, cy + XT_FONT_LINE_H,
+            xt_font_draw(img, cx + (cell_w - xt_font_width(t.actual[i], 1)) / 2, cy, t.actual[i], col, 1);
+            xt_font_draw(img, cx + (cell_w - xt_font_width(t.predicted[i], 1)) / 2, cy + XT_FONT_LINE_H,
                          t.predicted[i], col, 1);
         } else {
-            xt_font_draw(&img, cx + (cell_w - xt_font_width(t.one_line[i], 1)) / 2, cy, t.one_line[i], col, 1);
+            xt_font_draw(img, cx + (cell_w - xt_font_width(t.one_line[i], 1)) / 2, cy, t.one_line[i], col, 1);
         }
         int ix = cx + (cell_w - img_w) / 2, iy = cy + title_h + TITLE_GAP;
-        xt_image_blit_planar(&img, ix, iy, images + (size_t)i * (size_t)channels * (size_t)h * (size_t)w, channels, w, h,
+        xt_image_blit_planar(img, ix, iy, images + (size_t)i * (size_t)channels * (size_t)h * (size_t)w, channels, w, h,
                              XT_GRID_SCALE);
     }
+    return 0;
+}
+
+int xt_grid_write(const char *path, const uint8_t *images, int channels, int h, int w, const int *actual, const int *predicted,
+                  int n, const char *const *class_names, xt_err *e) {
+    xt_image img;
+    int rc = xt_grid_render(&img, images, channels, h, w, actual, predicted, n, class_names, e);
+    if (rc) return rc;
     rc = xt_png_write(path, &img, e);
     xt_image_free(&img);
     return rc;

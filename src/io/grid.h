@@ -16,6 +16,7 @@
 
 #include <stdint.h>
 
+#include "io/png.h"
 #include "util/err.h"
 
 #define XT_GRID_MAX 25   /* images drawn; more are ignored */
@@ -29,5 +30,10 @@
  * prints the number. Writes atomically; 0 or XT_EIO. */
 int xt_grid_write(const char *path, const uint8_t *images, int channels, int h, int w, const int *actual, const int *predicted,
                   int n, const char *const *class_names, xt_err *e);
+
+/* The same figure into img (xt_image_free it after a 0 return), for an
+ * image that goes elsewhere than a file (a TensorBoard event). 0 or XT_EIO. */
+int xt_grid_render(xt_image *img, const uint8_t *images, int channels, int h, int w, const int *actual,
+                   const int *predicted, int n, const char *const *class_names, xt_err *e);
 
 #endif

@@ -52,8 +52,9 @@ static void draw_cells(xt_image *img, const long long *m, int k, int x0, int y0,
     }
 }
 
-int xt_heatmap_write(const char *path, const long long *m, int k, const char *const *names, const char *title, xt_err *e) {
-    if (k < 1 || k > 256) return xt_fail(e, XT_EIO, "%s: cannot draw a confusion matrix of %d classes", path, k);
+int xt_heatmap_render(xt_image *img, const long long *m, int k, const char *const *names, const char *title, xt_err *e) {
+    img->px = NULL;
+    if (k < 1 || k > 256) return xt_fail(e, XT_EIO, "cannot draw a confusion matrix of %d classes", k);
     long long most = 0;
     for (int i = 0; i < k * k; i++)
         if (m[i] > most) most = m[i];
@@ -66,19 +67,25 @@ int xt_heatmap_write(const char *path, const long long *m, int k, const char *co
     int grid = k * cell;
     int w = x0 + grid + MARGIN, h = y0 + grid + GAP + names_w + GAP + XT_FONT_LINE_H + MARGIN;
     if (w < xt_font_width(title, 1) * 2 + 2 * MARGIN) w = xt_font_width(title, 1) * 2 + 2 * MARGIN;
-    xt_image img;
-    int rc = xt_image_init(&img, w, h, XT_WHITE, e);
+    int rc = xt_image_init(img, w, h, XT_WHITE, e);
     if (rc) return rc;
-    xt_font_draw_bold(&img, MARGIN, MARGIN, title, k_text, 1);
-    draw_cells(&img, m, k, x0, y0, cell);
+    xt_font_draw_bold(img, MARGIN, MARGIN, title, k_text, 1);
+    draw_cells(img, m, k, x0, y0, cell);
     for (int i = 0; i < k; i++) {
         int nw = xt_font_width(names[i], 1);
-        xt_font_draw(&img, x0 - GAP - nw, y0 + i * cell + (cell - XT_FONT_ROWS) / 2, names[i], k_text, 1); /* rows */
-        xt_font_draw_up(&img, x0 + i * cell + (cell - XT_FONT_ROWS) / 2, y0 + grid + GAP, names[i], k_text, 1); /* columns */
+        xt_font_draw(img, x0 - GAP - nw, y0 + i * cell + (cell - XT_FONT_ROWS) / 2, names[i], k_text, 1); /* rows */
+        xt_font_draw_up(img, x0 + i * cell + (cell - XT_FONT_ROWS) / 2, y0 + grid + GAP, names[i], k_text, 1); /* columns */
     }
     const char *ylab = "true class", *xlab = "predicted class";
-    xt_font_draw_up(&img, MARGIN, y0 + (grid - xt_font_width(ylab, 1)) / 2, ylab, k_text, 1);
-    xt_font_draw(&img, x0 + (grid - xt_font_width(xlab, 1)) / 2, h - MARGIN - XT_FONT_LINE_H, xlab, k_text, 1);
+    xt_font_draw_up(img, MARGIN, y0 + (grid - xt_font_width(ylab, 1)) / 2, ylab, k_text, 1);
+    xt_font_draw(img, x0 + (grid - xt_font_width(xlab, 1)) / 2, h - MARGIN - XT_FONT_LINE_H, xlab, k_text, 1);
+    return 0;
+}
+
+int xt_heatmap_write(const char *path, const long long *m, int k, const char *const *names, const char *title, xt_err *e) {
+    xt_image img;
+    int rc = xt_heatmap_render(&img, m, k, names, title, e);
+    if (rc) return rc;
     rc = xt_png_write(path, &img, e);
     xt_image_free(&img);
     return rc;

@@ -11,10 +11,15 @@
 #ifndef XT_IO_HEATMAP_H
 #define XT_IO_HEATMAP_H
 
+#include "io/png.h"
 #include "util/err.h"
 
 /* counts: k x k, row-major [true][predicted]; names: k strings. k from 1 to
  * 256. Writes atomically; 0 or XT_EIO. */
 int xt_heatmap_write(const char *path, const long long *counts, int k, const char *const *names, const char *title, xt_err *e);
+
+/* The same figure into img (xt_image_free it after a 0 return), for an
+ * image that goes elsewhere than a file (a TensorBoard event). 0 or XT_EIO. */
+int xt_heatmap_render(xt_image *img, const long long *counts, int k, const char *const *names, const char *title, xt_err *e);
 
 #endif

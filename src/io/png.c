@@ -133,8 +133,13 @@ void xt_image_blit_planar(xt_image *img, int x, int y, const uint8_t *planes, in
 
 /* ---------------------------------------------------------------- PNG output */
 
+/* Where libpng's bytes go: the atomic file of xt_png_write, or the memory
+ * buffer of xt_png_encode (an image inside a TensorBoard event). */
 typedef struct png_ctx {
     xt_atomic_file af;
+    int to_memory;
+    uint8_t *mem;
+    size_t len, cap;
     char msg[200];   /* libpng's error message */
 } png_ctx;
 
@@ -149,43 +154,43 @@ static void on_png_warning(png_structp png, png_const_charp msg) {
     (void)msg; /* warnings do not stop the write, and library code never prints */
 }
 
+static int memory_append(png_ctx *ctx, const void *data, size_t n) {
+    if (ctx->len + n > ctx->cap) {
+        size_t cap = ctx->cap ? ctx->cap : 1 << 16;
+        while (cap < ctx->len + n) cap *= 2;
+        uint8_t *p = realloc(ctx->mem, cap);
+        if (!p) return -1;
+        ctx->mem = p;
+        ctx->cap = cap;
+    }
+    memcpy(ctx->mem + ctx->len, data, n);
+    ctx->len += n;
+    return 0;
+}
+
 static void on_png_write(png_structp png, png_bytep data, png_size_t n) {
     png_ctx *ctx = png_get_io_ptr(png);
-    if (xt_atomic_write(&ctx->af, data, n) != 0) png_error(png, "write failed");
+    if (ctx->to_memory ? memory_append(ctx, data, n) != 0 : xt_atomic_write(&ctx->af, data, n) != 0)
+        png_error(png, ctx->to_memory ? "out of memory" : "write failed");
 }
 
 static void on_png_flush(png_structp png) { (void)png; }
 
-int xt_png_write(const char *path, const xt_image *img, xt_err *e) {
-    if (!img->px || img->w < 1 || img->h < 1)
-        return xt_fail(e, XT_EIO, "cannot write %s: the image is empty; this is a bug, please report it", path);
-    png_bytep *rows = malloc((size_t)img->h * sizeof *rows);
-    png_ctx *ctx = calloc(1, sizeof *ctx);
-    png_structp png = NULL;
-    png_infop info = NULL;
-    int rc;
-    if (!rows || !ctx) {
-        rc = xt_fail(e, XT_EIO, "cannot write %s: out of memory; free some memory and retry", path);
-        goto out;
-    }
-    for (int y = 0; y < img->h; y++) rows[y] = img->px + (size_t)y * (size_t)img->w * 3;
-    if ((rc = xt_atomic_open(&ctx->af, path, e))) goto out;
-    png = png_create_write_struct(PNG_LIBPNG_VER_STRING, ctx, on_png_error, on_png_warning);
-    if (png) info = png_create_info_struct(png);
+/* Run libpng over img into ctx (its destination already open). 0, or -1
+ * with ctx->msg set (libpng's words). */
+static int encode(png_ctx *ctx, const xt_image *img, png_bytep *rows) {
+    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, ctx, on_png_error, on_png_warning);
+    png_infop info = png ? png_create_info_struct(png) : NULL;
+    int rc = 0;
     if (!png || !info) {
-        xt_atomic_abort(&ctx->af);
-        rc = xt_fail(e, XT_EIO, "cannot write %s: out of memory in libpng; free some memory and retry", path);
+        snprintf(ctx->msg, sizeof ctx->msg, "out of memory in libpng");
+        rc = -1;
         goto out;
     }
     /* Nothing that the error path reads changes after setjmp, so no volatile
      * is needed: png, info, rows and ctx are all set above. */
     if (setjmp(png_jmpbuf(png))) {
-        int err = ctx->af.write_errno;
-        xt_atomic_abort(&ctx->af);
-        if (err)
-            rc = xt_fail(e, XT_EIO, "cannot write %s: %s; %s", path, strerror(err), xt_io_hint(err));
-        else
-            rc = xt_fail(e, XT_EIO, "cannot write %s: libpng: %s; check the disk and retry", path, ctx->msg);
+        rc = -1;
         goto out;
     }
     png_set_write_fn(png, ctx, on_png_write, on_png_flush);
@@ -196,9 +201,63 @@ int xt_png_write(const char *path, const xt_image *img, xt_err *e) {
     png_write_info(png, info);
     png_write_image(png, rows);
     png_write_end(png, info);
-    rc = xt_atomic_commit(&ctx->af, e);
 out:
     if (png) png_destroy_write_struct(&png, info ? &info : NULL);
+    return rc;
+}
+
+/* The row pointers libpng wants, and a zeroed context; NULL out of memory. */
+static png_bytep *rows_of(const xt_image *img, png_ctx **ctx) {
+    png_bytep *rows = malloc((size_t)img->h * sizeof *rows);
+    *ctx = calloc(1, sizeof **ctx);
+    if (!rows || !*ctx) {
+        free(rows);
+        free(*ctx);
+        *ctx = NULL;
+        return NULL;
+    }
+    for (int y = 0; y < img->h; y++) rows[y] = img->px + (size_t)y * (size_t)img->w * 3;
+    return rows;
+}
+
+int xt_png_write(const char *path, const xt_image *img, xt_err *e) {
+    if (!img->px || img->w < 1 || img->h < 1)
+        return xt_fail(e, XT_EIO, "cannot write %s: the image is empty; this is a bug, please report it", path);
+    png_ctx *ctx;
+    png_bytep *rows = rows_of(img, &ctx);
+    if (!rows) return xt_fail(e, XT_EIO, "cannot write %s: out of memory; free some memory and retry", path);
+    int rc = xt_atomic_open(&ctx->af, path, e);
+    if (!rc && encode(ctx, img, rows)) {
+        int err = ctx->af.write_errno;
+        xt_atomic_abort(&ctx->af);
+        if (err)
+            rc = xt_fail(e, XT_EIO, "cannot write %s: %s; %s", path, strerror(err), xt_io_hint(err));
+        else
+            rc = xt_fail(e, XT_EIO, "cannot write %s: libpng: %s; check the disk and retry", path, ctx->msg);
+    } else if (!rc) {
+        rc = xt_atomic_commit(&ctx->af, e);
+    }
+    free(rows);
+    free(ctx);
+    return rc;
+}
+
+int xt_png_encode(const xt_image *img, uint8_t **out, size_t *len, xt_err *e) {
+    *out = NULL;
+    *len = 0;
+    if (!img->px || img->w < 1 || img->h < 1) return xt_fail(e, XT_EIO, "cannot encode an empty image as PNG; this is a bug, please report it");
+    png_ctx *ctx;
+    png_bytep *rows = rows_of(img, &ctx);
+    if (!rows) return xt_fail(e, XT_EIO, "cannot encode a PNG: out of memory");
+    ctx->to_memory = 1;
+    int rc = 0;
+    if (encode(ctx, img, rows)) {
+        rc = xt_fail(e, XT_EIO, "cannot encode a %dx%d PNG: libpng: %s", img->w, img->h, ctx->msg);
+        free(ctx->mem);
+    } else {
+        *out = ctx->mem;
+        *len = ctx->len;
+    }
     free(rows);
     free(ctx);
     return rc;

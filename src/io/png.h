@@ -16,6 +16,7 @@
 #ifndef XT_IO_PNG_H
 #define XT_IO_PNG_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "util/err.h"
@@ -65,5 +66,9 @@ void xt_image_blit_planar(xt_image *img, int x, int y, const uint8_t *planes, in
 /* Write img as an 8-bit RGB PNG, atomically (temp + fsync + rename, see
  * atomic.h). 0, or XT_EIO naming the file (libpng errors included). */
 int xt_png_write(const char *path, const xt_image *img, xt_err *e);
+
+/* The same PNG in memory (for an image summary in a TensorBoard event
+ * file): *out is malloc'd, *len bytes. 0, or XT_EIO (out of memory). */
+int xt_png_encode(const xt_image *img, uint8_t **out, size_t *len, xt_err *e);
 
 #endif

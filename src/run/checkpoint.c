@@ -25,6 +25,8 @@
 #include "io/safetensors.h"
 #include "run/folder_data.h"
 #include "run/checkpoint.h"
+#include "io/jsonw.h"
+#include "run/confusion.h"
 #include "run/monitor.h"
 
 static int is_saved_state(const xt_slot *s) {
@@ -83,7 +85,46 @@ typedef struct position {
     char mon_best[40], mon_epoch[16], mon_wait[16]; /* the monitor (monitor.h): "" best before any */
     char *hist_loss, *hist_acc;                 /* malloc'd */
     char *part_sum, *part_n;                    /* malloc'd: each replica's loss sums so far in a partial epoch */
+    char *model, *class_names;                  /* malloc'd: the spec as YAML, the classes as a JSON list */
+    char norm_mean[96], norm_std[96];           /* per channel, "0.4914,0.4822,0.4465" */
 } position;
+
+/* What a checkpoint needs to stand alone as a model (--export to ONNX reads
+ * it, export_onnx.h): the spec, the input's normalization and the classes'
+ * names. -1 when out of memory. */
+static int model_text(const xt_run *r, position *p) {
+    size_t len = 0;
+    FILE *f = open_memstream(&p->model, &len);
+    if (!f) return -1;
+    xt_spec_print_yaml(r->model.spec, f, 0);
+    if (fclose(f)) return -1;
+    double mean[XT_DATA_MAX_CHANNELS], std[XT_DATA_MAX_CHANNELS];
+    int ch = r->model.spec->input[0] < XT_DATA_MAX_CHANNELS ? r->model.spec->input[0] : XT_DATA_MAX_CHANNELS;
+    const xt_dataset *d = r->have_train ? &r->train : &r->test;
+    if (d->channels == ch) { /* what the data was normalized with, measured (a folder's auto) or given */
+        memcpy(mean, d->mean, sizeof mean);
+        memcpy(std, d->std, sizeof std);
+    } else {
+        xt_run_normalization(r->c, mean, std);
+    }
+    size_t om = 0, os = 0;
+    for (int c = 0; c < ch; c++) {
+        om += (size_t)snprintf(p->norm_mean + om, sizeof p->norm_mean - om, c ? ",%.9g" : "%.9g", mean[c]);
+        os += (size_t)snprintf(p->norm_std + os, sizeof p->norm_std - os, c ? ",%.9g" : "%.9g", std[c]);
+    }
+    xt_jsonw w;
+    xt_jw_init(&w);
+    xt_jw_arr(&w);
+    for (int c = 0; c < r->model.spec->num_classes; c++) {
+        char buf[16];
+        xt_jw_str(&w, xt_confusion_class_name(r, c, buf, sizeof buf));
+    }
+    xt_jw_end(&w);
+    int rc = w.oom ? -1 : 0;
+    if (!rc) p->class_names = strndup(w.buf, w.len);
+    xt_jw_free(&w);
+    return rc || !p->class_names ? -1 : 0;
+}
 
 static int position_text(const xt_run *r, int next_epoch, long long step_in_epoch, position *p, xt_err *e) {
     snprintf(p->hash, sizeof p->hash, "%016" PRIx64, r->model_hash);
@@ -104,7 +145,7 @@ static int position_text(const xt_run *r, int next_epoch, long long step_in_epoc
     for (int i = 0; i < np; i++) nn[i] = (double)r->part_loss_n[i];
     p->part_sum = join(r->part_loss_sum, np, 17);
     p->part_n = join(nn, np, 17);
-    if (!p->hist_loss || !p->hist_acc || !p->part_sum || !p->part_n) return xt_fail(e, XT_ERUNTIME, "out of memory writing a checkpoint");
+    if (!p->hist_loss || !p->hist_acc || !p->part_sum || !p->part_n || model_text(r, p)) return xt_fail(e, XT_ERUNTIME, "out of memory writing a checkpoint");
     return 0;
 }
 
@@ -112,9 +153,6 @@ static int position_text(const xt_run *r, int next_epoch, long long step_in_epoc
  * by its epoch (and step), then pruned to checkpoint.keep_last. */
 static int write_checkpoint(xt_run *r, int epoch_label, const char *fixed, const saved *sv, const position *p, xt_err *e) {
     const char *optname = r->optim.kind == XT_OPT_SGD ? "sgd" : r->optim.kind == XT_OPT_ADAM ? "adam" : "adamw";
-    char norm_mean[128], norm_std[128]; /* what the pixels were normalized with, so --predict can use the same */
-    xt_run_norm_text(r->have_train ? &r->train : &r->test, 0, norm_mean, sizeof norm_mean);
-    xt_run_norm_text(r->have_train ? &r->train : &r->test, 1, norm_std, sizeof norm_std);
     xt_st_meta m[] = {
         {"format", "pt"},
         {"xlatrain.version", "1"},
@@ -137,8 +175,11 @@ static int write_checkpoint(xt_run *r, int epoch_label, const char *fixed, const
         {"xlatrain.monitor.best", p->mon_best},           /* an uninterrupted one does */
         {"xlatrain.monitor.best_epoch", p->mon_epoch},
         {"xlatrain.monitor.wait", p->mon_wait},
-        {"xlatrain.normalize.mean", norm_mean},
-        {"xlatrain.normalize.std", norm_std},
+        {"xlatrain.model", p->model},                     /* the model itself, for --export to ONNX */
+        {"xlatrain.model_source", r->model.spec->source},
+        {"xlatrain.normalize.mean", p->norm_mean},
+        {"xlatrain.normalize.std", p->norm_std},
+        {"xlatrain.class_names", p->class_names},
     };
     if (fixed) {
         if (xt_st_write(fixed, sv->t, sv->nt, m, (int)(sizeof m / sizeof *m), e)) return e->code;
@@ -168,6 +209,8 @@ static int save(xt_run *r, int epoch_label, int next_epoch, long long step_in_ep
     free(p.hist_acc);
     free(p.part_sum);
     free(p.part_n);
+    free(p.model);
+    free(p.class_names);
     if (sv) free(sv->t);
     free(sv);
     return rc;

@@ -15,6 +15,7 @@ typedef struct xt_cli {
     const char *predict_out;              /* --output: CSV for --predict (default <output_dir>/predictions.csv),
                                              the weights file for --export */
     const char *export_ckpt;              /* --export CKPT|RUN_DIR: write the state_dict to --output */
+    const char *export_format;            /* --format onnx|pt|safetensors: over --output's extension */
     int download;                         /* --download: fetch the dataset first */
     int overwrite;                        /* --overwrite: replace the run already in output_dir */
     int allow_config_change;              /* --allow-config-change: resume despite a changed trajectory key */

@@ -115,6 +115,22 @@ static int write_json(const xt_run *r, const char *path, xt_err *e) {
     return rc;
 }
 
+int xt_confusion_render(const xt_run *r, const char *title, xt_image *img, xt_err *e) {
+    img->px = NULL;
+    if (!r->confusion) return 0;
+    int k = r->nclasses, rc = 0;
+    const char **names = malloc((size_t)k * sizeof *names);
+    char(*digits)[16] = malloc((size_t)k * sizeof *digits);
+    if (!names || !digits) rc = xt_fail(e, XT_EIO, "cannot draw the confusion matrix: out of memory");
+    for (int c = 0; !rc && c < k; c++) names[c] = class_name(r, c, digits[c], sizeof digits[c]);
+    if (!rc) rc = xt_heatmap_render(img, r->confusion, k, names, title, e);
+    free(names);
+    free(digits);
+    return rc;
+}
+
+const char *xt_confusion_class_name(const xt_run *r, int c, char *buf, size_t cap) { return class_name(r, c, buf, cap); }
+
 int xt_confusion_write(const xt_run *r, xt_err *e) {
     if (!r->confusion) return 0;
     const char *pre = r->cli->eval_only ? "eval-" : "";
@@ -122,15 +138,11 @@ int xt_confusion_write(const xt_run *r, xt_err *e) {
     snprintf(path, sizeof path, "%s/%sconfusion.json", r->outdir, pre);
     int rc = write_json(r, path, e);
     if (rc) return rc;
-    int k = r->nclasses;
-    const char **names = malloc((size_t)k * sizeof *names);
-    char(*digits)[16] = malloc((size_t)k * sizeof *digits);
-    if (!names || !digits) rc = xt_fail(e, XT_ERUNTIME, "out of memory");
-    for (int c = 0; !rc && c < k; c++) names[c] = class_name(r, c, digits[c], sizeof digits[c]);
     snprintf(path, sizeof path, "%s/%sconfusion.png", r->outdir, pre);
     snprintf(title, sizeof title, "Confusion matrix: %s, %s", r->c->name, r->cli->eval_only ? "--eval-only" : "last epoch");
-    if (!rc) rc = xt_heatmap_write(path, r->confusion, k, names, title, e);
-    free(names);
-    free(digits);
+    xt_image img;
+    if ((rc = xt_confusion_render(r, title, &img, e))) return rc;
+    rc = xt_png_write(path, &img, e);
+    xt_image_free(&img);
     return rc;
 }

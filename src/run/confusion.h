@@ -8,6 +8,7 @@
 #define XT_RUN_CONFUSION_H
 
 #include "io/jsonw.h"
+#include "io/png.h"
 #include "run/run.h"
 #include "util/err.h"
 
@@ -20,5 +21,10 @@ int xt_confusion_write(const xt_run *r, xt_err *e);
  * its images classified right, as torchmetrics' per-class accuracy; equal to
  * its recall), precision and recall; null without a matrix. */
 void xt_confusion_per_class(const xt_run *r, xt_jsonw *w);
+/* The heatmap of r->confusion under `title` into img (img->px NULL without a
+ * matrix; else xt_image_free it): confusion.png's figure, for TensorBoard too. */
+int xt_confusion_render(const xt_run *r, const char *title, xt_image *img, xt_err *e);
+/* Class c's name: the dataset's, or the digit itself into buf. */
+const char *xt_confusion_class_name(const xt_run *r, int c, char *buf, size_t cap);
 
 #endif

@@ -30,7 +30,7 @@ typedef struct xt_grid_samples {
 /* One evaluation pass over a replica's shard. */
 typedef struct xt_eval_counts {
     long long correct, total;
-    double loss_sum;                /* summed per-sample NLL when the monitor is test_loss, else 0 */
+    double loss_sum;                /* summed per-sample NLL (the test loss times total) */
 } xt_eval_counts;
 
 typedef struct xt_eval {
@@ -38,8 +38,8 @@ typedef struct xt_eval {
     xt_loader loader;
     int have_sampler, have_loader;
     int32_t *pred;                  /* (test_batch_size) predicted classes of a batch */
+    float *logp;                    /* (chunk, classes) log-probabilities of a chunk, for the test loss */
     int chunk;                      /* images per evaluation step (see eval.c) */
-    int want_loss;                  /* trace and fetch the test loss too (early_stopping.monitor: test_loss) */
     long long *confusion;           /* (classes^2) this shard's [true][predicted] counts of the last pass */
     int classes;
     xt_grid_samples grid;

@@ -10,4 +10,8 @@
  * `out` ends in .pt or .pth, safetensors otherwise. Returns an exit code. */
 int xt_export_main(const char *ckpt, const char *out, xt_err *e);
 
+/* The same, with --format's choice (NULL: by the name; .onnx is ONNX):
+ * "onnx" (export_onnx.h), "pt" or "safetensors". Returns an exit code. */
+int xt_export_as(const char *ckpt, const char *out, const char *format, xt_err *e);
+
 #endif

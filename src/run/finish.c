@@ -16,30 +16,41 @@
 #include "io/atomic.h"
 #include "io/grid.h"
 #include "io/jsonw.h"
+#include "io/png.h"
 #include "run/confusion.h"
 #include "run/log.h"
 #include "run/monitor.h"
 #include "util/version.h"
 
-/* predictions.png: the samples gathered into one buffer sized from the data. */
-static int write_grid(const xt_run *r, const xt_grid_samples *gs, xt_err *e) {
+int xt_run_grid_render(const xt_run *r, const xt_grid_samples *gs, xt_image *img, xt_err *e) {
     const xt_dataset *d = &r->test;
     const size_t px = xt_dataset_image_bytes(d);
     int act[XT_GRID_MAX], prd[XT_GRID_MAX];
     const char *names[XT_DATA_MAX_CLASSES];
+    img->px = NULL;
     if (gs->n <= 0) return 0;
     uint8_t *imgs = malloc((size_t)gs->n * px);
-    if (!imgs) return xt_fail(e, XT_EIO, "cannot write predictions.png: out of memory for %d images", gs->n);
+    if (!imgs) return xt_fail(e, XT_EIO, "cannot draw the predictions grid: out of memory for %d images", gs->n);
     for (int i = 0; i < gs->n; i++) {
         memcpy(imgs + (size_t)i * px, d->images + (size_t)gs->index[i] * px, px);
         act[i] = gs->truth[i];
         prd[i] = gs->pred[i];
     }
     for (int k = 0; k < XT_DATA_MAX_CLASSES; k++) names[k] = d->class_names[k][0] ? d->class_names[k] : NULL;
-    char path[700];
-    snprintf(path, sizeof path, "%s/%s", r->outdir, r->cli->eval_only ? "eval-predictions.png" : "predictions.png"); /* --eval-only keeps the run's own */
-    int rc = xt_grid_write(path, imgs, d->channels, d->rows, d->cols, act, prd, gs->n, names, e);
+    int rc = xt_grid_render(img, imgs, d->channels, d->rows, d->cols, act, prd, gs->n, names, e);
     free(imgs);
+    return rc;
+}
+
+/* predictions.png (eval-predictions.png for --eval-only, which keeps the run's own). */
+static int write_grid(const xt_run *r, const xt_grid_samples *gs, xt_err *e) {
+    xt_image img;
+    int rc = xt_run_grid_render(r, gs, &img, e);
+    if (rc || !img.px) return rc;
+    char path[700];
+    snprintf(path, sizeof path, "%s/%s", r->outdir, r->cli->eval_only ? "eval-predictions.png" : "predictions.png");
+    rc = xt_png_write(path, &img, e);
+    xt_image_free(&img);
     return rc;
 }
 

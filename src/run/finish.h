@@ -4,6 +4,7 @@
 #ifndef XT_RUN_FINISH_H
 #define XT_RUN_FINISH_H
 
+#include "io/png.h"
 #include "run/eval.h"
 #include "run/run.h"
 #include "util/err.h"
@@ -25,5 +26,10 @@ int xt_run_summary(xt_run *r, const xt_summary *s, xt_err *e);
 /* Write the outputs; returns 0, an I/O error, or XT_EBELOW (outputs written)
  * when the best accuracy misses target_accuracy. */
 int xt_run_finish(xt_run *r, const xt_grid_samples *grid, double final_loss, xt_err *e);
+
+/* The predictions grid of these samples of r's test set, as predictions.png
+ * shows it, into img (img->px NULL when there are no samples; else
+ * xt_image_free it). For the file and TensorBoard (tb.h). 0 or XT_EIO. */
+int xt_run_grid_render(const xt_run *r, const xt_grid_samples *gs, xt_image *img, xt_err *e);
 
 #endif

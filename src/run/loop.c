@@ -18,17 +18,18 @@
 #include "distributed/allreduce.h"
 #include "distributed/shm.h"
 #include "engine/metrics.h"
-#include "io/curves.h"
 #include "io/safetensors.h"
 #include "run/checkpoint.h"
 #include "run/confusion.h"
 #include "run/eval.h"
 #include "run/finish.h"
+#include "run/history.h"
 #include "run/log.h"
 #include "run/monitor.h"
 #include "run/run.h"
 #include "run/signals.h"
 #include "run/step.h"
+#include "run/tb.h"
 
 /* One replica: its engine, its shard's loaders, and its running figures. */
 typedef struct worker {
@@ -43,6 +44,7 @@ typedef struct worker {
     int progress;           /* draw the progress bar (master on a terminal) */
     xt_rate rate;
     double final_loss;      /* of the last training step; NaN before any */
+    xt_tb tb;               /* the master's TensorBoard log (tb.h), when logdir is set */
 } worker;
 
 /* One epoch's position and loss sums. */
@@ -51,6 +53,7 @@ typedef struct epoch_pos {
     long long nb, step;     /* batches in the epoch; batches done (skipped ones included) */
     double loss_sum, lr;
     long long loss_n;
+    double seconds;         /* training time of the epoch */
 } epoch_pos;
 
 /* The step's all-reduce: the gradients the plan packed into this worker's
@@ -120,6 +123,7 @@ static int open_worker(worker *w, xt_err *e) {
     if ((rc = open_engine(w, e))) return rc;
     if (w->r->have_train && (rc = open_train_loader(w, e))) return rc;
     if ((rc = xt_eval_open(&w->eval, w->r, w->rank, e))) return rc;
+    if (w->rank == 0 && !w->r->cli->eval_only && xt_tb_enabled(w->r->c) && (rc = xt_tb_open(&w->tb, w->r, e))) return rc;
     int tty = xt_progress_enabled(w->r->c); /* in every worker: see log.h */
     w->progress = w->rank == 0 && tty;
     xt_rate_init(&w->rate);
@@ -128,6 +132,7 @@ static int open_worker(worker *w, xt_err *e) {
 }
 
 static void close_worker(worker *w) {
+    xt_tb_close(&w->tb);
     if (w->have_loader) xt_loader_close(&w->loader);
     xt_eval_close(&w->eval);
     if (w->have_sampler) xt_sampler_free(&w->sampler);
@@ -158,7 +163,8 @@ static int log_step(worker *w, const epoch_pos *p, float loss, xt_err *e) {
     /* "step" counts within the epoch, as the stdout line and torch_xla's script do */
     snprintf(line, sizeof line, "{\"type\":\"step\",\"epoch\":%d,\"step\":%lld,\"global_step\":%lld,\"loss\":%.6g,"
              "\"rate\":%.2f,\"lr\":%.6g}", p->epoch + 1, p->step, r->global_step, loss, rt, p->lr);
-    return xt_append_jsonl(r->outdir, line, e);
+    if (xt_append_jsonl(r->outdir, line, e)) return e->code;
+    return xt_tb_step(&w->tb, r, loss, p->lr, rt * r->world, e);
 }
 
 /* Train on batch b (released here) and account for it. */
@@ -272,6 +278,7 @@ static int train_epoch(worker *w, epoch_pos *p, xt_err *e) {
         if (rc || (r->c->limit_train_batches > 0 && p->step >= r->c->limit_train_batches)) break;
     }
     r->train_ns += xt_now_ns() - t_epoch;
+    p->seconds = (double)(xt_now_ns() - t_epoch) / 1e9;
     xt_progress_clear();
     if (w->rank == 0) xt_out("Finished training epoch %d", p->epoch + 1); /* xm.master_print, as torch_xla's script */
     return 0;
@@ -294,16 +301,21 @@ static int read_back(const xt_run *r, xt_err *e) {
     return 0;
 }
 
-/* Master-only epoch outputs: metrics line, curves, checkpoint. */
-static int master_epoch_outputs(worker *w, int epoch, double loss, double acc, double lr, int improved, xt_err *e) {
+/* Master-only epoch outputs: metrics line, TensorBoard, curves, checkpoint. */
+static int master_epoch_outputs(worker *w, const epoch_pos *p, double loss, double acc, double test_loss, int improved,
+                                xt_err *e) {
     xt_run *r = w->r;
-    char line[512];
+    int epoch = p->epoch;
+    char line[512], tl[32] = "null";
+    if (isfinite(test_loss)) snprintf(tl, sizeof tl, "%.6g", test_loss);
     snprintf(line, sizeof line, "{\"type\":\"epoch\",\"epoch\":%d,\"global_step\":%lld,\"loss\":%.6g,\"accuracy\":%.4f,"
-             "\"lr\":%.6g,\"time\":%.3f}", epoch + 1, r->global_step, loss, acc, lr, xt_wall_s() - (double)r->t_start_ns / 1e9);
+             "\"test_loss\":%s,\"lr\":%.6g,\"time\":%.3f}", epoch + 1, r->global_step, loss, acc, tl, p->lr,
+             xt_wall_s() - (double)r->t_start_ns / 1e9);
     if (xt_append_jsonl(r->outdir, line, e)) return e->code;
-    char path[700];
-    snprintf(path, sizeof path, "%s/curves.png", r->outdir);
-    if (xt_curves_write(path, r->hist_loss, r->hist_acc, r->nhist, e)) return e->code;
+    xt_tb_epoch tbe = {.train_loss = loss, .test_accuracy = acc, .test_loss = test_loss, .seconds = p->seconds,
+                       .grid = &w->eval.grid};
+    if (xt_tb_evaluation(&w->tb, r, &tbe, e)) return e->code;
+    if (xt_history_write_curves(r, e)) return e->code;
     int last = epoch + 1 == r->c->num_epochs || r->limit_stop; /* a limit ends the run here */
     int rc = 0;
     if (last || (r->c->checkpoint_every > 0 && (epoch + 1) % r->c->checkpoint_every == 0))
@@ -366,16 +378,19 @@ static int end_epoch(worker *w, const epoch_pos *p, xt_err *e) {
     if (r->dist && (rc = xt_mesh_reduce_sum(r->dist, w->local, counts, 4, e))) return rc;
     double gacc = counts[1] > 0 ? 100.0 * counts[0] / counts[1] : 0.0;
     double eloss = counts[2] / (r->dist ? r->world : 1);
-    double test_loss = w->eval.want_loss && counts[1] > 0 ? counts[3] / counts[1] : NAN;
+    double test_loss = counts[1] > 0 ? counts[3] / counts[1] : NAN;
     if (r->world > 1 && w->rank == 0)
         xt_out("Epoch %d global accuracy=%.2f%% (%.0f/%.0f over %d replicas)", p->epoch + 1, gacc, counts[0], counts[1], r->world);
     record_epoch(r, eloss, gacc);
     /* every replica reaches the same verdict from the same reduced figures */
     int improved = xt_monitor_update(r, gacc, test_loss, p->epoch + 1);
     if (xt_monitor_should_stop(r) && p->epoch + 1 < r->c->num_epochs && !r->limit_stop) r->limit_stop = XT_STOP_EARLY;
-    /* the run's last evaluation: its confusion matrix over every shard, for the report */
-    if ((p->epoch + 1 == r->c->num_epochs || r->limit_stop) && (rc = xt_confusion_reduce(r, w->local, w->eval.confusion, e))) return rc;
-    if (w->rank == 0 && (rc = master_epoch_outputs(w, p->epoch, eloss, gacc, p->lr, improved, e))) return rc;
+    /* the run's last evaluation: its confusion matrix over every shard, for the report;
+     * every evaluation's for TensorBoard's per-class recall and matrix image */
+    if ((p->epoch + 1 == r->c->num_epochs || r->limit_stop || xt_tb_enabled(r->c)) &&
+        (rc = xt_confusion_reduce(r, w->local, w->eval.confusion, e)))
+        return rc;
+    if (w->rank == 0 && (rc = master_epoch_outputs(w, p, eloss, gacc, test_loss, improved, e))) return rc;
     if (stop_requested(w)) return xt_fail(e, XT_EINTR, "interrupted after epoch %d; checkpoint in %s", p->epoch + 1, r->outdir);
     return 0;
 }

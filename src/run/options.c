@@ -41,7 +41,15 @@ const xt_option xt_options[] = {
      "names, no optimizer state) of checkpoint CKPT, or of a\n"
      "run directory's latest one, to --output FILE: PyTorch's\n"
      "own format for FILE.pt / FILE.pth (torch.load reads it),\n"
-     "safetensors otherwise; needs no --config"},
+     "safetensors otherwise; FILE.onnx gets the model itself\n"
+     "in ONNX (opset 17, eval form, a symbolic batch) for\n"
+     "onnxruntime and the like; needs no --config"},
+    {"--format", XT_OPT_VALUE, "F",
+     "with --export: onnx, pt or safetensors whatever the\n"
+     "--output name ends in"},
+    {"--logdir", XT_OPT_VALUE, "DIR",
+     "TensorBoard event files go to DIR (--set logdir=DIR;\n"
+     "default OUTPUT_DIR/tb; watch with tensorboard --logdir)"},
     {"--sweep", XT_OPT_VALUE, "KEY=V1,V2,...",
      "a multirun: one normal run per combination of the\n"
      "swept values (the cartesian product of every --sweep,\n"

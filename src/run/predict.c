@@ -1,5 +1,7 @@
 /* predict.c — `--predict FILE`: run a checkpoint over an images file and
- * write a CSV "index,predicted[,label],p0..p9". The file is an IDX images
+ * write a CSV "index,predicted[,label],p0..p9", the probabilities to 9
+ * significant digits (so their logarithms match an exported model's
+ * log-probabilities to 1e-6, however small they are). The file is an IDX images
  * file for the MNIST family (the label column when a matching labels file
  * sits beside it: *-images-idx3-ubyte* -> *-labels-idx1-ubyte*), and a
  * CIFAR-10 batch (.bin, labels inside; or the .tar.gz, whose test batch is
@@ -47,7 +49,7 @@ static void csv_row(csv *o, long index, const float *logp, int K, int label) {
         if (logp[k] > logp[best]) best = k;
     o->len += (size_t)snprintf(o->buf + o->len, o->cap - o->len, "%ld,%d", index, best);
     if (label >= 0) o->len += (size_t)snprintf(o->buf + o->len, o->cap - o->len, ",%d", label);
-    for (int k = 0; k < K; k++) o->len += (size_t)snprintf(o->buf + o->len, o->cap - o->len, ",%.5f", exp(logp[k]));
+    for (int k = 0; k < K; k++) o->len += (size_t)snprintf(o->buf + o->len, o->cap - o->len, ",%.9g", exp(logp[k]));
     o->buf[o->len++] = '\n';
 }
 
@@ -68,14 +70,6 @@ static void normalize(const pimages *img, long s, int n, const double *mean, con
     }
 }
 
-static void norm_of(const xt_config *c, double *mean, double *std) {
-    xt_data_norm_defaults(xt_run_data_kind(c->dataset), mean, std);
-    for (int ch = 0; ch < XT_DATA_MAX_CHANNELS; ch++) {
-        if (c->norm_mean >= 0) mean[ch] = c->norm_mean;
-        if (c->norm_std > 0) std[ch] = c->norm_std;
-    }
-}
-
 static int write_csv(const xt_run *r, const csv *o, long n, xt_err *e) {
     char path[1024];
     if (r->cli->predict_out) snprintf(path, sizeof path, "%s", r->cli->predict_out);
@@ -90,9 +84,9 @@ static int predict_images(xt_run *r, const pimages *img, xt_err *e) {
     const xt_config *c = r->c;
     int B = c->test_batch_size, K = c->spec.num_classes, px = img->channels * img->rows * img->cols, rc = 0;
     double mean[XT_DATA_MAX_CHANNELS], std[XT_DATA_MAX_CHANNELS];
-    norm_of(c, mean, std);
+    xt_run_normalization(c, mean, std);
     float *x = malloc((size_t)B * px * sizeof *x), *logp = malloc((size_t)B * K * sizeof *logp);
-    csv o = {.cap = (size_t)img->n * (size_t)(24 + 12 * K) + 256};
+    csv o = {.cap = (size_t)img->n * (size_t)(24 + 17 * K) + 256}; /* "-1.23456789e-123," at most per class */
     o.buf = malloc(o.cap);
     xt_engine_opts eo = {.fuse = 1, .precision = r->c->precision == XT_PRECISION_BF16 ? XT_PREC_BF16 : XT_PREC_FP32};
     xt_engine *en = xt_engine_new(&r->store, &eo);

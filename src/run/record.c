@@ -22,6 +22,7 @@ static const char *const g_free_keys[] = {
     "download", "num_workers", "loader_prefetch_size", "device_prefetch_size", "checkpoint.every",
     "checkpoint.keep_last", "checkpoint.keep_best", "pin_cores", "worker_timeout", "blas_threads", "test_batch_size",
     "max_steps", "max_time", "limit_test_batches", "fast_dev_run", /* where a run stops, not how it goes */
+    "logdir",
     "early_stopping.monitor", "early_stopping.mode", "early_stopping.patience", "early_stopping.min_delta",
 };
 

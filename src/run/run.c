@@ -40,6 +40,14 @@ void xt_run_augmentation(const xt_config *c, int *crop_padding, int *flip) {
     if (c->random_flip >= 0) *flip = c->random_flip;
 }
 
+void xt_run_normalization(const xt_config *c, double *mean, double *std) {
+    xt_data_norm_defaults(xt_run_data_kind(c->dataset), mean, std);
+    for (int ch = 0; ch < XT_DATA_MAX_CHANNELS; ch++) {
+        if (c->norm_mean >= 0) mean[ch] = c->norm_mean;
+        if (c->norm_std > 0) std[ch] = c->norm_std;
+    }
+}
+
 static void data_opts(const xt_config *c, xt_data_opts *o) {
     xt_data_opts_defaults(o);
     o->kind = xt_run_data_kind(c->dataset);

@@ -100,6 +100,10 @@ xt_data_kind xt_run_data_kind(xt_dataset_kind k);
 /* The training augmentation the config asks for, `auto` resolved by dataset
  * (crop padding 4 and flips for CIFAR-10, none for the MNIST family). */
 void xt_run_augmentation(const xt_config *c, int *crop_padding, int *flip);
+/* The per-channel normalization (XT_DATA_MAX_CHANNELS each) the config
+ * asks for, `auto` resolved by dataset: what the loader, --predict and an
+ * exported model's documentation use. */
+void xt_run_normalization(const xt_config *c, double *mean, double *std);
 
 /* results.json's final_loss: the mean training loss of the last finished
  * epoch over all replicas (what curves.png and metrics.jsonl's epoch line

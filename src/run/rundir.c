@@ -138,8 +138,26 @@ static void write_pid(const xt_rundir *d) {
     if (ftruncate(d->lock_fd, 0) || pwrite(d->lock_fd, txt, (size_t)n, 0) != n) {} /* only a refusal's message needs it */
 }
 
+/* The event files of logdir: auto (<dir>/tb, run/tb.h), and the directory
+ * when that leaves it empty; a logdir set elsewhere may hold other runs'
+ * files and is left alone. Errors are ignored: TensorBoard would only show
+ * the old run beside the new one. */
+static void remove_own_events(const char *dir) {
+    char tb[700], path[1000];
+    snprintf(tb, sizeof tb, "%s/tb", dir);
+    DIR *dp = opendir(tb);
+    if (!dp) return;
+    struct dirent *de;
+    while ((de = readdir(dp)))
+        if (!strncmp(de->d_name, "events.out.tfevents.", 20) && (size_t)snprintf(path, sizeof path, "%s/%s", tb, de->d_name) < sizeof path)
+            unlink(path);
+    closedir(dp);
+    rmdir(tb);
+}
+
 /* Remove the previous run's own files (never the lock, never others). */
 static int remove_own_files(const char *dir, xt_err *e) {
+    remove_own_events(dir);
     DIR *dp = opendir(dir);
     if (!dp) return xt_fail(e, XT_EIO, "%s: cannot list the output directory: %s", dir, strerror(errno));
     struct dirent *de;

@@ -192,7 +192,7 @@ static void on_signal(int sig) {
 /* The run's command line: this binary, the sweep's own options, the run's
  * values and directory, and how to treat what an earlier attempt left. */
 static char **run_argv(const xt_sweep *s, const xt_sweep_row *r, const xt_cli *cli, const char *mode) {
-    int cap = 10 + 2 * cli->nset + 2 * s->naxes, n = 0;
+    int cap = 12 + 2 * cli->nset + 2 * s->naxes, n = 0;
     char **av = calloc((size_t)cap + 1, sizeof *av);
     if (!av) return NULL;
     av[n++] = strdup(cli->argv[0]);
@@ -208,6 +208,11 @@ static char **run_argv(const xt_sweep *s, const xt_sweep_row *r, const xt_cli *c
     }
     av[n++] = strdup("--set");
     if (asprintf(&av[n++], "output_dir=%s", r->dir) < 0) av[n - 1] = NULL;
+    if (s->logdir[0]) { /* one TensorBoard run per sweep run, side by side under the logdir */
+        const char *base = strrchr(r->dir, '/');
+        av[n++] = strdup("--set");
+        if (asprintf(&av[n++], "logdir=%s/%s", s->logdir, base ? base + 1 : r->dir) < 0) av[n - 1] = NULL;
+    }
     if (cli->download) av[n++] = strdup("--download");
     if (cli->max_compiles > 0) {
         av[n++] = strdup("--max-compiles");
@@ -365,6 +370,10 @@ int xt_sweep_main(const xt_config *c, const xt_cli *cli, xt_err *e) {
     xt_sweep s = {0};
     xt_rundir rd = {.lock_fd = -1};
     int rc = parse_axes(&s, cli, e);
+    /* auto already gives each run its own <run dir>/tb; a swept logdir is the user's own */
+    int logdir_swept = 0;
+    for (int a = 0; a < s.naxes; a++) logdir_swept |= !strcmp(s.axes[a].key, "logdir");
+    if (strcmp(c->logdir, "auto") && !logdir_swept) snprintf(s.logdir, sizeof s.logdir, "%s", c->logdir);
     if (!rc) rc = xt_rundir_claim(&rd, c->output_dir, cli->sweep_resume ? XT_CLAIM_CONTINUE : XT_CLAIM_NEW,
                                   !c->output_dir_set && !cli->sweep_resume, 0, e);
     if (!rc) {

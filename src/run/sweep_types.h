@@ -30,6 +30,7 @@ typedef struct xt_sweep {
     xt_sweep_row *rows;     /* the product, first axis varying slowest */
     int nrows;
     char dir[600];          /* the sweep's own directory (output_dir) */
+    char logdir[512];       /* a logdir the config names ("" for auto or off): each run gets logdir/<its directory's name> */
 } xt_sweep;
 
 /* The value of axis a in row r. */
