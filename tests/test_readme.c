@@ -128,6 +128,9 @@ TEST(readme_sh_blocks_are_marked_or_run) {
 TEST(readme_commands_work_in_a_fresh_clone) {
     if (test_run("command -v jq >/dev/null", NULL, 0) != 0)
         test_skip("jq is not installed: the README's recipes pipe results.json to it (.ci/run installs jq)");
+    if (test_run("/usr/bin/python3 -c 'import onnx' 2>/dev/null", NULL, 0) != 0)
+        test_skip("Debian's python3-onnx is not installed: the README's ONNX recipe checks its model with it "
+                  "(.ci/run installs it)");
     if (test_run("/usr/bin/python3 -c 'import PIL' 2>/dev/null", NULL, 0) != 0)
         test_skip("Debian's python3-pil is not installed: the README's own-images recipe draws its example with it "
                   "(.ci/run installs it)");
@@ -154,7 +157,7 @@ TEST(readme_commands_work_in_a_fresh_clone) {
     /* what the recipes say they leave behind */
     static const char *made[] = {"run.yaml", "runs/lenet/results.json", "runs/sweep/summary.csv",
                                  "ci/smoke/results.json", "runs/bf16/results.json", "runs/demo/results.json",
-                                 "demo.pt", "runs/shapes/predictions.png"};
+                                 "demo.pt", "demo.onnx", "runs/shapes/predictions.png", "runs/demo/tb"};
     for (size_t i = 0; i < sizeof made / sizeof *made; i++) {
         snprintf(check, sizeof check, "test -s '%s/%s'", dir, made[i]);
         CHECK_MSG(test_run(check, NULL, 0) == 0, "the README's recipes did not write %s", made[i]);
