@@ -365,12 +365,45 @@ static void record_epoch(xt_run *r, double loss, double acc) {
     if (acc > r->best_acc) r->best_acc = acc;
 }
 
+/* Every replica evaluates (and the master checkpoints) the same batch-norm
+ * running statistics: their mean over the replicas, summed in ordinal
+ * order, so 1 host x 2 workers and 2 x 1 agree. In training each replica
+ * updates its own from its own batches; without this, replica k > 0
+ * evaluated with statistics no checkpoint holds, and a resumed run (whose
+ * replicas all start from the checkpoint's) evaluated differently from one
+ * that ran straight through (tests/test_run_safety.c's interrupt tests). */
+static int sync_running_stats(worker *w, xt_err *e) {
+    xt_run *r = w->r;
+    if (!r->dist || r->world <= 1) return 0;
+    size_t n = 0;
+    for (int i = 0; i < r->model.nbuffers; i++) n += (size_t)r->store.slots[r->model.buffers[i]].numel;
+    if (!n) return 0;
+    float *buf = malloc(n * sizeof *buf);
+    if (!buf) return xt_fail(e, XT_ERUNTIME, "out of memory averaging the batch-norm statistics (%zu floats)", n);
+    size_t at = 0;
+    for (int i = 0; i < r->model.nbuffers; i++) {
+        const xt_slot *s = &r->store.slots[r->model.buffers[i]];
+        memcpy(buf + at, s->data, (size_t)s->numel * sizeof *buf);
+        at += (size_t)s->numel;
+    }
+    int rc = xt_allreduce(r->dist, w->local, buf, n, e);
+    at = 0;
+    for (int i = 0; !rc && i < r->model.nbuffers; i++) {
+        const xt_slot *s = &r->store.slots[r->model.buffers[i]];
+        memcpy(s->data, buf + at, (size_t)s->numel * sizeof *buf);
+        at += (size_t)s->numel;
+    }
+    free(buf);
+    return rc;
+}
+
 /* Evaluate, reduce accuracy and mean loss over the replicas, record them,
  * and (master) write the epoch's outputs. */
 static int end_epoch(worker *w, const epoch_pos *p, xt_err *e) {
     xt_run *r = w->r;
     xt_eval_counts ec;
-    int rc = evaluate_and_log(w, &ec, e);
+    int rc = sync_running_stats(w, e);
+    if (!rc) rc = evaluate_and_log(w, &ec, e);
     if (rc) return rc;
     /* before the mesh-reduce: every replica's report precedes the master's summary line */
     if (r->c->metrics_debug) metrics_debug_report();
