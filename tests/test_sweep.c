@@ -23,18 +23,7 @@
 static char g_out[1 << 16];
 
 /* A shell command from fmt, "$XL" standing for the binary; its exit code. */
-static int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int run(const char *fmt, ...) {
-    char cmd[8192], full[8192 + PATH_MAX + 16], bin[PATH_MAX];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    if (access(test_bin(), X_OK) != 0) test_skip("the xlatrain binary is not built (make builds it first)");
-    if (!realpath(test_bin(), bin)) snprintf(bin, sizeof bin, "%s", test_bin());
-    snprintf(full, sizeof full, "XL=%s; %s", bin, cmd);
-    return test_run(full, g_out, sizeof g_out);
-}
+#define run(...) test_xl(g_out, sizeof g_out, __VA_ARGS__)
 
 /* The number printed by a shell command (e.g. a wc -l). */
 static long count(const char *fmt, const char *dir) {

@@ -1,6 +1,7 @@
 /* hosts.c — the agreements of a run across hosts before training; see hosts.h. */
 #include "run/hosts.h"
 
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,17 @@
 static int g_agreed;
 
 int xt_hosts_failure_agreed(void) { return g_agreed; }
+
+int xt_hosts_fail_everywhere(xt_err *e, int code, const char *fmt, ...) {
+    g_agreed = 1;
+    if (xt_cluster_rank() != 0) return xt_fail(e, code, "%s", ""); /* said once, by host 0 */
+    va_list ap;
+    va_start(ap, fmt);
+    char msg[sizeof e->msg];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return xt_fail(e, code, "%s", msg);
+}
 
 int xt_hosts_layout(const xt_config *c, int *world, int *offset, xt_err *e) {
     int H = xt_cluster_size(), me = xt_cluster_rank();

@@ -32,4 +32,9 @@ int xt_hosts_share_state(xt_run *r, int rc, xt_err *e);
  * same way: no MPI_Abort needed). */
 int xt_hosts_failure_agreed(void);
 
+/* Fail with a verdict that every host reaches alike from the same inputs
+ * (so no MPI_Abort is needed): host 0 carries the message, the others an
+ * empty one (it is said once). Returns code. */
+int xt_hosts_fail_everywhere(xt_err *e, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 #endif

@@ -154,11 +154,8 @@ static int log_step(worker *w, const epoch_pos *p, float loss, xt_err *e) {
     double rt = xt_rate_rate(&w->rate);
     xt_log_train_update(w->rank, p->step, loss, rt, xt_rate_global(&w->rate));
     if (w->rank != 0) return 0;
-    char line[300];
     /* "step" counts within the epoch, as the stdout line and torch_xla's script do */
-    snprintf(line, sizeof line, "{\"type\":\"step\",\"epoch\":%d,\"step\":%lld,\"global_step\":%lld,\"loss\":%.6g,"
-             "\"rate\":%.2f,\"lr\":%.6g}", p->epoch + 1, p->step, r->global_step, loss, rt, p->lr);
-    return xt_append_jsonl(r->outdir, line, e);
+    return xt_jsonl_step(r->outdir, p->epoch + 1, p->step, r->global_step, loss, rt, p->lr, e);
 }
 
 /* Train on batch b (released here) and account for it. */
@@ -297,10 +294,8 @@ static int read_back(const xt_run *r, xt_err *e) {
 /* Master-only epoch outputs: metrics line, curves, checkpoint. */
 static int master_epoch_outputs(worker *w, int epoch, double loss, double acc, double lr, int improved, xt_err *e) {
     xt_run *r = w->r;
-    char line[512];
-    snprintf(line, sizeof line, "{\"type\":\"epoch\",\"epoch\":%d,\"global_step\":%lld,\"loss\":%.6g,\"accuracy\":%.4f,"
-             "\"lr\":%.6g,\"time\":%.3f}", epoch + 1, r->global_step, loss, acc, lr, xt_wall_s() - (double)r->t_start_ns / 1e9);
-    if (xt_append_jsonl(r->outdir, line, e)) return e->code;
+    if (xt_jsonl_epoch(r->outdir, epoch + 1, r->global_step, loss, acc, lr, xt_wall_s() - (double)r->t_start_ns / 1e9, e))
+        return e->code;
     char path[700];
     snprintf(path, sizeof path, "%s/curves.png", r->outdir);
     if (xt_curves_write(path, r->hist_loss, r->hist_acc, r->nhist, e)) return e->code;

@@ -146,6 +146,7 @@ static int predict_file(xt_run *r, xt_err *e) {
 int xt_predict_main(const xt_config *c, const xt_cli *cli, xt_err *e) {
     static xt_run r;
     int rc = xt_run_open(&r, c, cli, e);
+    if (!rc) rc = xt_run_claim(&r, e);
     if (!rc && !cli->resume)
         rc = xt_fail(e, XT_EUSAGE, "--predict needs trained weights: add --resume PATH (or --resume latest for the newest checkpoint in %s)", r.outdir);
     char path[1024];

@@ -1,7 +1,9 @@
 /* run.c — setting up one run (xt_run): the output directory, the model,
  * input and optimizer slots with their initial weights, and the data.
- * Claiming the directory (and its lock) comes first, before any output. Done
- * in the parent before any worker forks, so every replica starts equal.
+ * Claiming the directory (and its lock) comes once the config, model and data
+ * are known to be usable (a refused run leaves no directory behind), and
+ * before any output. Done in the parent before any worker forks, so every
+ * replica starts equal.
  * Not here: training, evaluation or prediction (loop.c, eval.c, predict.c). */
 #include "run/run.h"
 
@@ -106,8 +108,9 @@ size_t xt_run_grad_floats(const xt_run *r) {
 /* One run per directory: a fresh run claims an unused output_dir (the
  * default moves on to runs/<name>-2, ...), --resume the run that is there,
  * --eval-only and --predict share it. Training records its config there. */
-static int claim_outdir(xt_run *r, xt_err *e) {
+int xt_run_claim(xt_run *r, xt_err *e) {
     const xt_cli *cli = r->cli;
+    if (r->host != 0) return 0; /* the global master alone writes outputs */
     xt_claim_kind kind = cli->eval_only || cli->predict ? XT_CLAIM_READ : cli->resume ? XT_CLAIM_CONTINUE : XT_CLAIM_NEW;
     if (xt_rundir_claim(&r->rundir, r->c->output_dir, kind, !r->c->output_dir_set, cli->overwrite, e)) return e->code;
     r->claimed = 1;
@@ -135,7 +138,6 @@ int xt_run_open(xt_run *r, const xt_config *c, const xt_cli *cli, xt_err *e) {
     r->hist_loss = calloc(XT_MAX_EPOCHS, sizeof *r->hist_loss);
     r->hist_acc = calloc(XT_MAX_EPOCHS, sizeof *r->hist_acc);
     if (!r->hist_loss || !r->hist_acc) return xt_fail(e, XT_ERUNTIME, "out of memory");
-    if (r->host == 0 && claim_outdir(r, e)) return e->code; /* the global master alone writes outputs */
     r->config_yaml = xt_record_config_portable(c);
     if (!r->config_yaml) return xt_fail(e, XT_ERUNTIME, "out of memory");
     return xt_run_setup_model(r, e);

@@ -8,6 +8,7 @@
 #include "run/train.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <math.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -112,6 +113,33 @@ static void print_banner(const xt_run *r) {
             (long long)r->test.n, cores_text(r, cores, sizeof cores), c->batch_size, precision_text(c, prec, sizeof prec), r->outdir);
 }
 
+/* Workers beyond the CPUs this process may run on share them: slower, and
+ * the same result, so a warning, not an error. */
+static void warn_cpus(int num_cores) {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set)) return;
+    int ncpu = CPU_COUNT(&set);
+    if (ncpu > 0 && num_cores > ncpu)
+        fprintf(stderr, "xlatrain: warning: num_cores %d is more than the %d CPU%s this process may use; the workers will share them (slower, same result): lower num_cores to %d\n",
+                num_cores, ncpu, ncpu > 1 ? "s" : "", ncpu);
+}
+
+/* A training run in which some worker takes no step is refused (before its
+ * directory is claimed): it would report ok over untrained weights. Every
+ * replica's shard has ceil(n / world) samples (sampler.h), and drop_last
+ * drops the partial batch. The numbers are the same on every host. */
+static int check_steps(const xt_run *r, xt_err *e) {
+    const xt_config *c = r->c;
+    if (r->cli->eval_only || !r->have_train) return 0;
+    long long n = r->train.n, per = (n + r->world - 1) / r->world, bs = c->batch_size;
+    long long steps = c->drop_last ? per / bs : (per + bs - 1) / bs;
+    if (steps >= 1) return 0;
+    return xt_hosts_fail_everywhere(e, XT_EUSAGE,
+        "no training step would run: %lld training samples over %d worker%s are %lld per worker, fewer than batch_size %lld%s; "
+        "lower batch_size to at most %lld, lower num_cores, or train on more samples",
+        n, r->world, r->world > 1 ? "s" : "", per, bs, c->drop_last ? " (drop_last drops a partial batch)" : "", per);
+}
+
 /* The replicas: forked and supervised, or this process alone. */
 static int run_replicas(xt_run *r, xt_err *e) {
     if (r->world == 1 && r->hosts == 1) {
@@ -189,11 +217,17 @@ int xt_train_main(const xt_config *c, const xt_cli *cli, xt_err *e) {
     int world = c->num_cores, offset = 0, in_replicas = 0;
     int rc = xt_hosts_layout(c, &world, &offset, e);
     if (rc) return rc;
+    warn_cpus(c->num_cores);
     gc = *c;
     gc.num_cores = world;
     rc = xt_run_open(&r, &gc, cli, e);
     r.local_world = c->num_cores;
     r.rank_offset = offset;
+    /* everything that can refuse the run from its config, model or data
+     * comes before the directory is claimed: a refused run leaves none */
+    if (!rc) rc = xt_hosts_check_data(&r, xt_run_open_data(&r, e), e);
+    if (!rc) rc = check_steps(&r, e);
+    if (!rc) rc = xt_run_claim(&r, e);
     if (!rc && r.host == 0) rc = resume(&r, e); /* host 0 reads the checkpoint, */
     rc = xt_hosts_share_state(&r, rc, e);      /* and hands it to the others */
     /* nothing left: all epochs trained, early stopping stopped it, or max_steps is reached
@@ -205,7 +239,6 @@ int xt_train_main(const xt_config *c, const xt_cli *cli, xt_err *e) {
     } else {
         /* a resumed run records the config it goes on with, once --resume has accepted it */
         if (!rc && cli->resume && !cli->eval_only && r.host == 0) rc = xt_record_write_config(r.outdir, &gc, cli, e);
-        if (!rc) rc = xt_hosts_check_data(&r, xt_run_open_data(&r, e), e);
         if (!rc) {
             print_banner(&r);
             in_replicas = 1;

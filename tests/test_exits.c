@@ -1,0 +1,93 @@
+/* test_exits.c — issue #56 through the binary, as a sweep script or a CI job
+ * meets it: a run that cannot train is an error before any directory is
+ * claimed, every JSON line parses, writers never destroy what they are
+ * pointed at, directories and --resume mean what users think, one
+ * evaluation graph, and the small exits. Small synthetic sets keep each run
+ * short. */
+#include <jansson.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "test.h"
+
+#define SMOKE "--config configs/smoke.yaml --set target_accuracy=0"
+#define SMALL SMOKE " --set synthetic_train_size=512 --set synthetic_test_size=256 --set num_epochs=1"
+
+static char g_out[1 << 16];
+
+static int exists(const char *fmt, const char *a) {
+    char path[1024];
+    snprintf(path, sizeof path, fmt, a);
+    struct stat st;
+    return lstat(path, &st) == 0;
+}
+
+/* Every line of a JSONL text parses (jansson refuses NaN and Infinity). */
+static int all_lines_parse(const char *text, int *nlines) {
+    char *copy = strdup(text), *save = NULL;
+    int ok = 1;
+    *nlines = 0;
+    for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        json_error_t err;
+        json_t *j = json_loads(line, 0, &err);
+        if (!j) {
+            fprintf(stderr, "    not JSON (%s): %s\n", err.text, line);
+            ok = 0;
+        }
+        json_decref(j);
+        ++*nlines;
+    }
+    free(copy);
+    return ok;
+}
+
+/* Item 1: zero steps per epoch is exit 2, naming the numbers, and no
+ * directory is claimed (so the corrected run can take it). */
+TEST(exits_zero_step_run_refused_before_claim) {
+    const char *d = test_tmpdir();
+    int rc = test_xl(g_out, sizeof g_out, "$XL " SMOKE " --set batch_size=10000 --set output_dir=%s/a", d);
+    CHECK_EQ(rc, 2);
+    CHECK_STR_CONTAINS(g_out, "no training step would run: 4000 training samples over 1 worker");
+    CHECK_STR_CONTAINS(g_out, "lower batch_size to at most 4000");
+    CHECK(!exists("%s/a", d));
+    /* two workers, a 100-image subset: 50 per worker, batch 128 */
+    rc = test_xl(g_out, sizeof g_out, "$XL " SMOKE " --set num_cores=2 --set 'train_subset=[0, 100]' --set output_dir=%s/b", d);
+    CHECK_EQ(rc, 2);
+    CHECK_STR_CONTAINS(g_out, "100 training samples over 2 workers are 50 per worker, fewer than batch_size 128");
+    CHECK(!exists("%s/b", d));
+    CHECK(!strstr(g_out, "\"status\": \"ok\"") && !strstr(g_out, "\"status\":\"ok\""));
+}
+
+/* Item 1: more workers than CPUs is a warning (and the run is refused for
+ * its empty shards before any worker forks). */
+TEST(exits_num_cores_over_cpus_warns) {
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    if (ncpu >= 64) test_skip("this machine has 64 CPUs or more");
+    int rc = test_xl(g_out, sizeof g_out, "$XL " SMOKE " --set num_cores=64 --set synthetic_train_size=8000 --set output_dir=%s/a",
+                     test_tmpdir());
+    CHECK_EQ(rc, 2);
+    CHECK_STR_CONTAINS(g_out, "warning: num_cores 64 is more than the");
+    CHECK_STR_CONTAINS(g_out, "125 per worker, fewer than batch_size 128");
+}
+
+/* Item 1: a non-finite number in metrics.jsonl is null: learning_rate
+ * 1e308 scaled by two workers is an infinite lr, logged on the first step
+ * before the loss turns NaN. */
+TEST(exits_metrics_jsonl_nonfinite_is_null) {
+    const char *d = test_tmpdir();
+    int rc = test_xl(g_out, sizeof g_out, "$XL " SMALL " --set num_cores=2 --set learning_rate=1e308 --set log_steps=1 --set output_dir=%s/a", d);
+    CHECK_MSG(rc != 0, "a diverged run exits non-zero: %s", g_out);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/a/metrics.jsonl", d);
+    const char *m = test_slurp("%s", path);
+    int n = 0;
+    CHECK(all_lines_parse(m, &n));
+    CHECK(n >= 1);
+    CHECK_STR_CONTAINS(m, "\"lr\":null");
+    json_error_t err;
+    snprintf(path, sizeof path, "%s/a/results.json", d);
+    json_t *res = json_load_file(path, 0, &err);
+    CHECK_MSG(res != NULL, "results.json parses: %s", err.text);
+    json_decref(res);
+}
