@@ -9,6 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "io/safetensors.h"
+#include "synth_idx.h"
 #include "test.h"
 
 #define SMOKE "--config configs/smoke.yaml --set target_accuracy=0"
@@ -21,6 +23,13 @@ static int exists(const char *fmt, const char *a) {
     snprintf(path, sizeof path, fmt, a);
     struct stat st;
     return lstat(path, &st) == 0;
+}
+
+/* <dir>/img.idx: 20 MNIST-shaped images to --predict. */
+static void test_write_synth_idx_in(const char *dir) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/img.idx", dir);
+    test_write_synth_idx(path, 20);
 }
 
 /* Every line of a JSONL text parses (jansson refuses NaN and Infinity). */
@@ -90,4 +99,89 @@ TEST(exits_metrics_jsonl_nonfinite_is_null) {
     json_t *res = json_load_file(path, 0, &err);
     CHECK_MSG(res != NULL, "results.json parses: %s", err.text);
     json_decref(res);
+}
+
+/* ---- item 3: writers never destroy what they are pointed at ---------------- */
+
+/* A one-epoch run in <tmpdir>/run (its checkpoint: checkpoint-epoch001). */
+static const char *trained_run(void) {
+    const char *d = test_tmpdir();
+    int rc = test_xl(g_out, sizeof g_out, "$XL " SMALL " --set output_dir=%s/run", d);
+    CHECK_MSG(rc == 0, "training the run to export: %s", g_out);
+    if (rc) test_skip("no run to export");
+    return d;
+}
+
+TEST(exits_output_that_is_not_a_regular_file_is_refused) {
+    const char *d = trained_run();
+    test_write_file("target.pt", "keep me");
+    /* a symbolic link (as /dev/stdout is), a FIFO: refused, left as they are */
+    CHECK_EQ(test_xl(g_out, sizeof g_out, "cd %s && ln -s target.pt link.pt && mkfifo fifo.csv", d), 0);
+    int rc = test_xl(g_out, sizeof g_out, "cd %s && $XL --export run --output link.pt", d);
+    CHECK_EQ(rc, 5);
+    CHECK_STR_CONTAINS(g_out, "link.pt: it is a symbolic link, and xlatrain replaces only regular files");
+    CHECK_EQ(test_xl(g_out, sizeof g_out, "cd %s && test -L link.pt && cat target.pt", d), 0);
+    CHECK_STR_CONTAINS(g_out, "keep me");
+    test_write_synth_idx_in(d);
+    rc = test_xl(g_out, sizeof g_out, "D=%s; $XL " SMALL " --set output_dir=$D/run --predict $D/img.idx --output $D/fifo.csv", d);
+    CHECK_EQ(rc, 5);
+    CHECK_STR_CONTAINS(g_out, "fifo.csv: it is a FIFO");
+    CHECK_EQ(test_xl(g_out, sizeof g_out, "test -p %s/fifo.csv", d), 0);
+}
+
+TEST(exits_output_dash_writes_standard_output) {
+    const char *d = trained_run();
+    int rc = test_xl(g_out, sizeof g_out, "cd %s && $XL --export run --output - 2>/dev/null | wc -c", d);
+    CHECK_EQ(rc, 0);
+    CHECK(strtol(g_out, NULL, 10) > 1000);
+    CHECK(!exists("%s/-", d));
+    test_write_synth_idx_in(d);
+    rc = test_xl(g_out, sizeof g_out, "D=%s; $XL " SMALL " --set output_dir=$D/run --predict $D/img.idx --output - 2>/dev/null | head -1", d);
+    CHECK_EQ(rc, 0);
+    CHECK_STR_CONTAINS(g_out, "index,predicted");
+    CHECK(!exists("%s/-", d));
+}
+
+/* exporting a checkpoint over itself would make it weights only: --resume
+ * then fails */
+TEST(exits_output_that_is_the_input_is_refused) {
+    const char *d = trained_run();
+    int rc = test_xl(g_out, sizeof g_out, "cd %s && cp run/checkpoint-epoch001.safetensors copy && "
+                                          "$XL --export run/checkpoint-epoch001.safetensors --output ./run/../run/checkpoint-epoch001.safetensors", d);
+    CHECK_EQ(rc, 2);
+    CHECK_STR_CONTAINS(g_out, "is the checkpoint being exported");
+    CHECK_EQ(test_xl(g_out, sizeof g_out, "cd %s && cmp copy run/checkpoint-epoch001.safetensors", d), 0);
+    /* and --predict's CSV over its own input */
+    test_write_synth_idx_in(d);
+    rc = test_xl(g_out, sizeof g_out, "D=%s; cp $D/img.idx $D/img.copy; $XL " SMALL " --set output_dir=$D/run --predict $D/img.idx --output $D/img.idx; r=$?; cmp $D/img.idx $D/img.copy && exit $r", d);
+    CHECK_EQ(rc, 2);
+    CHECK_STR_CONTAINS(g_out, "is the --predict input");
+}
+
+/* an export killed mid-write (here by the file size limit: SIGXFSZ) leaves
+ * no temporary file */
+TEST(exits_killed_export_leaves_no_temporary_file) {
+    const char *d = trained_run();
+    int rc = test_xl(g_out, sizeof g_out, "cd %s && mkdir out && (ulimit -f 40; exec $XL --export run --output out/w.pt); ls -A out", d);
+    CHECK_MSG(rc == 0, "%s", g_out);
+    CHECK_MSG(strstr(g_out, "w.pt") == NULL, "left behind: %s", g_out);
+    rc = test_xl(g_out, sizeof g_out, "cd %s && (ulimit -f 40; exec $XL --export run --output out/w.safetensors); ls -A out", d);
+    CHECK_MSG(strstr(g_out, "w.safetensors") == NULL, "left behind: %s", g_out);
+}
+
+/* a shape whose strides overflow int64 (numel 0, so the safetensors reader
+ * takes it) is refused, not written with wrapped strides */
+TEST(exits_export_refuses_a_shape_whose_strides_overflow) {
+    const char *d = test_tmpdir();
+    char path[1024];
+    snprintf(path, sizeof path, "%s/odd.safetensors", d);
+    float w = 1;
+    xt_st_tensor t[2] = {{"fc.weight", XT_ST_F32, 1, {1}, &w, 0},
+                         {"odd.weight", XT_ST_F32, 3, {0, (int64_t)1 << 62, (int64_t)1 << 62}, NULL, 0}};
+    xt_err e = {0};
+    CHECK_EQ(xt_st_write(path, t, 2, NULL, 0, &e), 0);
+    int rc = test_xl(g_out, sizeof g_out, "cd %s && $XL --export odd.safetensors --output odd.pt", d);
+    CHECK_EQ(rc, 5);
+    CHECK_STR_CONTAINS(g_out, "tensor 'odd.weight' has a shape whose strides or size do not fit in 64 bits");
+    CHECK(!exists("%s/odd.pt", d));
 }

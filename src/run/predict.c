@@ -81,7 +81,7 @@ static int write_csv(const xt_run *r, const csv *o, long n, xt_err *e) {
     if (r->cli->predict_out) snprintf(path, sizeof path, "%s", r->cli->predict_out);
     else snprintf(path, sizeof path, "%s/predictions.csv", r->outdir);
     if (xt_write_file_atomic(path, o->buf, o->len, e)) return e->code;
-    fprintf(stderr, "xlatrain: wrote %ld predictions to %s\n", n, path);
+    fprintf(stderr, "xlatrain: wrote %ld predictions to %s\n", n, strcmp(path, "-") ? path : "standard output");
     return 0;
 }
 
@@ -151,6 +151,11 @@ int xt_predict_main(const xt_config *c, const xt_cli *cli, xt_err *e) {
         rc = xt_fail(e, XT_EUSAGE, "--predict needs trained weights: add --resume PATH (or --resume latest for the newest checkpoint in %s)", r.outdir);
     char path[1024];
     if (!rc) rc = xt_ckpt_resolve(&r, cli->resume, path, sizeof path, e);
+    /* the CSV must not replace what it is made from */
+    const char *out = cli->predict_out;
+    if (!rc && out && (xt_same_file(out, cli->predict) || xt_same_file(out, path)))
+        rc = xt_fail(e, XT_EUSAGE, "--output %s is %s; choose another name for the predictions", out,
+                     xt_same_file(out, path) ? "the checkpoint the predictions are made with" : "the --predict input");
     if (!rc) rc = xt_ckpt_load(&r, path, e);
     if (!rc) rc = predict_file(&r, e);
     xt_run_close(&r);
