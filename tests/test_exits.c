@@ -185,3 +185,67 @@ TEST(exits_export_refuses_a_shape_whose_strides_overflow) {
     CHECK_STR_CONTAINS(g_out, "tensor 'odd.weight' has a shape whose strides or size do not fit in 64 bits");
     CHECK(!exists("%s/odd.pt", d));
 }
+
+/* ---- item 5: directories and resume mean what users think ------------------ */
+
+/* missing data claims nothing: the corrected run takes the directory */
+TEST(exits_refused_run_leaves_the_directory_free) {
+    const char *d = test_tmpdir();
+    int rc = test_xl(g_out, sizeof g_out, "$XL " SMALL " --set dataset=mnist --set datadir=%s/nodata --set output_dir=%s/a", d, d);
+    CHECK_EQ(rc, 3);
+    CHECK(!exists("%s/a", d));
+    rc = test_xl(g_out, sizeof g_out, "$XL " SMALL " --set output_dir=%s/a", d);
+    CHECK_MSG(rc == 0, "the corrected run: %s", g_out);
+}
+
+/* without output_dir, --resume latest takes the config's newest run */
+TEST(exits_resume_latest_takes_the_newest_default_run) {
+    const char *d = test_tmpdir();
+    char repo[1024];
+    CHECK(getcwd(repo, sizeof repo) != NULL);
+    const char *opts = "--set target_accuracy=0 --set synthetic_train_size=512 --set synthetic_test_size=256";
+    int rc = test_xl(g_out, sizeof g_out, "cd %s && $XL --config %s/configs/smoke.yaml %s --set num_epochs=1 && sleep 0.05 && "
+                     "$XL --config %s/configs/smoke.yaml %s --set num_epochs=1", d, repo, opts, repo, opts);
+    CHECK_MSG(rc == 0, "%s", g_out);
+    CHECK(exists("%s/runs/smoke-2/checkpoint-epoch001.safetensors", d));
+    rc = test_xl(g_out, sizeof g_out, "cd %s && $XL --config %s/configs/smoke.yaml %s --set num_epochs=2 --resume latest", d, repo, opts);
+    CHECK_MSG(rc == 0, "%s", g_out);
+    CHECK_STR_CONTAINS(g_out, "runs/smoke-2 is the newest of this config's 2 runs");
+    CHECK(exists("%s/runs/smoke-2/checkpoint-epoch002.safetensors", d));
+    CHECK(!exists("%s/runs/smoke/checkpoint-epoch002.safetensors", d));
+}
+
+#define TINY_SWEEP SMALL " --set log_steps=0"
+
+/* a finished sweep run again is named as a sweep, with --sweep-resume */
+TEST(exits_rerun_of_a_finished_sweep_names_sweep_resume) {
+    const char *d = test_tmpdir();
+    int rc = test_xl(g_out, sizeof g_out, "$XL " TINY_SWEEP " --set output_dir=%s/s --sweep seed=1,2 >/dev/null 2>&1; echo $?", d);
+    CHECK_EQ(rc, 0);
+    CHECK_EQ(atoi(g_out), 0);
+    rc = test_xl(g_out, sizeof g_out, "$XL " TINY_SWEEP " --set output_dir=%s/s --sweep seed=1,2", d);
+    CHECK_EQ(rc, 2);
+    CHECK_STR_CONTAINS(g_out, "holds a sweep (summary.csv)");
+    CHECK_STR_CONTAINS(g_out, "--sweep-resume");
+    CHECK(!strstr(g_out, "--overwrite"));
+}
+
+/* --sweep-resume with another grid is refused, and summary.csv keeps its rows */
+TEST(exits_sweep_resume_with_another_grid_is_refused) {
+    const char *d = test_tmpdir();
+    int rc = test_xl(g_out, sizeof g_out, "$XL " TINY_SWEEP " --set output_dir=%s/s --sweep seed=1,2 >/dev/null 2>&1", d);
+    CHECK_EQ(rc, 0);
+    char before[4096];
+    snprintf(before, sizeof before, "%s", test_slurp("%s/s/summary.csv", d));
+    rc = test_xl(g_out, sizeof g_out, "$XL " TINY_SWEEP " --set output_dir=%s/s --sweep seed=3,4 --sweep-resume", d);
+    CHECK_EQ(rc, 2);
+    CHECK_STR_CONTAINS(g_out, "holds a sweep over another grid (its run ");
+    CHECK_STR_CONTAINS(g_out, " is not this grid's)");
+    CHECK_STR_EQ(test_slurp("%s/s/summary.csv", d), before);
+    /* the same grid extended keeps its runs and adds the new one */
+    rc = test_xl(g_out, sizeof g_out, "$XL " TINY_SWEEP " --set output_dir=%s/s --sweep seed=1,2,3 --sweep-resume 2>&1", d);
+    CHECK_MSG(rc == 0, "%s", g_out);
+    CHECK(exists("%s/s/3-seed=3", d));
+    CHECK_EQ(test_xl(g_out, sizeof g_out, "tail -n +2 %s/s/summary.csv | wc -l", d), 0);
+    CHECK_EQ(atoi(g_out), 3);
+}

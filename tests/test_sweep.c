@@ -48,9 +48,9 @@ TEST(sweep_2x2_leaves_4_run_dirs_and_4_summary_rows) {
     CHECK_EQ(run("sed -n 3p %s/s/summary.csv", d), 0); /* the second run: lr 0.05, batch 128 */
     CHECK_STR_CONTAINS(g_out, "2,0.05,128,ok,0,");
     CHECK_EQ(run("grep -c '\"batch_size\":128' %s/s/2-learning_rate=0.05,batch_size=128/results.json", d), 0);
-    /* the sweep's directory is a run's: a second sweep into it is refused */
+    /* the sweep's directory is a run's: a second sweep into it is refused, named as a sweep */
     CHECK_EQ(run("$XL " TINY " --set output_dir=%s/s --sweep seed=1,2 2>&1", d), 2);
-    CHECK_STR_CONTAINS(g_out, "already holds a run");
+    CHECK_STR_CONTAINS(g_out, "holds a sweep (summary.csv)");
 }
 
 TEST(sweep_a_diverging_run_does_not_stop_the_others_and_sets_the_exit_code) {

@@ -112,7 +112,14 @@ int xt_run_claim(xt_run *r, xt_err *e) {
     const xt_cli *cli = r->cli;
     if (r->host != 0) return 0; /* the global master alone writes outputs */
     xt_claim_kind kind = cli->eval_only || cli->predict ? XT_CLAIM_READ : cli->resume ? XT_CLAIM_CONTINUE : XT_CLAIM_NEW;
-    if (xt_rundir_claim(&r->rundir, r->c->output_dir, kind, !r->c->output_dir_set, cli->overwrite, e)) return e->code;
+    char dir[620];
+    snprintf(dir, sizeof dir, "%s", r->c->output_dir);
+    /* --resume latest with the default output_dir: the config's newest run, not its first */
+    int n;
+    if (kind != XT_CLAIM_NEW && !r->c->output_dir_set && cli->resume && !strcmp(cli->resume, "latest") &&
+        (n = xt_rundir_newest(r->c->output_dir, dir, sizeof dir)) > 1)
+        fprintf(stderr, "xlatrain: --resume latest: %s is the newest of this config's %d runs (set output_dir to choose another)\n", dir, n);
+    if (xt_rundir_claim(&r->rundir, dir, kind, !r->c->output_dir_set, cli->overwrite, e)) return e->code;
     r->claimed = 1;
     snprintf(r->outdir, sizeof r->outdir, "%s", r->rundir.dir);
     if (kind == XT_CLAIM_READ) return 0;

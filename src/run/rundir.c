@@ -81,6 +81,34 @@ int xt_rundir_holds_run(const char *dir) {
     return found;
 }
 
+/* A sweep's directory: its summary files (sweep_report.h). */
+static int holds_sweep(const char *dir) {
+    char path[700];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/summary.csv", dir);
+    if (lstat(path, &st) == 0) return 1;
+    snprintf(path, sizeof path, "%s/summary.jsonl", dir);
+    return lstat(path, &st) == 0;
+}
+
+int xt_rundir_newest(const char *base, char *out, size_t cap) {
+    char dir[620];
+    struct timespec best = {0, 0};
+    int found = 0;
+    for (int i = 1; i <= XT_MAX_RUN_SUFFIX; i++) {
+        if (i == 1) snprintf(dir, sizeof dir, "%s", base);
+        else snprintf(dir, sizeof dir, "%s-%d", base, i);
+        struct stat st;
+        /* written last: a run's checkpoints and summary are renamed into its directory */
+        if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || !xt_rundir_holds_run(dir)) continue;
+        if (!found++ || st.st_mtim.tv_sec > best.tv_sec || (st.st_mtim.tv_sec == best.tv_sec && st.st_mtim.tv_nsec > best.tv_nsec)) {
+            best = st.st_mtim;
+            snprintf(out, cap, "%s", dir);
+        }
+    }
+    return found;
+}
+
 static int mkdir_p(const char *path, xt_err *e) {
     char tmp[600];
     snprintf(tmp, sizeof tmp, "%s", path);
@@ -173,6 +201,8 @@ static int claim_one(xt_rundir *d, xt_claim_kind kind, int overwrite, int quiet,
         if (quiet) return 1;
         /* a run stopped before its first checkpoint (killed early, or by a closed pipe) and before
          * finishing has nothing to resume */
+        if (holds_sweep(d->dir)) /* --overwrite does not go with --sweep: name what does */
+            return xt_fail(e, XT_EUSAGE, "%s holds a sweep (summary.csv); continue it, or re-run the runs that did not end ok, with --sweep-resume and the same --sweep options, or set output_dir to a new directory", d->dir);
         xt_st_ckpt *ck = NULL;
         int nck = 0;
         xt_err ignored = {0};
