@@ -212,12 +212,46 @@ TEST(mpi_sigterm_to_mpirun_checkpoints_on_every_host) {
     CHECK_STR_CONTAINS(g_out, "resuming from");
 }
 
+/* An IDX file: magic, dims, then bytes from fill(i). */
+static void write_idx(const char *dir, const char *name, int rank, int n, int salt) {
+    char path[700];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    if (!f) {
+        CHECK_MSG(0, "cannot write %s", path);
+        return;
+    }
+    unsigned char head[16] = {0, 0, 8, (unsigned char)(rank == 3 ? 3 : 1)};
+    int dims[3] = {n, 28, 28};
+    for (int d = 0; d < rank; d++)
+        for (int b = 0; b < 4; b++) head[4 + 4 * d + b] = (unsigned char)(dims[d] >> (24 - 8 * b));
+    fwrite(head, 1, 4 + 4 * (size_t)rank, f);
+    long bytes = rank == 3 ? (long)n * 784 : n;
+    for (long i = 0; i < bytes; i++) fputc(rank == 3 ? (int)((i * 7 + salt) % 256) : (int)(i % 10), f);
+    fclose(f);
+}
+
+/* <t>/<name>: an MNIST-shaped datadir of 256 + 64 images, pixels shifted by salt */
+static void write_datadir(const char *t, const char *name, int salt) {
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s/%s", t, name);
+    mkdir(dir, 0777);
+    write_idx(dir, "train-images-idx3-ubyte", 3, 256, salt);
+    write_idx(dir, "train-labels-idx1-ubyte", 1, 256, 0);
+    write_idx(dir, "t10k-images-idx3-ubyte", 3, 64, salt);
+    write_idx(dir, "t10k-labels-idx1-ubyte", 1, 64, 0);
+}
+
 TEST(mpi_ranks_with_different_data_stop_before_training) {
     need_mpi();
     const char *cfg = small_config(), *t = test_tmpdir(), *bin = test_bin();
-    /* MPMD: the same config, but rank 1 generates its synthetic set from another seed */
-    int rc = run(MPIRUN " -np 1 %s --config %s --set output_dir=%s/d : -np 1 %s --config %s --set seed=2 --set output_dir=%s/d 2>&1",
-                 bin, cfg, t, bin, cfg, t);
+    /* MPMD: the same config, each rank its own datadir (a path the ranks
+     * may differ in), rank 1's with other pixels */
+    write_datadir(t, "a", 0);
+    write_datadir(t, "b", 1);
+    const char *data = "--set dataset=mnist --set batch_size=32";
+    int rc = run(MPIRUN " -np 1 %s --config %s %s --set datadir=%s/a --set output_dir=%s/d : -np 1 %s --config %s %s --set datadir=%s/b --set output_dir=%s/d 2>&1",
+                 bin, cfg, data, t, t, bin, cfg, data, t, t);
     CHECK_MSG(rc == 3, "exit %d, want 3: %s", rc, g_out);
     CHECK_STR_CONTAINS(g_out, "MPI rank 1");
     CHECK_STR_CONTAINS(g_out, "has another dataset than rank 0");
@@ -227,4 +261,34 @@ TEST(mpi_ranks_with_different_data_stop_before_training) {
     snprintf(p, sizeof p, "%s/d/checkpoint-epoch001.safetensors", t);
     struct stat st;
     CHECK(stat(p, &st) != 0);
+}
+
+/* Ranks started with another learning_rate and momentum would train
+ * silently on another trajectory: refused at start-up, naming the keys. */
+TEST(mpi_ranks_with_different_trajectory_keys_stop_at_start) {
+    need_mpi();
+    const char *cfg = small_config(), *t = test_tmpdir(), *bin = test_bin();
+    int rc = run(MPIRUN " -np 1 %s --config %s --set output_dir=%s/d : -np 1 %s --config %s --set learning_rate=0.1 --set momentum=0.9 --set output_dir=%s/d 2>&1",
+                 bin, cfg, t, bin, cfg, t);
+    CHECK_MSG(rc == 2, "exit %d, want 2: %s", rc, g_out);
+    CHECK_STR_CONTAINS(g_out, "MPI rank 1 (");
+    CHECK_STR_CONTAINS(g_out, "was started with another trajectory than rank 0");
+    CHECK_STR_CONTAINS(g_out, "learning_rate: 0.05 -> 0.1");
+    CHECK_STR_CONTAINS(g_out, "momentum: 0.5 -> 0.9");
+    CHECK(!strstr(g_out, "Loss="));
+    struct stat st;
+    char p[600];
+    snprintf(p, sizeof p, "%s/d", t);
+    CHECK_MSG(stat(p, &st) != 0, "the refused job claimed %s", p);
+}
+
+/* A seed mismatch is named as such, not blamed on the data it generates. */
+TEST(mpi_ranks_with_different_seeds_say_seed_differs) {
+    need_mpi();
+    const char *cfg = small_config(), *t = test_tmpdir(), *bin = test_bin();
+    int rc = run(MPIRUN " -np 1 %s --config %s --set output_dir=%s/d : -np 1 %s --config %s --set seed=2 --set output_dir=%s/d 2>&1",
+                 bin, cfg, t, bin, cfg, t);
+    CHECK_MSG(rc == 2, "exit %d, want 2: %s", rc, g_out);
+    CHECK_STR_CONTAINS(g_out, "seed differs; 1 key differs (seed: 1 -> 2");
+    CHECK(!strstr(g_out, "dataset"));
 }

@@ -225,6 +225,7 @@ int xt_train_main(const xt_config *c, const xt_cli *cli, xt_err *e) {
     r.rank_offset = offset;
     /* everything that can refuse the run from its config, model or data
      * comes before the directory is claimed: a refused run leaves none */
+    if (!rc) rc = xt_hosts_check_trajectory(&r, e);
     if (!rc) rc = xt_hosts_check_data(&r, xt_run_open_data(&r, e), e);
     if (!rc) rc = check_steps(&r, e);
     if (!rc) rc = xt_run_claim(&r, e);
