@@ -249,3 +249,70 @@ TEST(exits_sweep_resume_with_another_grid_is_refused) {
     CHECK_EQ(test_xl(g_out, sizeof g_out, "tail -n +2 %s/s/summary.csv | wc -l", d), 0);
     CHECK_EQ(atoi(g_out), 3);
 }
+
+/* ---- item 6: one evaluation graph for any test-set size --------------------- */
+
+/* A number after "key": in a JSON text (NaN when absent). */
+static double json_num(const char *text, const char *key) {
+    json_error_t err;
+    json_t *j = json_loads(text, 0, &err);
+    const json_t *v = j ? json_object_get(j, key) : NULL;
+    double x = json_is_number(v) ? json_number_value(v) : NAN;
+    json_decref(j);
+    return x;
+}
+
+/* 256 test images in batches of 1000 were chunks of 250 + 6: two graphs.
+ * Padded, the 6 compile nothing new, and count as 6: the accuracy and the
+ * test loss are those of an unpadded evaluation (test_batch_size 256). */
+TEST(exits_eval_compiles_once_whatever_the_test_set_size) {
+    const char *d = test_tmpdir();
+    const char *mon = "--set early_stopping.monitor=test_loss --set early_stopping.patience=5";
+    int rc = test_xl(g_out, sizeof g_out, "$XL " SMALL " %s --max-compiles 2 --set output_dir=%s/a", mon, d);
+    CHECK_MSG(rc == 0, "exit %d: %s", rc, g_out);
+    rc = test_xl(g_out, sizeof g_out, "$XL " SMALL " %s --set test_batch_size=256 --set output_dir=%s/b", mon, d);
+    CHECK_MSG(rc == 0, "exit %d: %s", rc, g_out);
+    const char *a = test_slurp("%s/a/results.json", d), *b = test_slurp("%s/b/results.json", d);
+    CHECK(json_num(a, "final_accuracy") == json_num(b, "final_accuracy"));
+    CHECK(!isnan(json_num(a, "final_accuracy")));
+    json_error_t err;
+    json_t *ja = json_loads(a, 0, &err), *jb = json_loads(b, 0, &err);
+    double la = json_number_value(json_object_get(json_object_get(ja, "best"), "value"));
+    double lb = json_number_value(json_object_get(json_object_get(jb, "best"), "value"));
+    CHECK_NEAR(la, lb, 1e-4 * fabs(lb));
+    CHECK(lb > 0);
+    json_decref(ja);
+    json_decref(jb);
+    /* and with three workers, shards of 86 */
+    rc = test_xl(g_out, sizeof g_out, "$XL " SMALL " --set num_cores=3 --set batch_size=32 --max-compiles 2 --set output_dir=%s/c", d);
+    CHECK_MSG(rc == 0, "exit %d: %s", rc, g_out);
+}
+
+/* a warm-up longer than the run (a shortened CI run) is a note, not exit 2 */
+TEST(exits_warmup_longer_than_the_run_is_a_warning) {
+    int rc = test_xl(g_out, sizeof g_out, "$XL " SMALL " --set schedule.warmup_epochs=3 --set output_dir=%s/a", test_tmpdir());
+    CHECK_MSG(rc == 0, "exit %d: %s", rc, g_out);
+    CHECK_STR_CONTAINS(g_out, "note: schedule.warmup_epochs (3) is not less than num_epochs (1): the schedule never finishes warming up");
+}
+
+/* ---- item 8: the small ones -------------------------------------------------- */
+
+/* the four files given by path need no datadir */
+TEST(exits_four_data_files_need_no_datadir) {
+    const char *d = test_tmpdir();
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s/data", d);
+    test_write_idx_set(dir, 256, 64, 0);
+    int rc = test_xl(g_out, sizeof g_out, "D=%s/data; $XL " SMALL " --set dataset=mnist --set batch_size=32 --set train_images=$D/train-images-idx3-ubyte "
+                     "--set train_labels=$D/train-labels-idx1-ubyte --set test_images=$D/t10k-images-idx3-ubyte "
+                     "--set test_labels=$D/t10k-labels-idx1-ubyte --set output_dir=%s/a", d, d);
+    CHECK_MSG(rc == 0, "exit %d: %s", rc, g_out);
+}
+
+/* the Adam note names a key that exists */
+TEST(exits_adam_momentum_note_names_optimizer_betas) {
+    int rc = test_xl(g_out, sizeof g_out, "$XL " SMALL " --set optimizer.name=adam --set momentum=0.9 --dry-run");
+    CHECK_EQ(rc, 0);
+    CHECK_STR_CONTAINS(g_out, "uses the first of optimizer.betas (0.9) instead");
+    CHECK(!strstr(g_out, "optimizer.beta1"));
+}

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "synth_idx.h"
 #include "test.h"
 
 /* Skip unless the binary has MPI and mpirun exists. */
@@ -212,43 +213,16 @@ TEST(mpi_sigterm_to_mpirun_checkpoints_on_every_host) {
     CHECK_STR_CONTAINS(g_out, "resuming from");
 }
 
-/* An IDX file: magic, dims, then bytes from fill(i). */
-static void write_idx(const char *dir, const char *name, int rank, int n, int salt) {
-    char path[700];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "wb");
-    if (!f) {
-        CHECK_MSG(0, "cannot write %s", path);
-        return;
-    }
-    unsigned char head[16] = {0, 0, 8, (unsigned char)(rank == 3 ? 3 : 1)};
-    int dims[3] = {n, 28, 28};
-    for (int d = 0; d < rank; d++)
-        for (int b = 0; b < 4; b++) head[4 + 4 * d + b] = (unsigned char)(dims[d] >> (24 - 8 * b));
-    fwrite(head, 1, 4 + 4 * (size_t)rank, f);
-    long bytes = rank == 3 ? (long)n * 784 : n;
-    for (long i = 0; i < bytes; i++) fputc(rank == 3 ? (int)((i * 7 + salt) % 256) : (int)(i % 10), f);
-    fclose(f);
-}
-
-/* <t>/<name>: an MNIST-shaped datadir of 256 + 64 images, pixels shifted by salt */
-static void write_datadir(const char *t, const char *name, int salt) {
-    char dir[600];
-    snprintf(dir, sizeof dir, "%s/%s", t, name);
-    mkdir(dir, 0777);
-    write_idx(dir, "train-images-idx3-ubyte", 3, 256, salt);
-    write_idx(dir, "train-labels-idx1-ubyte", 1, 256, 0);
-    write_idx(dir, "t10k-images-idx3-ubyte", 3, 64, salt);
-    write_idx(dir, "t10k-labels-idx1-ubyte", 1, 64, 0);
-}
-
 TEST(mpi_ranks_with_different_data_stop_before_training) {
     need_mpi();
     const char *cfg = small_config(), *t = test_tmpdir(), *bin = test_bin();
     /* MPMD: the same config, each rank its own datadir (a path the ranks
      * may differ in), rank 1's with other pixels */
-    write_datadir(t, "a", 0);
-    write_datadir(t, "b", 1);
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s/a", t);
+    test_write_idx_set(dir, 256, 64, 0);
+    snprintf(dir, sizeof dir, "%s/b", t);
+    test_write_idx_set(dir, 256, 64, 1);
     const char *data = "--set dataset=mnist --set batch_size=32";
     int rc = run(MPIRUN " -np 1 %s --config %s %s --set datadir=%s/a --set output_dir=%s/d : -np 1 %s --config %s %s --set datadir=%s/b --set output_dir=%s/d 2>&1",
                  bin, cfg, data, t, t, bin, cfg, data, t, t);

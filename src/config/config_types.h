@@ -97,7 +97,7 @@ typedef struct xt_config {
 
     /* what the config sets that has no effect, for main to print as notes
      * ("momentum 0.5 is not used by adam"); library code never prints */
-    char notes[2][240];
+    char notes[4][240];
     int nnotes;
 } xt_config;
 

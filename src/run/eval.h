@@ -38,7 +38,10 @@ typedef struct xt_eval {
     xt_loader loader;
     int have_sampler, have_loader;
     int32_t *pred;                  /* (test_batch_size) predicted classes of a batch */
-    int chunk;                      /* images per evaluation step (see eval.c) */
+    int chunk;                      /* images per evaluation step: its one compiled shape (see eval.c) */
+    float *pad_x;                   /* (chunk x image) a short last chunk padded to the shape */
+    int32_t *pad_y, *pad_pred;      /* (chunk) its labels (padding: 0) and predictions */
+    float *pad_logp;                /* (chunk x classes) a chunk's log-probabilities, for the test loss */
     int want_loss;                  /* trace and fetch the test loss too (early_stopping.monitor: test_loss) */
     long long *confusion;           /* (classes^2) this shard's [true][predicted] counts of the last pass */
     int classes;
