@@ -316,3 +316,23 @@ TEST(exits_adam_momentum_note_names_optimizer_betas) {
     CHECK_STR_CONTAINS(g_out, "uses the first of optimizer.betas (0.9) instead");
     CHECK(!strstr(g_out, "optimizer.beta1"));
 }
+
+/* ---- item 4: a summary on every ending, including the early ones ------------- */
+
+/* SIGTERM while a large synthetic set is made (before the first step): the
+ * handlers are in place, so it is an interrupt (130) with nothing claimed,
+ * or, had the directory been claimed already, with its results.json. */
+TEST(exits_sigterm_before_the_first_step_is_an_interrupt) {
+    const char *d = test_tmpdir();
+    int rc = test_xl(g_out, sizeof g_out, "$XL " SMOKE " --set synthetic_train_size=150000 --set num_epochs=1 --set output_dir=%s/a > %s/log 2>&1 & p=$!; "
+                     "sleep 0.4; kill -TERM $p; wait $p; echo rc=$?; cat %s/log", d, d, d);
+    CHECK_EQ(rc, 0);
+    CHECK_STR_CONTAINS(g_out, "rc=130");
+    CHECK(!strstr(g_out, "Finished training epoch"));
+    if (strstr(g_out, "run directory")) /* the signal came after the claim */
+        CHECK_STR_CONTAINS(test_slurp("%s/a/results.json", d), "\"status\":\"interrupted\"");
+    else {
+        CHECK_STR_CONTAINS(g_out, "interrupted by SIGTERM before the run started: nothing was trained or written");
+        CHECK(!exists("%s/a", d));
+    }
+}

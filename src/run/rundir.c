@@ -199,16 +199,14 @@ static int claim_one(xt_rundir *d, xt_claim_kind kind, int overwrite, int quiet,
     if (kind == XT_CLAIM_NEW && xt_rundir_holds_run(d->dir) && !overwrite) {
         xt_rundir_release(d);
         if (quiet) return 1;
-        /* a run stopped before its first checkpoint (killed early, or by a closed pipe) and before
-         * finishing has nothing to resume */
         if (holds_sweep(d->dir)) /* --overwrite does not go with --sweep: name what does */
             return xt_fail(e, XT_EUSAGE, "%s holds a sweep (summary.csv); continue it, or re-run the runs that did not end ok, with --sweep-resume and the same --sweep options, or set output_dir to a new directory", d->dir);
+        /* a run stopped before its first checkpoint (killed or interrupted early, or by a closed
+         * pipe; its results.json, if any, says how) has nothing to resume */
         xt_st_ckpt *ck = NULL;
         int nck = 0;
         xt_err ignored = {0};
-        char results[1024];
-        snprintf(results, sizeof results, "%s/results.json", d->dir);
-        if (!xt_st_list_checkpoints(d->dir, &ck, &nck, &ignored) && nck == 0 && access(results, F_OK) != 0) {
+        if (!xt_st_list_checkpoints(d->dir, &ck, &nck, &ignored) && nck == 0) {
             free(ck);
             return xt_fail(e, XT_EUSAGE, "%s already holds a run that stopped before its first checkpoint; start it again with --overwrite, or set output_dir to a new directory", d->dir);
         }

@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <sched.h>
+#include <signal.h>
 #include <math.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -142,10 +143,8 @@ static int check_steps(const xt_run *r, xt_err *e) {
 
 /* The replicas: forked and supervised, or this process alone. */
 static int run_replicas(xt_run *r, xt_err *e) {
-    if (r->world == 1 && r->hosts == 1) {
-        xt_signals_install();
+    if (r->world == 1 && r->hosts == 1) { /* the handlers of xt_train_main serve it */
         int rc = xt_worker_main(0, r);
-        xt_signals_restore();
         if (rc) *e = r->err;
         return rc;
     }
@@ -177,6 +176,18 @@ static int run_replicas(xt_run *r, xt_err *e) {
         }
     }
     return rc;
+}
+
+/* SIGINT/SIGTERM while the run was being set up (its data made, its
+ * checkpoint read): it stops before the first step, with its summary once
+ * the directory is claimed (train's handlers are installed before that). */
+static int stopped_before_start(const xt_run *r, xt_err *e) {
+    int sig = xt_stop_requested();
+    if (!sig) return 0;
+    if (!r->claimed)
+        return xt_fail(e, XT_EINTR, "interrupted by %s before the run started: nothing was trained or written", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    return xt_fail(e, XT_EINTR, "interrupted by %s before the first step: nothing was trained; run it again%s", sig == SIGINT ? "SIGINT" : "SIGTERM",
+                   r->cli->resume ? " with --resume latest" : " (with --overwrite, or another output_dir)");
 }
 
 /* The status a failure gets in the summary. */
@@ -220,6 +231,9 @@ int xt_train_main(const xt_config *c, const xt_cli *cli, xt_err *e) {
     warn_cpus(c->num_cores);
     gc = *c;
     gc.num_cores = world;
+    /* a stop from here on ends with a summary once the directory is claimed;
+     * with workers, xt_spawn takes the signals over while they run */
+    xt_signals_install();
     rc = xt_run_open(&r, &gc, cli, e);
     r.local_world = c->num_cores;
     r.rank_offset = offset;
@@ -228,6 +242,7 @@ int xt_train_main(const xt_config *c, const xt_cli *cli, xt_err *e) {
     if (!rc) rc = xt_hosts_check_trajectory(&r, e);
     if (!rc) rc = xt_hosts_check_data(&r, xt_run_open_data(&r, e), e);
     if (!rc) rc = check_steps(&r, e);
+    if (!rc) rc = stopped_before_start(&r, e);
     if (!rc) rc = xt_run_claim(&r, e);
     if (!rc && r.host == 0) rc = resume(&r, e); /* host 0 reads the checkpoint, */
     rc = xt_hosts_share_state(&r, rc, e);      /* and hands it to the others */
@@ -240,6 +255,7 @@ int xt_train_main(const xt_config *c, const xt_cli *cli, xt_err *e) {
     } else {
         /* a resumed run records the config it goes on with, once --resume has accepted it */
         if (!rc && cli->resume && !cli->eval_only && r.host == 0) rc = xt_record_write_config(r.outdir, &gc, cli, e);
+        if (!rc) rc = stopped_before_start(&r, e);
         if (!rc) {
             print_banner(&r);
             in_replicas = 1;
@@ -250,5 +266,6 @@ int xt_train_main(const xt_config *c, const xt_cli *cli, xt_err *e) {
     if (rc) failure_summary(&r, e, in_replicas);
     xt_out_note_dropped(r.world == 1 && r.hosts == 1 ? r.rank_offset : -1);
     xt_run_close(&r);
+    xt_signals_restore();
     return rc;
 }
