@@ -336,3 +336,25 @@ TEST(exits_sigterm_before_the_first_step_is_an_interrupt) {
         CHECK(!exists("%s/a", d));
     }
 }
+
+/* ---- item 7: grad_clip_norm and label_smoothing through the binary ---------- */
+
+/* The keys train (their numbers against PyTorch: test_golden_steps.c),
+ * config.yaml records them, and --resume treats them as the trajectory. */
+TEST(exits_grad_clip_norm_and_label_smoothing_train_and_are_recorded) {
+    const char *d = test_tmpdir();
+    int rc = test_xl(g_out, sizeof g_out, "$XL " SMALL " --set output_dir=%s/a && $XL " SMALL
+                     " --set grad_clip_norm=0.05 --set label_smoothing=0.1 --set output_dir=%s/b", d, d);
+    CHECK_MSG(rc == 0, "exit %d: %s", rc, g_out);
+    double la = json_num(test_slurp("%s/a/results.json", d), "final_loss");
+    double lb = json_num(test_slurp("%s/b/results.json", d), "final_loss");
+    CHECK_MSG(isfinite(la) && isfinite(lb) && la != lb, "final_loss %g and %g", la, lb);
+    const char *cfg = test_slurp("%s/b/config.yaml", d);
+    CHECK_STR_CONTAINS(cfg, "grad_clip_norm: 0.05");
+    CHECK_STR_CONTAINS(cfg, "label_smoothing: 0.1");
+    rc = test_xl(g_out, sizeof g_out, "$XL " SMALL " --set num_epochs=2 --set grad_clip_norm=1 --set label_smoothing=0.1 --set output_dir=%s/b --resume latest", d);
+    CHECK_EQ(rc, 2);
+    CHECK_STR_CONTAINS(g_out, "grad_clip_norm: 0.05 -> 1");
+    rc = test_xl(g_out, sizeof g_out, "$XL " SMALL " --set label_smoothing=1 --dry-run");
+    CHECK_EQ(rc, 2);
+}

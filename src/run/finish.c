@@ -79,6 +79,8 @@ static void hyperparameters(const xt_run *r, xt_jsonw *w) {
     xt_jw_key(w, "weight_decay"); xt_jw_num(w, c->weight_decay);
     xt_jw_key(w, "betas"); xt_jw_arr(w); xt_jw_num(w, c->beta1); xt_jw_num(w, c->beta2); xt_jw_end(w);
     xt_jw_key(w, "eps"); xt_jw_num(w, c->adam_eps);
+    xt_jw_key(w, "grad_clip_norm"); xt_jw_num(w, c->grad_clip_norm);
+    xt_jw_key(w, "label_smoothing"); xt_jw_num(w, c->label_smoothing);
     xt_jw_key(w, "schedule"); xt_jw_str(w, schedule_name(c->schedule));
     xt_jw_key(w, "step_size"); xt_jw_int(w, c->step_size);
     xt_jw_key(w, "gamma"); xt_jw_num(w, c->gamma);
