@@ -22,7 +22,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from golden_util import SeedCNN, provenance, write_safetensors  # noqa: E402
+from golden_util import SeedCNN, provenance, steps_inputs, steps_variant, write_safetensors  # noqa: E402
 
 OUT = "tests/golden/seed_cnn_clip_smooth.safetensors"
 BATCH_SIZES = [8, 8, 8, 8, 5]
@@ -66,28 +66,14 @@ def train(opt_name, kw, clip, smooth, dtype):
 out, meta = {}, provenance("tests/golden/make_golden_clip_smooth.py")
 meta["steps"] = str(len(BATCH_SIZES))
 meta["variants"] = ",".join(VARIANTS)
-for k, v in init.items():
-    out["init." + k] = v.numpy().astype(np.float32)
-for s, (x, y) in enumerate(batches):
-    out["x.%d" % s] = x.numpy()
-    out["y.%d" % s] = y.numpy().astype(np.int32)
+steps_inputs(out, init, batches)
 for name, (opt_name, kw, clip, smooth) in VARIANTS.items():
     s32, l32, n32 = train(opt_name, kw, clip, smooth, torch.float32)
     s64, _, _ = train(opt_name, kw, clip, smooth, torch.float64)
-    worst = 0.0
-    for k, v in s32.items():
-        out[name + "." + k] = v.numpy()
-        ref = s64[k].numpy()
-        worst = max(worst, float(np.max(np.abs(v.numpy().astype(np.float64) - ref)) / np.max(np.abs(ref))))
-    out[name + ".loss"] = np.array(l32, dtype=np.float32)
-    meta[name + ".optimizer"] = opt_name.lower()
-    for key in ("lr", "momentum", "weight_decay"):
-        meta[name + "." + key] = repr(float(kw.get(key, 0.0)))
-    meta[name + ".nesterov"] = "1" if kw.get("nesterov") else "0"
+    worst = steps_variant(out, meta, name, opt_name, kw, s32, l32, s64)
     meta[name + ".grad_clip_norm"] = repr(float(clip))
     meta[name + ".label_smoothing"] = repr(float(smooth))
     meta[name + ".clip_norms"] = ",".join("%.6g" % v for v in n32)
-    meta[name + ".f32_vs_f64"] = "%.3g" % worst
     print("%-28s losses %s  norms %s  float32 vs float64: %.3g"
           % (name, " ".join("%.5f" % v for v in l32), " ".join("%.3f" % v for v in n32), worst))
 write_safetensors(OUT, out, meta)
