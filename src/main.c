@@ -106,7 +106,8 @@ static const char help_text[] =
     "results.json (eval.json for --eval-only) and prints it as the last line.\n"
     "\n"
     "exit status (results.json \"status\" in brackets):\n"
-    "  0    success [ok]; also a run stopped by max_time [time_limit]\n"
+    "  0    success [ok]; also a run stopped by max_time [time_limit] or by\n"
+    "       early stopping [early_stopped]\n"
     "  2    usage, configuration or layer-spec error; output_dir holds another run\n"
     "       or is in use; --resume with a config that changes the trajectory [error]\n"
     "  3    an input cannot be read: dataset files missing, truncated or corrupt;\n"
@@ -219,7 +220,7 @@ static void print_bash_completion(void) {
            "    fi\n"
            "    case $prev in\n"
            "        --config) COMPREPLY=($(compgen -f -X '!*.y*ml' -- \"$cur\") $(compgen -d -- \"$cur\")); return;;\n"
-           "        --set) compopt -o nospace 2>/dev/null; COMPREPLY=($(compgen -S = -W \"");
+           "        --set|--sweep) compopt -o nospace 2>/dev/null; COMPREPLY=($(compgen -S = -W \"");
     for (int i = 0; i < xt_nkeys; i++) printf("%s%s", i ? " " : "", xt_keys[i].name);
     printf("\" -- \"$cur\")); return;;\n"
            "        --resume|--predict|--export|--output) COMPREPLY=($(compgen -f -- \"$cur\")); return;;\n"

@@ -324,8 +324,8 @@ TEST(exits_adam_momentum_note_names_optimizer_betas) {
  * or, had the directory been claimed already, with its results.json. */
 TEST(exits_sigterm_before_the_first_step_is_an_interrupt) {
     const char *d = test_tmpdir();
-    int rc = test_xl(g_out, sizeof g_out, "$XL " SMOKE " --set synthetic_train_size=150000 --set num_epochs=1 --set output_dir=%s/a > %s/log 2>&1 & p=$!; "
-                     "sleep 0.4; kill -TERM $p; wait $p; echo rc=$?; cat %s/log", d, d, d);
+    int rc = test_xl(g_out, sizeof g_out, "$XL " SMOKE " --set synthetic_train_size=%d --set num_epochs=1 --set output_dir=%s/a > %s/log 2>&1 & p=$!; "
+                     "sleep 0.4; kill -TERM $p; wait $p; echo rc=$?; cat %s/log", test_train_size(120000), d, d, d);
     CHECK_EQ(rc, 0);
     CHECK_STR_CONTAINS(g_out, "rc=130");
     CHECK(!strstr(g_out, "Finished training epoch"));
@@ -357,4 +357,110 @@ TEST(exits_grad_clip_norm_and_label_smoothing_train_and_are_recorded) {
     CHECK_STR_CONTAINS(g_out, "grad_clip_norm: 0.05 -> 1");
     rc = test_xl(g_out, sizeof g_out, "$XL " SMALL " --set label_smoothing=1 --dry-run");
     CHECK_EQ(rc, 2);
+}
+
+TEST(exits_export_of_a_missing_run_exits_3) {
+    int rc = test_xl(g_out, sizeof g_out, "cd %s && $XL --export nothere --output x.pt", test_tmpdir());
+    CHECK_EQ(rc, 3);
+    CHECK_STR_CONTAINS(g_out, "--export nothere: cannot read it");
+}
+
+TEST(exits_export_into_a_missing_directory_says_so) {
+    const char *d = trained_run();
+    int rc = test_xl(g_out, sizeof g_out, "cd %s && $XL --export run --output missing/dir/x.pt", d);
+    CHECK_EQ(rc, 5);
+    CHECK_STR_CONTAINS(g_out, "cannot write missing/dir/x.pt: No such file or directory; create the directory first");
+    CHECK(!strstr(g_out, "temporary file"));
+}
+
+TEST(exits_export_name_must_choose_the_format) {
+    const char *d = trained_run();
+    int rc = test_xl(g_out, sizeof g_out, "cd %s && $XL --export run --output x.npz", d);
+    CHECK_EQ(rc, 2);
+    CHECK_STR_CONTAINS(g_out, "--output x.npz: the name chooses the format");
+    CHECK(!exists("%s/x.npz", d));
+}
+
+TEST(exits_bash_completion_after_sweep_offers_keys) {
+    int rc = test_xl(g_out, sizeof g_out, "export XL; bash -c 'source <($XL --bash-completion); COMP_WORDS=(xlatrain --sweep learn); COMP_CWORD=2; "
+                                          "_xlatrain; echo \"${COMPREPLY[@]}\"'");
+    CHECK_EQ(rc, 0);
+    CHECK_STR_CONTAINS(g_out, "learning_rate=");
+    CHECK(!strstr(g_out, "--"));
+}
+
+TEST(exits_help_exit_0_names_early_stopped) {
+    CHECK_EQ(test_xl(g_out, sizeof g_out, "$XL --help | grep -A1 '^  0 '"), 0);
+    CHECK_STR_CONTAINS(g_out, "[early_stopped]");
+}
+
+TEST(exits_eval_only_with_two_workers_prints_the_global_accuracy) {
+    const char *d = test_tmpdir();
+    int rc = test_xl(g_out, sizeof g_out, "$XL " SMALL " --set num_cores=2 --set batch_size=64 --set output_dir=%s/a >/dev/null 2>&1 && "
+                     "$XL " SMALL " --set num_cores=2 --set batch_size=64 --set output_dir=%s/a --eval-only 2>/dev/null", d, d);
+    CHECK_MSG(rc == 0, "exit %d: %s", rc, g_out);
+    CHECK_STR_CONTAINS(g_out, "Global accuracy=");
+    CHECK_STR_CONTAINS(g_out, "/256 over 2 replicas)");
+}
+
+/* an interrupt mid-epoch still measures the steps it trained */
+TEST(exits_interrupted_run_reports_its_rate) {
+    const char *d = test_tmpdir();
+    int rc = test_xl(g_out, sizeof g_out, "$XL " SMOKE " --set synthetic_train_size=20000 --set num_epochs=1 --set log_steps=1 --set output_dir=%s/a > %s/log 2>&1 & p=$!; "
+                     "for i in $(seq 300); do grep -q '(5) Loss' %s/log 2>/dev/null && break; sleep 0.05; done; kill -TERM $p; wait $p; echo rc=$?",
+                     d, d, d);
+    CHECK_EQ(rc, 0);
+    CHECK_STR_CONTAINS(g_out, "rc=130");
+    double sps = json_num(test_slurp("%s/a/results.json", d), "samples_per_sec");
+    CHECK_MSG(sps > 0, "samples_per_sec %g", sps);
+}
+
+/* a worker that dies after a checkpoint: exit 4 says where to go on from */
+TEST(exits_dead_worker_names_resume_latest) {
+    const char *d = test_tmpdir();
+    int rc = test_xl(g_out, sizeof g_out, "$XL " SMOKE " --set num_cores=2 --set synthetic_train_size=4000 --set num_epochs=50 --set batch_size=32 "
+                     "--set output_dir=%s/a > %s/log 2>&1 & p=$!; "
+                     "for i in $(seq 600); do ls %s/a/checkpoint-epoch001.safetensors >/dev/null 2>&1 && break; sleep 0.05; done; "
+                     "kill -KILL $(pgrep -P $p | head -1); wait $p; echo rc=$?; cat %s/log", d, d, d, d);
+    CHECK_EQ(rc, 0);
+    CHECK_STR_CONTAINS(g_out, "rc=4");
+    CHECK_STR_CONTAINS(g_out, "the newest checkpoint is");
+    CHECK_STR_CONTAINS(g_out, "(continue with --resume latest --set output_dir=");
+}
+
+/* the lock of a training run whose PID is gone (its workers still ending)
+ * is not blamed on --eval-only or --predict */
+TEST(exits_lock_of_a_training_run_is_named_as_one) {
+    const char *d = test_tmpdir();
+    int rc = test_xl(g_out, sizeof g_out, "mkdir -p %s/a && echo 999999 > %s/a/xlatrain.lock && "
+                     "flock -x %s/a/xlatrain.lock sleep 3 & sleep 0.3; $XL " SMALL " --set output_dir=%s/a; echo rc=$?", d, d, d, d);
+    CHECK_EQ(rc, 0);
+    CHECK_STR_CONTAINS(g_out, "rc=2");
+    CHECK_STR_CONTAINS(g_out, "is in use by another xlatrain training run");
+    CHECK(!strstr(g_out, "--eval-only or --predict)"));
+}
+
+/* --eval-only writes eval.json: a read-only directory is refused first */
+TEST(exits_eval_only_into_a_read_only_directory_is_refused_first) {
+    const char *d = trained_run();
+    const char *as = "";
+    if (geteuid() == 0) {
+        if (access("/usr/bin/setpriv", X_OK) != 0) test_skip("running as root and no setpriv to drop privileges");
+        as = "/usr/bin/setpriv --reuid=65534 --regid=65534 --clear-groups ";
+        CHECK_EQ(test_xl(g_out, sizeof g_out, "chmod -R a+rX %s", d), 0);
+    }
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s/run", d);
+    CHECK(chmod(dir, 0555) == 0);
+    int rc = test_xl(g_out, sizeof g_out, "%s$XL " SMALL " --set output_dir=%s --eval-only", as, dir);
+    chmod(dir, 0777);
+    CHECK_MSG(rc == 5, "exit %d: %s", rc, g_out);
+    CHECK_STR_CONTAINS(g_out, "Permission denied");
+    CHECK(!strstr(g_out, "Accuracy="));
+}
+
+/* the README's sweep and CI recipes write ci/ and runs/ in a clone */
+TEST(exits_recipe_output_directories_are_ignored_by_git) {
+    if (test_run("git rev-parse --git-dir >/dev/null 2>&1", NULL, 0) != 0) test_skip("not in a git checkout");
+    CHECK_EQ(test_run("git check-ignore -q ci/summary.csv && git check-ignore -q runs/smoke/results.json", g_out, sizeof g_out), 0);
 }

@@ -148,7 +148,10 @@ static void results_json(const xt_run *r, xt_jsonw *w, const xt_summary *s) {
     xt_jw_key(w, "final_loss"); if (isfinite(s->final_loss)) xt_jw_numg(w, s->final_loss, 6); else xt_jw_null(w);
     xt_jw_key(w, "target_accuracy"); xt_jw_numg(w, c->target_accuracy, 6); /* as configured: 0 = no target */
     str_or_null(w, "last_checkpoint", s->checkpoint);
-    xt_jw_key(w, "samples_per_sec"); xt_jw_numg(w, train_s > 0 ? (double)r->samples_trained * r->world / train_s : 0, 6);
+    /* null, not 0, when this process measured nothing (a stop before an epoch's end
+     * in its workers): a sweep's table then shows "-" rather than a rate of 0 */
+    xt_jw_key(w, "samples_per_sec");
+    xt_jw_numg(w, train_s > 0 && r->samples_trained > 0 ? (double)r->samples_trained * r->world / train_s : (double)NAN, 6);
     xt_jw_key(w, "train_time_s"); xt_jw_numg(w, train_s, 6);
     xt_jw_key(w, "data_wait_s"); xt_jw_numg(w, (double)r->data_wait_ns / 1e9, 6);
     xt_jw_key(w, "wall_time_s"); xt_jw_numg(w, wall, 6);

@@ -268,7 +268,8 @@ void xt_progress(int epoch, int nepochs, long long done, long long total, double
     int pct = total > 0 ? (int)(100 * done / total) : 0;
     snprintf(head, sizeof head, "epoch %d/%d", epoch, nepochs);
     /* the widest tail that fits beside the head; the bar takes what is left (at most 30) */
-    const char *tails[3] = {" %3d%% %.0f samples/s ETA %s, run %s", " %3d%% ETA %s, run %s", " %3d%%"};
+    /* both times count down: say so ("left"), not ETA, which reads as a clock time */
+    const char *tails[3] = {" %3d%% %.0f samples/s, %s left, run %s left", " %3d%% %s left, run %s left", " %3d%%"};
     int room = cols - 1 - (int)strlen(head); /* never the last column: writing there wraps on many terminals */
     for (int t = 0; t < 3; t++) {
         if (t == 0) snprintf(tail, sizeof tail, tails[0], pct, rate, eta, run_eta);

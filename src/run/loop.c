@@ -264,7 +264,10 @@ static int train_epoch(worker *w, epoch_pos *p, xt_err *e) {
         }
         int rc = train_batch(w, p, b, e);
         if (rc) return rc;
-        if (stop_requested(w)) return interrupted_mid_epoch(w, p, e);
+        if (stop_requested(w)) { /* the steps so far count in samples_per_sec */
+            r->train_ns += xt_now_ns() - t_epoch;
+            return interrupted_mid_epoch(w, p, e);
+        }
         if ((rc = limit_reached(w, e)) < 0) return e->code;
         if (rc || (r->c->limit_train_batches > 0 && p->step >= r->c->limit_train_batches)) break;
     }
@@ -399,6 +402,9 @@ static int eval_only(worker *w, xt_err *e) {
     if (r->dist && (rc = xt_mesh_reduce_sum(r->dist, w->local, counts, 2, e))) return rc;
     xt_out("[xla:%d] Accuracy=%.2f%%", w->rank, total ? 100.0 * (double)correct / (double)total : 0.0);
     r->best_acc = counts[1] > 0 ? 100.0 * counts[0] / counts[1] : 0.0;
+    /* as after a training epoch: the figure over every replica, once */
+    if (r->world > 1 && w->rank == 0)
+        xt_out("Global accuracy=%.2f%% (%.0f/%.0f over %d replicas)", r->best_acc, counts[0], counts[1], r->world);
     return 0;
 }
 

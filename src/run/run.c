@@ -122,8 +122,10 @@ int xt_run_claim(xt_run *r, xt_err *e) {
     if (xt_rundir_claim(&r->rundir, dir, kind, !r->c->output_dir_set, cli->overwrite, e)) return e->code;
     r->claimed = 1;
     snprintf(r->outdir, sizeof r->outdir, "%s", r->rundir.dir);
+    /* --eval-only writes eval.json there, --predict predictions.csv unless --output says elsewhere */
+    int writes = kind != XT_CLAIM_READ || cli->eval_only || !cli->predict_out;
+    if (writes && xt_dir_check_writable(r->outdir, e)) return e->code; /* before any epoch (or evaluation) is spent */
     if (kind == XT_CLAIM_READ) return 0;
-    if (xt_dir_check_writable(r->outdir, e)) return e->code; /* before any epoch is spent */
     fprintf(stderr, "xlatrain: run directory %s\n", r->outdir);
     /* a resumed run records its config only once --resume has accepted it (train.c) */
     return kind == XT_CLAIM_NEW ? xt_record_write_config(r->outdir, r->c, cli, e) : 0;

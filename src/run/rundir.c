@@ -125,13 +125,21 @@ static int mkdir_p(const char *path, xt_err *e) {
     return 0;
 }
 
-/* Who holds the lock, for the message: "PID 1234", or a reader. */
-static void holder(int fd, char *buf, size_t cap) {
+/* Who holds the lock, for the message. A shared lock we can take too
+ * means readers (--eval-only, --predict) hold it; else a run holds it
+ * exclusively: its PID once written, or a run still starting. */
+static void holder(int fd, int wanted_exclusive, char *buf, size_t cap) {
+    if (wanted_exclusive && flock(fd, LOCK_SH | LOCK_NB) == 0) {
+        flock(fd, LOCK_UN);
+        snprintf(buf, cap, "another xlatrain (--eval-only or --predict)");
+        return;
+    }
     char txt[32] = {0};
     ssize_t n = pread(fd, txt, sizeof txt - 1, 0);
     long pid = n > 0 ? strtol(txt, NULL, 10) : 0;
-    if (pid > 0 && (kill((pid_t)pid, 0) == 0 || errno == EPERM)) snprintf(buf, cap, "xlatrain PID %ld", pid);
-    else snprintf(buf, cap, "another xlatrain (--eval-only or --predict)");
+    if (pid > 0 && (kill((pid_t)pid, 0) == 0 || errno == EPERM)) snprintf(buf, cap, "xlatrain PID %ld (a training run)", pid);
+    else if (pid > 0) snprintf(buf, cap, "another xlatrain training run (its PID %ld is gone: its workers may still be ending)", pid);
+    else snprintf(buf, cap, "another xlatrain training run (starting up)");
 }
 
 /* Open and try-lock <dir>/xlatrain.lock. 0 with d->lock_fd set; 1 when
@@ -149,7 +157,7 @@ static int try_lock(xt_rundir *d, xt_claim_kind kind, char *who, size_t cap, xt_
             close(fd);
             return xt_fail(e, XT_EIO, "%s: cannot lock: %s", path, strerror(err));
         }
-        holder(fd, who, cap);
+        holder(fd, kind != XT_CLAIM_READ, who, cap);
         close(fd);
         return 1;
     }
@@ -189,7 +197,7 @@ static int busy(const xt_rundir *d, const char *who, xt_err *e) {
 /* Claim exactly d->dir. 0; 1 (busy or holds a run: only with quiet, for
  * the default's next candidate); XT_EUSAGE; XT_EIO. */
 static int claim_one(xt_rundir *d, xt_claim_kind kind, int overwrite, int quiet, xt_err *e) {
-    char who[96];
+    char who[160];
     int rc = kind == XT_CLAIM_READ ? 0 : mkdir_p(d->dir, e);
     if (!rc) rc = try_lock(d, kind, who, sizeof who, e);
     if (rc == 1 && !quiet) return busy(d, who, e);

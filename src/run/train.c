@@ -166,13 +166,16 @@ static int run_replicas(xt_run *r, xt_err *e) {
     }
     if (r->host != 0) return rc;
     xt_tmp_sweep(r->outdir); /* a master killed mid-checkpoint leaves its temp file */
-    if (rc == XT_EINTR) { /* the master's message died with it: say where the run can go on from */
+    /* the master's message died with it (a stop), or a worker died or hung:
+     * say where the run can go on from */
+    int worker_lost = rc == XT_ERUNTIME && !strstr(e->msg, "loss is NaN") && !strstr(e->msg, "loss is Inf");
+    if (rc == XT_EINTR || worker_lost) {
         char ck[1024], msg[sizeof e->msg];
         xt_err ignored = {0};
         if (!xt_st_find_latest(r->outdir, ck, sizeof ck, &ignored)) {
             memcpy(msg, e->msg, sizeof msg);
-            xt_fail(e, XT_EINTR, "%.200s; checkpoint written to %.400s (continue with --resume latest --set output_dir=%.380s)",
-                    msg, ck, r->outdir);
+            xt_fail(e, rc, "%.200s; %s %.400s (continue with --resume latest --set output_dir=%.380s)", msg,
+                    rc == XT_EINTR ? "checkpoint written to" : "the newest checkpoint is", ck, r->outdir);
         }
     }
     return rc;
