@@ -464,3 +464,39 @@ TEST(exits_recipe_output_directories_are_ignored_by_git) {
     if (test_run("git rev-parse --git-dir >/dev/null 2>&1", NULL, 0) != 0) test_skip("not in a git checkout");
     CHECK_EQ(test_run("git check-ignore -q ci/summary.csv && git check-ignore -q runs/smoke/results.json", g_out, sizeof g_out), 0);
 }
+
+TEST(exits_a_number_too_large_for_a_double_is_named_so) {
+    int rc = test_xl(g_out, sizeof g_out, "$XL " SMALL " --set learning_rate=1e400 --dry-run");
+    CHECK_EQ(rc, 2);
+    CHECK_STR_CONTAINS(g_out, "'1e400' is not a finite number");
+    CHECK(!strstr(g_out, "must be > 0"));
+}
+
+TEST(exits_a_layer_spec_given_as_the_config_is_named_so) {
+    int rc = test_xl(g_out, sizeof g_out, "$XL --config models/lenet5.yaml --dry-run");
+    CHECK_EQ(rc, 2);
+    CHECK_STR_CONTAINS(g_out, "this file is a layer spec, not a FLAGS file: give it to a config as 'model: <this file>'");
+}
+
+TEST(exits_a_model_for_other_images_names_the_ones_that_fit) {
+    int rc = test_xl(g_out, sizeof g_out, "$XL " SMALL " --set model=resnet20 --dry-run");
+    CHECK_EQ(rc, 2);
+    CHECK_STR_CONTAINS(g_out, "model: resnet8_mnist");
+    CHECK_STR_CONTAINS(g_out, "dataset: synthetic_cifar10");
+    CHECK(!strstr(g_out, "set input:"));
+}
+
+/* a labels file beside the --predict images that cannot be the label
+ * column is said, not dropped silently */
+TEST(exits_predict_says_why_a_label_column_is_missing) {
+    const char *d = trained_run();
+    char path[1024];
+    snprintf(path, sizeof path, "%s/t10k-images-idx3-ubyte", d);
+    test_write_synth_idx(path, 20);
+    /* 5 labels for 20 images */
+    CHECK_EQ(test_xl(g_out, sizeof g_out, "printf '\\0\\0\\10\\1\\0\\0\\0\\5\\1\\2\\3\\4\\5' > %s/t10k-labels-idx1-ubyte", d), 0);
+    int rc = test_xl(g_out, sizeof g_out, "D=%s; $XL " SMALL " --set output_dir=$D/run --predict $D/t10k-images-idx3-ubyte --output $D/p.csv", d);
+    CHECK_MSG(rc == 0, "exit %d: %s", rc, g_out);
+    CHECK_STR_CONTAINS(g_out, "note: no label column:");
+    CHECK_STR_CONTAINS(g_out, "has 5 labels for 20 images");
+}

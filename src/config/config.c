@@ -122,6 +122,10 @@ static int unknown_key(lctx *x, const yaml_node_t *at, const char *group, const 
             }
         }
     }
+    /* a layer spec given as the config: say what it is and where it goes */
+    if (!group && (!strcmp(key, "input") || !strcmp(key, "layers")))
+        snprintf(hint, sizeof hint, "; this file is a layer spec, not a FLAGS file: give it to a config as 'model: <this file>' "
+                 "(see configs/)");
     if (!hint[0]) snprintf(hint, sizeof hint, "; 'xlatrain --help' lists the keys");
     return fail_node(x, at, "unknown key %s%s", xt_quote(full, q, sizeof q), hint);
 }
@@ -292,6 +296,16 @@ static int check_model_fits_data(lctx *x) {
     const char *ds = xt_keys[xt_key_find("dataset")].choices[c->dataset];
     int ki = xt_key_find("model");
     const int *dataset_input = dataset_inputs[c->dataset];
+    /* a model made for the other family of images (a shipped one, say): name the
+     * models and datasets that fit, not an edit of the model */
+    if (s->input[0] != dataset_input[0] && (s->input[0] == 1 || s->input[0] == 3) && (dataset_input[0] == 1 || dataset_input[0] == 3))
+        return fail_key(x, ki, "the model's input is [%d, %d, %d] but %s images are [%d, %d, %d]; instead of %s choose a model "
+                        "made for %s images (%s; xlatrain --list-models), or a dataset of [%d, %d, %d] images (%s)",
+                        s->input[0], s->input[1], s->input[2], ds, dataset_input[0], dataset_input[1], dataset_input[2],
+                        s->source, dataset_input[0] == 1 ? "28x28 grey" : "32x32 colour",
+                        dataset_input[0] == 1 ? "model: resnet8_mnist or fashion_cnn" : "model: resnet20 or cifar_cnn",
+                        s->input[0], s->input[1], s->input[2],
+                        s->input[0] == 3 ? "dataset: synthetic_cifar10 or cifar10" : "dataset: synthetic, mnist or fashion_mnist");
     if (memcmp(s->input, dataset_input, sizeof dataset_inputs[0]))
         return fail_key(x, ki, "the model's input is [%d, %d, %d] but %s images are [%d, %d, %d]; set input: [%d, %d, "
                         "%d] in %s", s->input[0], s->input[1], s->input[2], ds, dataset_input[0], dataset_input[1],

@@ -193,7 +193,13 @@ static int set_float_text(const xt_key *k, double *dst, const char *text, int pl
     if ((k->flags & XT_KF_AUTO) && plain && !strcmp(text, "auto")) return *dst = -1, 0;
     int r = xt_scalar_float(text, plain, &v);
     if (r == -1) return bad(why, cap, k->flags & XT_KF_AUTO ? "a number or auto" : "a number", text, plain);
-    if (r == -2 || !in_range(k, v)) return out_of_range(k, text, why, cap);
+    if (r == -2) { /* 1e400, inf, nan: no finite double; "must be > 0" would not say why */
+        char q[64];
+        snprintf(why, cap, "%s is not a finite number (a double holds up to about 1.8e308); give one %s", xt_quote(text, q, sizeof q),
+                 range_doc(k, (char[128]){0}, 128));
+        return -1;
+    }
+    if (!in_range(k, v)) return out_of_range(k, text, why, cap);
     *dst = v;
     return 0;
 }

@@ -135,7 +135,15 @@ static int predict_file(xt_run *r, xt_err *e) {
     int rc = xt_idx_read_images(r->cli->predict, sp->input[1], sp->input[2], &im, e);
     if (rc) return rc;
     char lpath[1024];
-    int have_labels = labels_path_for(r->cli->predict, lpath, sizeof lpath) && xt_idx_read_labels(lpath, sp->num_classes, &lab, NULL) == 0 && lab.n == im.n;
+    xt_err lerr = {0};
+    int have_labels = 0;
+    if (labels_path_for(r->cli->predict, lpath, sizeof lpath)) { /* beside it: used, or said why not */
+        if (xt_idx_read_labels(lpath, sp->num_classes, &lab, &lerr))
+            fprintf(stderr, "xlatrain: note: no label column: %s\n", lerr.msg);
+        else if (lab.n != im.n)
+            fprintf(stderr, "xlatrain: note: no label column: %s has %lld labels for %lld images\n", lpath, (long long)lab.n, (long long)im.n);
+        else have_labels = 1;
+    }
     pimages img = {im.n, 1, im.rows, im.cols, im.data, have_labels ? lab.data : NULL};
     rc = predict_images(r, &img, e);
     xt_idx_free(&im);
