@@ -500,3 +500,10 @@ TEST(exits_predict_says_why_a_label_column_is_missing) {
     CHECK_STR_CONTAINS(g_out, "note: no label column:");
     CHECK_STR_CONTAINS(g_out, "has 5 labels for 20 images");
 }
+
+/* item 4: mpirun's exit status is not the run's; --help says what to read */
+TEST(exits_help_tells_scripts_to_read_results_json_under_mpirun) {
+    CHECK_EQ(test_xl(g_out, sizeof g_out, "$XL --help"), 0);
+    CHECK_STR_CONTAINS(g_out, "mpirun's\nown exit status is not the run's");
+    CHECK_STR_CONTAINS(g_out, "scripts read results.json's status and exit_code");
+}

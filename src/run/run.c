@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "data/download.h"
 #include "distributed/cluster.h"
@@ -123,7 +124,8 @@ int xt_run_claim(xt_run *r, xt_err *e) {
     r->claimed = 1;
     snprintf(r->outdir, sizeof r->outdir, "%s", r->rundir.dir);
     /* --eval-only writes eval.json there, --predict predictions.csv unless --output says elsewhere */
-    int writes = kind != XT_CLAIM_READ || cli->eval_only || !cli->predict_out;
+    struct stat st; /* a missing one holds no checkpoint: --resume says so */
+    int writes = kind != XT_CLAIM_READ || ((cli->eval_only || !cli->predict_out) && stat(r->outdir, &st) == 0);
     if (writes && xt_dir_check_writable(r->outdir, e)) return e->code; /* before any epoch (or evaluation) is spent */
     if (kind == XT_CLAIM_READ) return 0;
     fprintf(stderr, "xlatrain: run directory %s\n", r->outdir);
