@@ -6,13 +6,18 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "config/config.h"
 #include "config/config_keys.h"
 #include "config/config_yaml.h"
 #include "config/model_find.h"
 #include "distributed/cluster.h"
+#include "io/ckptdir.h"
+#include "io/safetensors.h"
 #include "run/cli.h"
 #include "run/export.h"
 #include "run/hosts.h"
@@ -59,9 +64,10 @@ static const char help_text[] =
     "  --predict FILE         write the predicted class of every image in FILE (an IDX\n"
     "                         images file; a CIFAR-10 .bin batch for CIFAR-shaped\n"
     "                         models) as CSV, with the --resume checkpoint (default:\n"
-    "                         latest)\n"
+    "                         latest); given --resume CKPT, --config may be left out:\n"
+    "                         the config CKPT records is used\n"
     "  --output CSV           where --predict writes (default:\n"
-    "                         OUTPUT_DIR/predictions.csv)\n"
+    "                         OUTPUT_DIR/predictions.csv; '-': standard output)\n"
     "  --export CKPT          write the model's weights alone (PyTorch's state_dict\n"
     "                         names, no optimizer state) of checkpoint CKPT, or of a\n"
     "                         run directory's latest one, to --output FILE: PyTorch's\n"
@@ -320,7 +326,9 @@ static int parse_args(int argc, char **argv, xt_cli *cli) {
             return usage_error("--export takes only --output: the checkpoint names its tensors");
         return -1;
     }
-    if (!cli->config_path) return usage_error("missing --config FILE");
+    /* --predict with a checkpoint named: the config it records will do */
+    if (!cli->config_path && !(cli->predict && cli->resume && strcmp(cli->resume, "latest")))
+        return usage_error("missing --config FILE%s", cli->predict ? " (or --resume CHECKPOINT, whose recorded config --predict then uses)" : "");
     if (cli->predict_out && !cli->predict) return usage_error("--output goes with --predict FILE or --export CKPT");
     if (cli->predict && cli->eval_only) return usage_error("choose one of --eval-only and --predict");
     if (cli->overwrite && (cli->resume || cli->eval_only || cli->predict))
@@ -382,6 +390,42 @@ int main(int argc, char **argv) {
     return rc;
 }
 
+/* --predict FILE --resume CKPT without --config: the resolved config the
+ * checkpoint records (a run directory: its newest checkpoint), with the
+ * --set options over it and output_dir the checkpoint's directory (so the
+ * CSV goes beside it). */
+static int config_from_checkpoint(xt_config *cfg, xt_cli *cli, xt_err *err) {
+    static char path[4096], dir_set[4200];
+    struct stat st;
+    if (stat(cli->resume, &st) == 0 && S_ISDIR(st.st_mode)) {
+        if (xt_st_find_latest(cli->resume, path, sizeof path, err)) return err->code;
+    } else if ((size_t)snprintf(path, sizeof path, "%s", cli->resume) >= sizeof path) {
+        return xt_fail(err, XT_EUSAGE, "--resume: path too long");
+    }
+    if (access(path, R_OK)) return xt_fail(err, XT_EDATA, "--resume %s: cannot read it: %s; check the path", path, strerror(errno));
+    xt_st_file f;
+    int rc = xt_st_read(path, &f, err);
+    if (rc) return rc;
+    const char *text = xt_st_meta_get(&f, "xlatrain.resolved_config");
+    if (!text || !*text) {
+        xt_st_close(&f);
+        return xt_fail(err, XT_EUSAGE, "%s records no config; give the run's --config FILE", path);
+    }
+    const char *slash = strrchr(path, '/');
+    snprintf(dir_set, sizeof dir_set, "output_dir=%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
+    const char *sets[XT_CLI_MAX_SETS + 1];
+    int n = 0;
+    sets[n++] = dir_set;
+    for (int i = 0; i < cli->nset; i++) sets[n++] = cli->sets[i];
+    rc = xt_config_load_buffer(cfg, path, text, strlen(text), sets, n, err);
+    xt_st_close(&f);
+    if (!rc) {
+        cli->resume = path;
+        fprintf(stderr, "xlatrain: using the config %s records (no --config given)\n", path);
+    }
+    return rc;
+}
+
 static int run(xt_cli *cli, xt_err *err) {
     int rc;
     if (cli->export_ckpt) {
@@ -390,7 +434,7 @@ static int run(xt_cli *cli, xt_err *err) {
         return rc;
     }
     xt_config cfg;
-    rc = xt_config_load(&cfg, cli->config_path, cli->sets, cli->nset, err);
+    rc = cli->config_path ? xt_config_load(&cfg, cli->config_path, cli->sets, cli->nset, err) : config_from_checkpoint(&cfg, cli, err);
     if (rc) {
         fprintf(stderr, "xlatrain: %s\n", err->msg);
         return rc;

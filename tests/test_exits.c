@@ -507,3 +507,17 @@ TEST(exits_help_tells_scripts_to_read_results_json_under_mpirun) {
     CHECK_STR_CONTAINS(g_out, "mpirun's\nown exit status is not the run's");
     CHECK_STR_CONTAINS(g_out, "scripts read results.json's status and exit_code");
 }
+
+/* --predict with a checkpoint named needs no --config: the checkpoint
+ * records it, and the CSV goes beside the checkpoint */
+TEST(exits_predict_with_a_checkpoint_needs_no_config) {
+    const char *d = trained_run();
+    test_write_synth_idx_in(d);
+    int rc = test_xl(g_out, sizeof g_out, "D=%s; $XL --predict $D/img.idx --resume $D/run/checkpoint-epoch001.safetensors", d);
+    CHECK_MSG(rc == 0, "exit %d: %s", rc, g_out);
+    CHECK_STR_CONTAINS(g_out, "using the config");
+    CHECK_STR_CONTAINS(test_slurp("%s/run/predictions.csv", d), "index,predicted,p0");
+    rc = test_xl(g_out, sizeof g_out, "D=%s; $XL --predict $D/img.idx", d);
+    CHECK_EQ(rc, 2);
+    CHECK_STR_CONTAINS(g_out, "missing --config FILE (or --resume CHECKPOINT");
+}
