@@ -521,3 +521,23 @@ TEST(exits_predict_with_a_checkpoint_needs_no_config) {
     CHECK_EQ(rc, 2);
     CHECK_STR_CONTAINS(g_out, "missing --config FILE (or --resume CHECKPOINT");
 }
+
+/* a .gz of several members (files gzipped in parts and concatenated) is
+ * read as gzip -d reads it, not reported as truncated */
+TEST(exits_concatenated_gzip_members_are_read_whole) {
+    const char *d = test_tmpdir();
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s/data", d);
+    test_write_idx_set(dir, 256, 64, 0);
+    int rc = test_xl(g_out, sizeof g_out, "cd %s/data && for f in *-ubyte; do head -c 1000 $f | gzip > a && tail -c +1001 $f | gzip > b && "
+                     "cat a b > $f.gz && rm $f a b || exit 1; done", d);
+    CHECK_EQ(rc, 0);
+    rc = test_xl(g_out, sizeof g_out, "$XL " SMALL " --set dataset=mnist --set batch_size=32 --set datadir=%s/data --set output_dir=%s/a", d, d);
+    CHECK_MSG(rc == 0, "exit %d: %s", rc, g_out);
+    CHECK(!strstr(g_out, "truncated"));
+    /* bytes after the last member that are no member are still refused */
+    rc = test_xl(g_out, sizeof g_out, "printf 'xyz' >> %s/data/t10k-labels-idx1-ubyte.gz && $XL " SMALL " --set dataset=mnist --set batch_size=32 "
+                 "--set datadir=%s/data --set output_dir=%s/b", d, d, d);
+    CHECK_EQ(rc, 3);
+    CHECK_STR_CONTAINS(g_out, "3 bytes of garbage after the end of the gzip data");
+}
