@@ -6,13 +6,18 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "config/config.h"
 #include "config/config_keys.h"
 #include "config/config_yaml.h"
 #include "config/model_find.h"
 #include "distributed/cluster.h"
+#include "io/ckptdir.h"
+#include "io/safetensors.h"
 #include "run/cli.h"
 #include "run/export.h"
 #include "run/hosts.h"
@@ -64,7 +69,9 @@ static const char help_after_exit[] =
     "per host under mpirun or srun, each forking num_cores workers, e.g.\n"
     "  mpirun -np 2 --bind-to none xlatrain --config c.yaml --set num_cores=1\n"
     "The world is every host's workers, numbered host by host (xla:N); only rank\n"
-    "0 writes output_dir; --version says whether MPI is compiled in. See the man\n"
+    "0 writes output_dir; --version says whether MPI is compiled in. mpirun's\n"
+    "own exit status is not the run's (Open MPI's mpirun exits 1 after a\n"
+    "SIGTERM): scripts read results.json's status and exit_code. See the man\n"
     "page's MULTIPLE HOSTS.\n"
     "\n"
     "environment:\n";
@@ -179,7 +186,7 @@ static void print_bash_completion(void) {
            "    fi\n"
            "    case $prev in\n"
            "        --config) COMPREPLY=($(compgen -f -X '!*.y*ml' -- \"$cur\") $(compgen -d -- \"$cur\")); return;;\n"
-           "        --set) compopt -o nospace 2>/dev/null; COMPREPLY=($(compgen -S = -W \"");
+           "        --set|--sweep) compopt -o nospace 2>/dev/null; COMPREPLY=($(compgen -S = -W \"");
     for (int i = 0; i < xt_nkeys; i++) printf("%s%s", i ? " " : "", xt_keys[i].name);
     printf("\" -- \"$cur\")); return;;\n"
            "        --resume|--predict|--export|--output) COMPREPLY=($(compgen -f -- \"$cur\")); return;;\n"
@@ -300,7 +307,9 @@ static int parse_args(int argc, char **argv, xt_cli *cli) {
         return -1;
     }
     if (cli->export_format) return usage_error("--format goes with --export CKPT");
-    if (!cli->config_path) return usage_error("missing --config FILE");
+    /* --predict with a checkpoint named: the config it records will do */
+    if (!cli->config_path && !(cli->predict && cli->resume && strcmp(cli->resume, "latest")))
+        return usage_error("missing --config FILE%s", cli->predict ? " (or --resume CHECKPOINT, whose recorded config --predict then uses)" : "");
     if (cli->predict_out && !cli->predict) return usage_error("--output goes with --predict FILE or --export CKPT");
     if (cli->predict && cli->eval_only) return usage_error("choose one of --eval-only and --predict");
     if (cli->overwrite && (cli->resume || cli->eval_only || cli->predict))
@@ -362,6 +371,42 @@ int main(int argc, char **argv) {
     return rc;
 }
 
+/* --predict FILE --resume CKPT without --config: the resolved config the
+ * checkpoint records (a run directory: its newest checkpoint), with the
+ * --set options over it and output_dir the checkpoint's directory (so the
+ * CSV goes beside it). */
+static int config_from_checkpoint(xt_config *cfg, xt_cli *cli, xt_err *err) {
+    static char path[4096], dir_set[4200];
+    struct stat st;
+    if (stat(cli->resume, &st) == 0 && S_ISDIR(st.st_mode)) {
+        if (xt_st_find_latest(cli->resume, path, sizeof path, err)) return err->code;
+    } else if ((size_t)snprintf(path, sizeof path, "%s", cli->resume) >= sizeof path) {
+        return xt_fail(err, XT_EUSAGE, "--resume: path too long");
+    }
+    if (access(path, R_OK)) return xt_fail(err, XT_EDATA, "--resume %s: cannot read it: %s; check the path", path, strerror(errno));
+    xt_st_file f;
+    int rc = xt_st_read(path, &f, err);
+    if (rc) return rc;
+    const char *text = xt_st_meta_get(&f, "xlatrain.resolved_config");
+    if (!text || !*text) {
+        xt_st_close(&f);
+        return xt_fail(err, XT_EUSAGE, "%s records no config; give the run's --config FILE", path);
+    }
+    const char *slash = strrchr(path, '/');
+    snprintf(dir_set, sizeof dir_set, "output_dir=%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
+    const char *sets[XT_CLI_MAX_SETS + 1];
+    int n = 0;
+    sets[n++] = dir_set;
+    for (int i = 0; i < cli->nset; i++) sets[n++] = cli->sets[i];
+    rc = xt_config_load_buffer(cfg, path, text, strlen(text), sets, n, err);
+    xt_st_close(&f);
+    if (!rc) {
+        cli->resume = path;
+        fprintf(stderr, "xlatrain: using the config %s records (no --config given)\n", path);
+    }
+    return rc;
+}
+
 static int run(xt_cli *cli, xt_err *err) {
     int rc;
     if (cli->export_ckpt) {
@@ -370,7 +415,7 @@ static int run(xt_cli *cli, xt_err *err) {
         return rc;
     }
     xt_config cfg;
-    rc = xt_config_load(&cfg, cli->config_path, cli->sets, cli->nset, err);
+    rc = cli->config_path ? xt_config_load(&cfg, cli->config_path, cli->sets, cli->nset, err) : config_from_checkpoint(&cfg, cli, err);
     if (rc) {
         fprintf(stderr, "xlatrain: %s\n", err->msg);
         return rc;

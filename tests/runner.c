@@ -12,6 +12,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <string.h>
@@ -104,6 +105,34 @@ int test_run(const char *cmd, char *out, size_t cap) {
     while (fread(sink, 1, sizeof sink, p) > 0) {}
     int st = pclose(p);
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+int test_xl(char *out, size_t cap, const char *fmt, ...) {
+    char cmd[8192], full[8192 + PATH_MAX + 16], bin[PATH_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    if (access(test_bin(), X_OK) != 0) test_skip("the xlatrain binary is not built (make builds it first)");
+    if (!realpath(test_bin(), bin)) snprintf(bin, sizeof bin, "%s", test_bin());
+    snprintf(full, sizeof full, "XL=%s; %s", bin, cmd);
+    return test_run(full, out, cap);
+}
+
+const char *test_slurp(const char *fmt, ...) {
+    static char buf[4][1 << 16];
+    static int which;
+    char path[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(path, sizeof path, fmt, ap);
+    va_end(ap);
+    char *b = buf[which++ % 4];
+    FILE *f = fopen(path, "rb");
+    size_t n = f ? fread(b, 1, sizeof buf[0] - 1, f) : 0;
+    if (f) fclose(f);
+    b[n] = 0;
+    return b;
 }
 
 const char *test_bin(void) {

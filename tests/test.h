@@ -25,6 +25,12 @@ const char *test_tmpdir(void);
 const char *test_write_file(const char *name, const char *text);
 /* Run a shell command, capture stdout+stderr (truncated to cap) and return its exit code. */
 int test_run(const char *cmd, char *out, size_t cap);
+/* Run a shell command built from fmt as test_run does, with $XL set to the
+ * binary under test (skips the test when it is not built). */
+int test_xl(char *out, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* The whole of a small file ("" when missing), in one of four static
+ * buffers of 64 KiB. */
+const char *test_slurp(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Path of the xlatrain binary under test ($XLATRAIN_BIN, default ./xlatrain). */
 const char *test_bin(void);
 /* 1 under make asan (it sets XLATRAIN_SANITIZED), where a training step runs

@@ -27,7 +27,12 @@
  * step late 0.03, AdamW decaying by (lr/bc1)*wd 1.9e-3, BN's running_var
  * biased 1.4e-3, Adam's eps added before the bias correction 3e-5.
  *
- * Golden values: tests/golden/make_golden_steps.py. */
+ * The same for grad_clip_norm (clip_grad_norm_ between backward and step)
+ * and label_smoothing (CrossEntropyLoss(label_smoothing=)), alone and with
+ * Nesterov and weight decay.
+ *
+ * Golden values: tests/golden/make_golden_steps.py and
+ * make_golden_clip_smooth.py. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +44,7 @@
 #include "test.h"
 
 #define FIXTURE "tests/golden/seed_cnn_steps.safetensors"
+#define CLIP_FIXTURE "tests/golden/seed_cnn_clip_smooth.safetensors" /* make_golden_clip_smooth.py */
 #define REL_TOL 1e-5
 
 /* max |a - b| / max |b| over a tensor (the measure above) */
@@ -57,10 +63,10 @@ static const char *meta(const xt_st_file *f, const char *variant, const char *ke
 
 /* Train `variant` for the fixture's steps; returns the largest tensor error
  * (or INFINITY when it could not run) and checks every tensor. */
-static double run_variant(const char *variant, int no_planner) {
+static double run_fixture(const char *fixture, const char *variant, int no_planner) {
     xt_err e = {0};
     xt_st_file f;
-    if (xt_st_read(FIXTURE, &f, &e)) {
+    if (xt_st_read(fixture, &f, &e)) {
         CHECK_MSG(0, "%s", e.msg);
         return INFINITY;
     }
@@ -68,7 +74,7 @@ static double run_variant(const char *variant, int no_planner) {
     const char *opt = meta(&f, variant, "optimizer"), *lr_s = meta(&f, variant, "lr"), *mom = meta(&f, variant, "momentum"),
                *wd = meta(&f, variant, "weight_decay"), *nest = meta(&f, variant, "nesterov"), *steps_s = xt_st_meta_get(&f, "steps");
     if (!opt || !lr_s || !mom || !wd || !nest || !steps_s || !tv) {
-        CHECK_MSG(0, "%s: no hyperparameters for variant '%s' (regenerate with tests/golden/make_golden_steps.py)", FIXTURE, variant);
+        CHECK_MSG(0, "%s: no hyperparameters for variant '%s' (regenerate it with its script in tests/golden/)", fixture, variant);
         xt_st_close(&f);
         return INFINITY;
     }
@@ -85,6 +91,10 @@ static double run_variant(const char *variant, int no_planner) {
     c.momentum = strtod(mom, NULL);
     c.weight_decay = strtod(wd, NULL);
     c.nesterov = atoi(nest);
+    /* make_golden_clip_smooth.py's variants: clip_grad_norm_ and CrossEntropyLoss(label_smoothing=) */
+    const char *clip = meta(&f, variant, "grad_clip_norm"), *smooth = meta(&f, variant, "label_smoothing");
+    c.grad_clip_norm = clip ? strtod(clip, NULL) : 0;
+    c.label_smoothing = smooth ? strtod(smooth, NULL) : 0;
     c.beta1 = 0.9; /* torch.optim's defaults, which the fixture uses */
     c.beta2 = 0.999;
     c.adam_eps = 1e-8;
@@ -112,7 +122,7 @@ static double run_variant(const char *variant, int no_planner) {
     char lname[128];
     snprintf(lname, sizeof lname, "%s.loss", variant);
     const xt_st_tensor *want_loss = xt_st_find(&f, lname);
-    CHECK_MSG(want_loss && want_loss->rank == 1 && want_loss->shape[0] == steps, "%s: no %s[%d]", FIXTURE, lname, steps);
+    CHECK_MSG(want_loss && want_loss->rank == 1 && want_loss->shape[0] == steps, "%s: no %s[%d]", fixture, lname, steps);
     xt_engine_opts eo = {.fuse = 1, .no_memory_planner = no_planner}; /* as xt_worker_main */
     xt_engine *en = xt_engine_new(&r.store, &eo);
     for (int s = 0; s < steps && want_loss; s++) {
@@ -121,7 +131,7 @@ static double run_variant(const char *variant, int no_planner) {
         snprintf(yn, sizeof yn, "y.%d", s);
         const xt_st_tensor *tx = xt_st_find(&f, xn), *ty = xt_st_find(&f, yn);
         if (!tx || !ty) {
-            CHECK_MSG(0, "%s: no batch %d", FIXTURE, s);
+            CHECK_MSG(0, "%s: no batch %d", fixture, s);
             break;
         }
         xt_batch b = {.n = (int)ty->shape[0], .number = s, .x = (float *)tx->data, .y = (int32_t *)ty->data};
@@ -143,7 +153,7 @@ static double run_variant(const char *variant, int no_planner) {
             snprintf(name, sizeof name, "%s.%s", variant, s->name);
             const xt_st_tensor *t = xt_st_find(&f, name);
             if (!t || (int64_t)(t->nbytes / 4) != s->numel) {
-                CHECK_MSG(0, "%s: no %s with %lld values", FIXTURE, name, (long long)s->numel);
+                CHECK_MSG(0, "%s: no %s with %lld values", fixture, name, (long long)s->numel);
                 worst = INFINITY;
                 continue;
             }
@@ -162,6 +172,26 @@ static double run_variant(const char *variant, int no_planner) {
     return worst;
 }
 
+static double run_variant(const char *variant, int no_planner) { return run_fixture(FIXTURE, variant, no_planner); }
+
+/* The clipping variants clip on every step: each step's total norm before
+ * clipping (from PyTorch) is above max_norm, so a test that passes without
+ * clipping cannot pass these. */
+static void clip_variant(const char *variant) {
+    xt_err e = {0};
+    xt_st_file f;
+    CHECK_MSG(xt_st_read(CLIP_FIXTURE, &f, &e) == 0, "%s", e.msg);
+    const char *norms = meta(&f, variant, "clip_norms"), *max_s = meta(&f, variant, "grad_clip_norm");
+    CHECK_MSG(norms && max_s && *norms, "%s: no clip_norms for %s", CLIP_FIXTURE, variant);
+    for (const char *p = norms; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+        CHECK_MSG(strtod(p, NULL) > 1.5 * strtod(max_s, NULL), "%s: a step's norm %g is not clipped by %s", variant, strtod(p, NULL), max_s);
+    xt_st_close(&f);
+    run_fixture(CLIP_FIXTURE, variant, 0);
+}
+
+TEST(golden_steps_grad_clip_norm_matches_pytorch) { clip_variant("sgd_clip"); }
+TEST(golden_steps_label_smoothing_matches_pytorch) { run_fixture(CLIP_FIXTURE, "sgd_smooth", 0); }
+TEST(golden_steps_clip_and_smoothing_with_nesterov_weight_decay_match_pytorch) { clip_variant("sgd_nesterov_wd_clip_smooth"); }
 TEST(golden_steps_sgd_momentum_matches_pytorch) { run_variant("sgd", 0); }
 TEST(golden_steps_sgd_nesterov_weight_decay_matches_pytorch) { run_variant("sgd_nesterov_wd", 0); }
 TEST(golden_steps_adam_matches_pytorch) { run_variant("adam", 0); }

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "synth_idx.h"
 #include "test.h"
 
 /* Skip unless the binary has MPI and mpirun exists. */
@@ -215,9 +216,16 @@ TEST(mpi_sigterm_to_mpirun_checkpoints_on_every_host) {
 TEST(mpi_ranks_with_different_data_stop_before_training) {
     need_mpi();
     const char *cfg = small_config(), *t = test_tmpdir(), *bin = test_bin();
-    /* MPMD: the same config, but rank 1 generates its synthetic set from another seed */
-    int rc = run(MPIRUN " -np 1 %s --config %s --set output_dir=%s/d : -np 1 %s --config %s --set seed=2 --set output_dir=%s/d 2>&1",
-                 bin, cfg, t, bin, cfg, t);
+    /* MPMD: the same config, each rank its own datadir (a path the ranks
+     * may differ in), rank 1's with other pixels */
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s/a", t);
+    test_write_idx_set(dir, 256, 64, 0);
+    snprintf(dir, sizeof dir, "%s/b", t);
+    test_write_idx_set(dir, 256, 64, 1);
+    const char *data = "--set dataset=mnist --set batch_size=32";
+    int rc = run(MPIRUN " -np 1 %s --config %s %s --set datadir=%s/a --set output_dir=%s/d : -np 1 %s --config %s %s --set datadir=%s/b --set output_dir=%s/d 2>&1",
+                 bin, cfg, data, t, t, bin, cfg, data, t, t);
     CHECK_MSG(rc == 3, "exit %d, want 3: %s", rc, g_out);
     CHECK_STR_CONTAINS(g_out, "MPI rank 1");
     CHECK_STR_CONTAINS(g_out, "has another dataset than rank 0");
@@ -227,4 +235,34 @@ TEST(mpi_ranks_with_different_data_stop_before_training) {
     snprintf(p, sizeof p, "%s/d/checkpoint-epoch001.safetensors", t);
     struct stat st;
     CHECK(stat(p, &st) != 0);
+}
+
+/* Ranks started with another learning_rate and momentum would train
+ * silently on another trajectory: refused at start-up, naming the keys. */
+TEST(mpi_ranks_with_different_trajectory_keys_stop_at_start) {
+    need_mpi();
+    const char *cfg = small_config(), *t = test_tmpdir(), *bin = test_bin();
+    int rc = run(MPIRUN " -np 1 %s --config %s --set output_dir=%s/d : -np 1 %s --config %s --set learning_rate=0.1 --set momentum=0.9 --set output_dir=%s/d 2>&1",
+                 bin, cfg, t, bin, cfg, t);
+    CHECK_MSG(rc == 2, "exit %d, want 2: %s", rc, g_out);
+    CHECK_STR_CONTAINS(g_out, "MPI rank 1 (");
+    CHECK_STR_CONTAINS(g_out, "was started with another trajectory than rank 0");
+    CHECK_STR_CONTAINS(g_out, "learning_rate: 0.05 -> 0.1");
+    CHECK_STR_CONTAINS(g_out, "momentum: 0.5 -> 0.9");
+    CHECK(!strstr(g_out, "Loss="));
+    struct stat st;
+    char p[600];
+    snprintf(p, sizeof p, "%s/d", t);
+    CHECK_MSG(stat(p, &st) != 0, "the refused job claimed %s", p);
+}
+
+/* A seed mismatch is named as such, not blamed on the data it generates. */
+TEST(mpi_ranks_with_different_seeds_say_seed_differs) {
+    need_mpi();
+    const char *cfg = small_config(), *t = test_tmpdir(), *bin = test_bin();
+    int rc = run(MPIRUN " -np 1 %s --config %s --set output_dir=%s/d : -np 1 %s --config %s --set seed=2 --set output_dir=%s/d 2>&1",
+                 bin, cfg, t, bin, cfg, t);
+    CHECK_MSG(rc == 2, "exit %d, want 2: %s", rc, g_out);
+    CHECK_STR_CONTAINS(g_out, "seed differs; 1 key differs (seed: 1 -> 2");
+    CHECK(!strstr(g_out, "dataset"));
 }

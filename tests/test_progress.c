@@ -2,7 +2,7 @@
  * pseudo-terminal of 60 or 120 columns (and one resized while it runs), and
  * a small terminal emulator replays what it wrote. No frame is wider than
  * the terminal, no stale copy of the bar is left on the screen, and the bar
- * shows the epoch's ETA and the whole run's. */
+ * shows the time left in the epoch and in the whole run, saying "left". */
 #include <poll.h>
 #include <pty.h>
 #include <signal.h>
@@ -81,7 +81,7 @@ static run_result run_on_pty(const char *cfg, const char *outdir, int cols, int 
         term_put(t, r.raw + r.len, (size_t)k);
         r.len += (size_t)k;
         r.raw[r.len] = 0;
-        if (!resized && strstr(r.raw, "ETA")) { /* the first frame is up: make the window narrower */
+        if (!resized && strstr(r.raw, " left")) { /* the first frame is up: make the window narrower */
             ws.ws_col = (unsigned short)resize_to;
             ioctl(master, TIOCSWINSZ, &ws);
             t->cols = resize_to;
@@ -93,7 +93,7 @@ static run_result run_on_pty(const char *cfg, const char *outdir, int cols, int 
     return r;
 }
 
-/* Widest progress frame (a piece between \r that holds "ETA" or "epoch N/M ["),
+/* Widest progress frame (a piece between \r that holds " left" or "epoch N/M ["),
  * counting from the `from`-th frame. */
 static int widest_frame(const char *raw, int from, int *frames) {
     int widest = 0, k = 0;
@@ -101,7 +101,7 @@ static int widest_frame(const char *raw, int from, int *frames) {
     while ((p = strchr(p, '\r'))) {
         p++;
         size_t n = strcspn(p, "\r\n\033");
-        if (memmem(p, n, "ETA", 3) || memmem(p, n, "epoch ", 6)) {
+        if (memmem(p, n, " left", 5) || memmem(p, n, "epoch ", 6)) {
             if (k++ >= from && (int)n > widest) widest = (int)n;
         }
     }
@@ -126,9 +126,9 @@ static void check_terminal(int cols) {
     int frames, widest = widest_frame(r.raw, 0, &frames);
     CHECK_MSG(frames >= 2, "only %d progress frames drawn", frames);
     CHECK_MSG(widest <= cols - 1, "a frame of %d columns on a %d-column terminal", widest, cols);
-    CHECK_STR_CONTAINS(r.raw, ", run ");
+    CHECK_STR_CONTAINS(r.raw, " left, run ");
     for (int i = 0; i <= t.row; i++)
-        CHECK_MSG(!strstr(t.screen[i], "ETA") && strncmp(t.screen[i], "epoch ", 6), "stale progress on screen row %d: %s", i, t.screen[i]);
+        CHECK_MSG(!strstr(t.screen[i], " left, run ") && strncmp(t.screen[i], "epoch ", 6), "stale progress on screen row %d: %s", i, t.screen[i]);
     CHECK_STR_CONTAINS(r.raw, "Finished training epoch 2");
     free(r.raw);
 }

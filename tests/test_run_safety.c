@@ -24,38 +24,10 @@
 
 static char g_out[1 << 16];
 
-/* Run a shell command built from fmt; "XL" in it stands for the binary. */
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...) {
-    char cmd[8192], full[8192 + PATH_MAX + 16];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    if (access(test_bin(), X_OK) != 0) test_skip("the xlatrain binary is not built (make builds it first)");
-    char bin[PATH_MAX];
-    if (!realpath(test_bin(), bin)) snprintf(bin, sizeof bin, "%s", test_bin());
-    snprintf(full, sizeof full, "XL=%s; %s", bin, cmd);
-    return test_run(full, g_out, sizeof g_out);
-}
-
-/* The whole of a small file ("" when missing), in one of two static buffers. */
-static const char *slurp(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static const char *slurp(const char *fmt, ...) {
-    static char buf[2][1 << 16];
-    static int which;
-    char path[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(path, sizeof path, fmt, ap);
-    va_end(ap);
-    char *b = buf[which ^= 1];
-    FILE *f = fopen(path, "rb");
-    size_t n = f ? fread(b, 1, sizeof buf[0] - 1, f) : 0;
-    if (f) fclose(f);
-    b[n] = 0;
-    return b;
-}
+/* Run a shell command built from fmt; "$XL" in it stands for the binary. */
+#define sh(...) test_xl(g_out, sizeof g_out, __VA_ARGS__)
+/* The whole of a small file ("" when missing). */
+#define slurp test_slurp
 
 /* The text after `"key":` in a JSON object, up to the next ',' or '}'. */
 static const char *field(const char *json, const char *key, char *out, size_t cap) {

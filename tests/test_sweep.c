@@ -23,18 +23,7 @@
 static char g_out[1 << 16];
 
 /* A shell command from fmt, "$XL" standing for the binary; its exit code. */
-static int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int run(const char *fmt, ...) {
-    char cmd[8192], full[8192 + PATH_MAX + 16], bin[PATH_MAX];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    if (access(test_bin(), X_OK) != 0) test_skip("the xlatrain binary is not built (make builds it first)");
-    if (!realpath(test_bin(), bin)) snprintf(bin, sizeof bin, "%s", test_bin());
-    snprintf(full, sizeof full, "XL=%s; %s", bin, cmd);
-    return test_run(full, g_out, sizeof g_out);
-}
+#define run(...) test_xl(g_out, sizeof g_out, __VA_ARGS__)
 
 /* The number printed by a shell command (e.g. a wc -l). */
 static long count(const char *fmt, const char *dir) {
@@ -59,9 +48,9 @@ TEST(sweep_2x2_leaves_4_run_dirs_and_4_summary_rows) {
     CHECK_EQ(run("sed -n 3p %s/s/summary.csv", d), 0); /* the second run: lr 0.05, batch 128 */
     CHECK_STR_CONTAINS(g_out, "2,0.05,128,ok,0,");
     CHECK_EQ(run("grep -c '\"batch_size\":128' %s/s/2-learning_rate=0.05,batch_size=128/results.json", d), 0);
-    /* the sweep's directory is a run's: a second sweep into it is refused */
+    /* the sweep's directory is a run's: a second sweep into it is refused, named as a sweep */
     CHECK_EQ(run("$XL " TINY " --set output_dir=%s/s --sweep seed=1,2 2>&1", d), 2);
-    CHECK_STR_CONTAINS(g_out, "already holds a run");
+    CHECK_STR_CONTAINS(g_out, "holds a sweep (summary.csv)");
 }
 
 TEST(sweep_a_diverging_run_does_not_stop_the_others_and_sets_the_exit_code) {

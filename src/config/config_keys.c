@@ -115,6 +115,10 @@ const xt_key xt_keys[] = {
     {"optimizer.betas", XT_K_FPAIR, F(beta1), F(beta2), 0, "[0.9, 0.999]", 0, 1, XT_KF_MAX_OPEN, NULL,
      "Adam/AdamW moment decay rates"},
     FLOAT_KEY("optimizer.eps", adam_eps, "1e-08", 0, 1, XT_KF_MIN_OPEN, "Adam/AdamW epsilon added to the denominator"),
+    FLOAT_KEY("grad_clip_norm", grad_clip_norm, "0", 0, HUGE_VAL, 0,
+              "clip the gradients' global L2 norm (after the all-reduce) to this, as clip_grad_norm_; 0 = off"),
+    FLOAT_KEY("label_smoothing", label_smoothing, "0", 0, 1, XT_KF_MAX_OPEN,
+              "spread this much of each target over all classes, as CrossEntropyLoss(label_smoothing=)"),
     ENUM_KEY("schedule.name", schedule, "constant", schedules, "learning-rate schedule: constant, step or cosine"),
     INT_KEY("schedule.step_size", step_size, "10", 1, 100000, "for step: multiply the rate by gamma every N epochs"),
     FLOAT_KEY("schedule.gamma", gamma, "0.1", 0, 1, XT_KF_MIN_OPEN, "for step: the factor applied every step_size epochs"),
@@ -207,7 +211,13 @@ static int set_float_text(const xt_key *k, double *dst, const char *text, int pl
     if ((k->flags & XT_KF_AUTO) && plain && !strcmp(text, "auto")) return *dst = -1, 0;
     int r = xt_scalar_float(text, plain, &v);
     if (r == -1) return bad(why, cap, k->flags & XT_KF_AUTO ? "a number or auto" : "a number", text, plain);
-    if (r == -2 || !in_range(k, v)) return out_of_range(k, text, why, cap);
+    if (r == -2) { /* 1e400, inf, nan: no finite double; "must be > 0" would not say why */
+        char q[64];
+        snprintf(why, cap, "%s is not a finite number (a double holds up to about 1.8e308); give one %s", xt_quote(text, q, sizeof q),
+                 range_doc(k, (char[128]){0}, 128));
+        return -1;
+    }
+    if (!in_range(k, v)) return out_of_range(k, text, why, cap);
     *dst = v;
     return 0;
 }

@@ -76,6 +76,8 @@ typedef struct xt_config {
     int nesterov;              /* optimizer.nesterov: false */
     double weight_decay;       /* optimizer.weight_decay: 0 */
     double beta1, beta2, adam_eps; /* optimizer.betas: [0.9, 0.999], optimizer.eps: 1e-8 */
+    double grad_clip_norm;     /* 0 (off): the gradients' global L2 norm is clipped to it, as clip_grad_norm_ */
+    double label_smoothing;    /* 0: CrossEntropyLoss(label_smoothing=) */
     xt_sched_kind schedule;    /* schedule.name: constant */
     int step_size;             /* schedule.step_size (epochs): 10 */
     double gamma;              /* schedule.gamma: 0.1 */
@@ -107,7 +109,7 @@ typedef struct xt_config {
 
     /* what the config sets that has no effect, for main to print as notes
      * ("momentum 0.5 is not used by adam"); library code never prints */
-    char notes[2][240];
+    char notes[4][240];
     int nnotes;
 } xt_config;
 

@@ -9,8 +9,10 @@
  * size exactly, a gzip file's trailer ISIZE and deflate's maximum ratio, so
  * a small file claiming gigabytes ("a zip bomb", or a damaged header) is
  * refused at once. The buffer still grows as bytes arrive rather than
- * trusting the header's count. Not here: gzip files of several members
- * (refused as trailing data; no MNIST file is one).
+ * trusting the header's count. A file of several gzip members (.gz files
+ * concatenated) is read as one stream, as gzip -d reads it; the trailer
+ * check of the last member's ISIZE then only diagnoses (up to DIAGNOSE_MAX,
+ * above every MNIST file).
  */
 #include "data/idx.h"
 
@@ -77,8 +79,14 @@ static int zread(zin *z, void *buf, size_t n, size_t *got) {
         z->zs.avail_out = (uInt)want;
         int r = inflate(&z->zs, Z_NO_FLUSH);
         *got += want - z->zs.avail_out;
-        if (r == Z_STREAM_END) z->ended = 1;
-        else if (r != Z_OK && r != Z_BUF_ERROR) {
+        if (r == Z_STREAM_END) {
+            /* another member may follow (concatenated .gz files), which gzip -d
+             * reads as one stream: go on into it; anything else is for
+             * check_end to name */
+            if (refill(z)) return -1;
+            if (z->zs.avail_in >= 2 && z->zs.next_in[0] == 0x1f && z->zs.next_in[1] == 0x8b && inflateReset(&z->zs) == Z_OK) continue;
+            z->ended = 1;
+        } else if (r != Z_OK && r != Z_BUF_ERROR) {
             z->zmsg = z->zs.msg ? z->zs.msg : "inflate failed";
             return -1;
         }

@@ -250,11 +250,15 @@ static void progress(build *b, uint64_t t0, int last) {
 }
 
 /* Copy the kept images down over the skipped ones' slots, in order. The
- * temp file is open write-only (atomic.h): reads go through a second fd. */
-static int compact(build *b, const char *tmp, int64_t *kept) {
+ * temp file is open write-only (atomic.h) and may have no name yet (an
+ * O_TMPFILE file, named only at commit): reads go through a second fd
+ * opened from this process's own descriptor. */
+static int compact(build *b, int64_t *kept) {
     uint8_t *img = malloc(b->px);
     int64_t k = 0;
-    int rfd = open(tmp, O_RDONLY | O_CLOEXEC), rc = 0;
+    char self[64];
+    snprintf(self, sizeof self, "/proc/self/fd/%d", b->fd);
+    int rfd = open(self, O_RDONLY | O_CLOEXEC), rc = 0;
     if (!img || rfd < 0) rc = -1;
     for (int64_t j = 0; j < b->nsel && !rc; j++) {
         if (b->why[j]) continue;
@@ -353,7 +357,7 @@ static int build_cache(const xt_folder *f, const uint8_t *select, int want, cons
     } else if (skipped && !o->skip) {
         for (int64_t j = 0; j < b.nsel && !rc; j++)
             if (b.why[j]) rc = xt_fail(e, XT_EDATA, "%s; " FIX, b.why[j]);
-    } else if (compact(&b, af.tmp, &kept)) {
+    } else if (compact(&b, &kept)) {
         rc = xt_fail(e, XT_EIO, "cannot write the image cache %s: %s", af.tmp, strerror(errno));
     } else {
         for (int64_t j = 0; j < b.nsel && o->warn; j++) {

@@ -1,5 +1,6 @@
 /* atomic.c — temp file + fsync + rename + directory fsync; see atomic.h. */
 #include "io/atomic.h"
+#include "io/infile.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -30,23 +31,65 @@ static int io_fail(xt_err *e, const char *path, int err) {
     return xt_fail(e, XT_EIO, "cannot write %s: %s; %s", path, strerror(err), xt_io_hint(err));
 }
 
+/* The directory part of path ("." when none) into dir. */
+static void parent_of(const char *path, char *dir, size_t cap) {
+    const char *slash = strrchr(path, '/');
+    if (!slash) snprintf(dir, cap, ".");
+    else if (slash == path) snprintf(dir, cap, "/");
+    else snprintf(dir, cap, "%.*s", (int)(slash - path), path);
+}
+
+/* An unnamed file in the target's directory (O_TMPFILE): nothing is left
+ * behind whatever kills the process; commit links it in through
+ * /proc/self/fd. -1 where the file system or kernel cannot (the named
+ * temp file is used then). */
+static int open_unnamed(const char *path) {
+#ifdef O_TMPFILE
+    if (access("/proc/self/fd", X_OK) != 0) return -1;
+    char dir[4096];
+    parent_of(path, dir, sizeof dir);
+    return open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
+#else
+    (void)path;
+    return -1;
+#endif
+}
+
 int xt_atomic_open(xt_atomic_file *af, const char *path, xt_err *e) {
     memset(af, 0, sizeof *af);
     size_t n = strlen(path);
     if (n == 0 || n >= sizeof af->path)
         return xt_fail(e, XT_EIO, "cannot write '%.200s': the path is empty or too long; use a shorter path", path);
     memcpy(af->path, path, n + 1);
+    if (!strcmp(path, "-")) { /* standard output, on purpose: written as it comes, never renamed over */
+        int fd = dup(STDOUT_FILENO);
+        af->fp = fd < 0 ? NULL : fdopen(fd, "wb");
+        if (!af->fp) {
+            if (fd >= 0) close(fd);
+            return xt_fail(e, XT_EIO, "cannot write to standard output: %s", strerror(errno));
+        }
+        af->to_stdout = 1;
+        return 0;
+    }
+    /* only a regular file is replaced: renaming over a device node, a
+     * symbolic link (/dev/stdout) or a FIFO would destroy it */
+    struct stat st;
+    if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode))
+        return xt_fail(e, XT_EIO, "cannot write %s: it is %s, and xlatrain replaces only regular files; remove it or choose another name%s",
+                       path, xt_file_kind(st.st_mode), S_ISLNK(st.st_mode) || S_ISCHR(st.st_mode) ? " ('-' writes to standard output)" : "");
     snprintf(af->tmp, sizeof af->tmp, "%s.tmp.%ld", path, (long)getpid());
-    /* O_TRUNC without O_EXCL: a leftover temp with our pid can only be from a
-     * dead process that had the same pid, and is garbage. O_NOFOLLOW so a
-     * planted symlink cannot redirect the write. */
-    int fd = open(af->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0666);
+    int fd = open_unnamed(path);
+    af->unnamed = fd >= 0;
+    /* else a named temp. O_TRUNC without O_EXCL: a leftover temp with our
+     * pid can only be from a dead process that had the same pid, and is
+     * garbage. O_NOFOLLOW so a planted symlink cannot redirect the write. */
+    if (fd < 0) fd = open(af->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0666);
     if (fd < 0) return io_fail(e, path, errno);
     af->fp = fdopen(fd, "wb");
     if (!af->fp) {
         int err = errno;
         close(fd);
-        unlink(af->tmp);
+        if (!af->unnamed) unlink(af->tmp);
         return io_fail(e, path, err);
     }
     return 0;
@@ -66,7 +109,7 @@ void xt_atomic_abort(xt_atomic_file *af) {
     if (af->fp) {
         fclose(af->fp);
         af->fp = NULL;
-        unlink(af->tmp);
+        if (!af->unnamed && !af->to_stdout) unlink(af->tmp);
     }
 }
 
@@ -74,16 +117,7 @@ void xt_atomic_abort(xt_atomic_file *af) {
  * (EINVAL); the rename is still atomic there, so that is not an error. */
 static int sync_parent_dir(const char *path) {
     char dir[4096];
-    const char *slash = strrchr(path, '/');
-    if (!slash) {
-        strcpy(dir, ".");
-    } else if (slash == path) {
-        strcpy(dir, "/");
-    } else {
-        size_t n = (size_t)(slash - path);
-        memcpy(dir, path, n);
-        dir[n] = 0;
-    }
+    parent_of(path, dir, sizeof dir);
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) return errno;
     int err = 0;
@@ -98,13 +132,33 @@ int xt_atomic_commit(xt_atomic_file *af, xt_err *e) {
     errno = 0;
     if (!err && fflush(af->fp) != 0) err = errno ? errno : EIO;
     if (!err && ferror(af->fp)) err = EIO;
+    if (af->to_stdout) {
+        errno = 0;
+        if (fclose(af->fp) != 0 && !err) err = errno ? errno : EIO;
+        af->fp = NULL;
+        return err ? xt_fail(e, XT_EIO, "cannot write to standard output: %s", strerror(err)) : 0;
+    }
     if (!err && fsync(fileno(af->fp)) != 0 && errno != EINVAL) err = errno;
+    /* the unnamed file gets the temp name only now, for the rename: a
+     * process killed before this leaves nothing */
+    if (!err && af->unnamed) {
+        char proc[64];
+        snprintf(proc, sizeof proc, "/proc/self/fd/%d", fileno(af->fp));
+        unlink(af->tmp); /* a dead process's with our pid */
+        if (linkat(AT_FDCWD, proc, AT_FDCWD, af->tmp, AT_SYMLINK_FOLLOW) != 0) err = errno;
+    }
+    /* not replaced between open and now by something that is not a regular file */
+    struct stat st;
+    if (!err && lstat(af->path, &st) == 0 && !S_ISREG(st.st_mode)) err = EEXIST;
     errno = 0;
     if (fclose(af->fp) != 0 && !err) err = errno ? errno : EIO;
     af->fp = NULL;
     if (!err && rename(af->tmp, af->path) != 0) err = errno;
     if (err) {
         unlink(af->tmp);
+        if (err == EEXIST)
+            return xt_fail(e, XT_EIO, "cannot write %s: it became %s while being written, and xlatrain replaces only regular files; remove it or choose another name",
+                           af->path, xt_file_kind(st.st_mode));
         return io_fail(e, af->path, err);
     }
     err = sync_parent_dir(af->path);
@@ -150,6 +204,11 @@ int xt_append_file(const char *path, const void *data, size_t len, xt_err *e) {
     }
     if (close(fd) != 0 && !err && errno != EINTR) err = errno;
     return err ? io_fail(e, path, err) : 0;
+}
+
+int xt_same_file(const char *out, const char *in) {
+    struct stat a, b;
+    return stat(out, &a) == 0 && stat(in, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
 int xt_dir_check_writable(const char *dir, xt_err *e) {

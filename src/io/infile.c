@@ -8,7 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static const char *kind_name(mode_t m) {
+const char *xt_file_kind(mode_t m) {
+    if (S_ISLNK(m)) return "a symbolic link";
     if (S_ISDIR(m)) return "a directory";
     if (S_ISFIFO(m)) return "a FIFO";
     if (S_ISCHR(m)) return "a character device";
@@ -34,7 +35,7 @@ int xt_in_open(xt_infile *in, const char *path, const xt_in_opts *o, xt_err *e) 
     }
     if (!S_ISREG(st.st_mode)) {
         close(fd);
-        return xt_fail(e, o->bad_code, "%s: is %s, not a regular file; %s", path, kind_name(st.st_mode), fix_of(o));
+        return xt_fail(e, o->bad_code, "%s: is %s, not a regular file; %s", path, xt_file_kind(st.st_mode), fix_of(o));
     }
     int fl = fcntl(fd, F_GETFL);
     if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0) {

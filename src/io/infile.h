@@ -20,8 +20,13 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "util/err.h"
+
+/* "a directory", "a FIFO", "a symbolic link", ...: what a file that is not
+ * a regular one is, for a refusal (also atomic.c's). */
+const char *xt_file_kind(mode_t m);
 
 typedef struct xt_in_opts {
     int open_code;    /* exit code when the file cannot be opened (missing, no permission) */

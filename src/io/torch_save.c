@@ -1,10 +1,13 @@
 /* torch_save.c — a state_dict in torch.save's zip format; see torch_save.h. */
 #include "io/torch_save.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zip.h>
+#include <zlib.h>
+
+#include "io/atomic.h"
 
 #include "io/pickle.h"
 
@@ -83,55 +86,164 @@ static void pickle_state_dict(xt_pickle *p, const xt_st_tensor *t, int n) {
     xt_pickle_stop(p);
 }
 
-/* Add a record stored uncompressed; the bytes must stay valid until zip_close. */
-static int add_record(zip_t *z, const char *name, const void *data, size_t len) {
-    zip_source_t *src = zip_source_buffer(z, data, len, 0);
-    if (!src) return -1;
-    zip_int64_t idx = zip_file_add(z, name, src, ZIP_FL_ENC_UTF_8 | ZIP_FL_OVERWRITE);
-    if (idx < 0) {
-        zip_source_free(src);
-        return -1;
+/* ---- the zip archive, written in one pass through atomic.h ----------------
+ * Every record is stored (no compression), its data 64-byte aligned by
+ * padding in an extra field (id "FB", as PyTorch's own writer does), with
+ * the CRC-32 computed up front (the data is in memory), so the archive
+ * streams: no seek, no temporary file of its own, and `-` (a pipe) works. */
+
+#define ZIP_ALIGN 64
+#define ZIP_LIMIT 0xfffffffeULL /* offsets and sizes in a zip without ZIP64 */
+
+typedef struct zrec {
+    const char *name;
+    const void *data;
+    uint64_t len;
+    uint32_t crc;
+    uint64_t offset; /* of its local header */
+    uint16_t pad;    /* extra-field bytes before the data */
+} zrec;
+
+static void le16(unsigned char *p, unsigned v) { p[0] = (unsigned char)v, p[1] = (unsigned char)(v >> 8); }
+static void le32(unsigned char *p, uint64_t v) {
+    for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static uint32_t crc_of(const void *data, uint64_t n) {
+    const Bytef *p = data;
+    uLong crc = crc32(0, Z_NULL, 0);
+    while (n > 0) { /* zlib's crc32 takes a 32-bit length */
+        uInt chunk = n > (1u << 30) ? (1u << 30) : (uInt)n;
+        crc = crc32(crc, p, chunk);
+        p += chunk;
+        n -= chunk;
     }
-    return zip_set_file_compression(z, (zip_uint64_t)idx, ZIP_CM_STORE, 0);
+    return (uint32_t)crc;
+}
+
+/* The fields local and central headers share, from "version needed" on. */
+static void common_fields(unsigned char *h, const zrec *r, unsigned extra) {
+    le16(h, 20);      /* version needed: 2.0 */
+    le16(h + 2, 0x0800); /* flags: UTF-8 names */
+    le16(h + 4, 0);   /* stored */
+    le16(h + 6, 0);   /* time 00:00 */
+    le16(h + 8, 0x21); /* date 1980-01-01 */
+    le32(h + 10, r->crc);
+    le32(h + 14, r->len);
+    le32(h + 18, r->len);
+    le16(h + 22, (unsigned)strlen(r->name));
+    le16(h + 24, extra);
+}
+
+static int write_zip(xt_atomic_file *af, zrec *rec, int n, xt_err *e) {
+    static const unsigned char zeros[ZIP_ALIGN + 4];
+    uint64_t off = 0;
+    for (int i = 0; i < n; i++) {
+        zrec *r = &rec[i];
+        size_t nl = strlen(r->name);
+        r->crc = crc_of(r->data, r->len);
+        r->offset = off;
+        uint64_t data_at = off + 30 + nl;
+        r->pad = data_at % ZIP_ALIGN ? (uint16_t)(ZIP_ALIGN - (data_at + 4) % ZIP_ALIGN) % ZIP_ALIGN + 4 : 0;
+        unsigned char h[30], x[4];
+        le32(h, 0x04034b50);
+        common_fields(h + 4, r, r->pad);
+        xt_atomic_write(af, h, sizeof h);
+        xt_atomic_write(af, r->name, nl);
+        if (r->pad) {
+            le16(x, 0x4246); /* "FB" */
+            le16(x + 2, r->pad - 4u);
+            xt_atomic_write(af, x, 4);
+            xt_atomic_write(af, zeros, r->pad - 4u);
+        }
+        xt_atomic_write(af, r->data, (size_t)r->len);
+        off = data_at + r->pad + r->len;
+        if (r->len > ZIP_LIMIT || off > ZIP_LIMIT) {
+            xt_atomic_abort(af);
+            return xt_fail(e, XT_EIO, "cannot write %s: over 4 GiB, more than this writer's zip archive holds; export to .safetensors instead",
+                           af->path);
+        }
+    }
+    uint64_t cd = off;
+    for (int i = 0; i < n; i++) {
+        const zrec *r = &rec[i];
+        unsigned char h[46];
+        le32(h, 0x02014b50);
+        le16(h + 4, 20); /* made by: 2.0, MS-DOS attributes */
+        common_fields(h + 6, r, 0);
+        le16(h + 32, 0); /* comment */
+        le16(h + 34, 0); /* disk */
+        le16(h + 36, 0); /* internal attributes */
+        le32(h + 38, 0); /* external attributes */
+        le32(h + 42, r->offset);
+        xt_atomic_write(af, h, sizeof h);
+        xt_atomic_write(af, r->name, strlen(r->name));
+        off += sizeof h + strlen(r->name);
+    }
+    unsigned char end[22];
+    le32(end, 0x06054b50);
+    le16(end + 4, 0);
+    le16(end + 6, 0);
+    le16(end + 8, (unsigned)n);
+    le16(end + 10, (unsigned)n);
+    le32(end + 12, off - cd);
+    le32(end + 16, cd);
+    le16(end + 20, 0);
+    xt_atomic_write(af, end, sizeof end);
+    if (off > ZIP_LIMIT || n > 0xfffe) {
+        xt_atomic_abort(af);
+        return xt_fail(e, XT_EIO, "cannot write %s: over 4 GiB or 65535 tensors, more than this writer's zip archive holds; export to .safetensors instead",
+                       af->path);
+    }
+    return xt_atomic_commit(af, e);
+}
+
+/* The shape as PyTorch must hold it: every size and every contiguous
+ * stride (the product of the sizes after it, a 0 counted as 1, as
+ * PyTorch does) within int64, as the safetensors loader bounds them. */
+static int check_shape(const char *path, const xt_st_tensor *t, xt_err *e) {
+    if (t->rank < 0 || t->rank > XT_ST_MAX_RANK)
+        return xt_fail(e, XT_EIO, "cannot write %s: tensor '%s' has rank %d; at most %d", path, t->name, t->rank, XT_ST_MAX_RANK);
+    int64_t s = (int64_t)xt_st_dtype_size(t->dtype);
+    for (int i = t->rank - 1; i >= 0; i--) {
+        int64_t d = t->shape[i] > 1 ? t->shape[i] : 1;
+        if (t->shape[i] < 0 || __builtin_mul_overflow(s, d, &s))
+            return xt_fail(e, XT_EIO, "cannot write %s: tensor '%s' has a shape whose strides or size do not fit in 64 bits (dimension %d is %lld); PyTorch cannot hold it: export another checkpoint",
+                           path, t->name, i, (long long)t->shape[i]);
+    }
+    return 0;
 }
 
 int xt_torch_save(const char *path, const xt_st_tensor *t, int n, xt_err *e) {
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         if (!storage_class(t[i].dtype)) return xt_fail(e, XT_EIO, "%s: tensor '%s' has a dtype PyTorch's format is not written for here", path, t[i].name);
+        int rc = check_shape(path, &t[i], e);
+        if (rc) return rc;
+    }
     xt_pickle p;
     xt_pickle_init(&p);
     pickle_state_dict(&p, t, n);
-    if (p.oom) {
+    zrec *rec = calloc((size_t)n + 3, sizeof *rec);
+    char (*names)[40] = calloc((size_t)n + 1, sizeof *names);
+    if (p.oom || !rec || !names) {
+        free(rec);
+        free(names);
         xt_pickle_free(&p);
         return xt_fail(e, XT_EIO, "%s: out of memory writing the state_dict", path);
     }
-    int zerr = 0;
-    zip_t *z = zip_open(path, ZIP_CREATE | ZIP_TRUNCATE, &zerr);
-    if (!z) {
-        zip_error_t ze;
-        zip_error_init_with_code(&ze, zerr);
-        xt_fail(e, XT_EIO, "%s: cannot create: %s", path, zip_error_strerror(&ze));
-        zip_error_fini(&ze);
-        xt_pickle_free(&p);
-        return XT_EIO;
-    }
-    int bad = add_record(z, "archive/data.pkl", p.buf, p.len) || add_record(z, "archive/byteorder", "little", 6);
-    char (*names)[40] = calloc((size_t)n + 1, sizeof *names);
-    if (!names) bad = 1;
-    for (int i = 0; i < n && !bad; i++) {
+    int k = 0;
+    rec[k++] = (zrec){.name = "archive/data.pkl", .data = p.buf, .len = p.len};
+    rec[k++] = (zrec){.name = "archive/byteorder", .data = "little", .len = 6};
+    for (int i = 0; i < n; i++) {
         snprintf(names[i], sizeof names[i], "archive/data/%d", i);
-        bad = add_record(z, names[i], t[i].data, (size_t)numel(&t[i]) * xt_st_dtype_size(t[i].dtype));
+        rec[k++] = (zrec){.name = names[i], .data = t[i].data, .len = (uint64_t)numel(&t[i]) * xt_st_dtype_size(t[i].dtype)};
     }
-    if (!bad) bad = add_record(z, "archive/version", "3\n", 2);
-    if (bad) {
-        xt_fail(e, XT_EIO, "%s: cannot write: %s", path, zip_strerror(z));
-        zip_discard(z);
-    } else if (zip_close(z)) { /* writes a temporary file, renames it over path */
-        xt_fail(e, XT_EIO, "%s: cannot write: %s", path, zip_strerror(z));
-        zip_discard(z);
-        bad = 1;
-    }
+    rec[k++] = (zrec){.name = "archive/version", .data = "3\n", .len = 2};
+    xt_atomic_file af;
+    int rc = xt_atomic_open(&af, path, e);
+    if (!rc) rc = write_zip(&af, rec, k, e);
+    free(rec);
     free(names);
     xt_pickle_free(&p);
-    return bad ? XT_EIO : 0;
+    return rc;
 }

@@ -15,8 +15,11 @@
  *   archive/data/0..   the raw little-endian tensor bytes, one per tensor
  *   archive/byteorder  "little"
  *   archive/version    "3"
- * The archive is written with libzip (Debian's libzip-dev), which writes a
- * temporary file and renames it over `path` when it is complete.
+ * The archive is written here in one pass (records stored, data 64-byte
+ * aligned, no ZIP64: at most 4 GiB) through atomic.h, so a killed export
+ * leaves no temporary file, a non-regular `path` is refused and "-" writes
+ * to standard output. Shapes are checked first: every size and stride
+ * must fit in int64, as PyTorch holds them.
  * Is not: a reader (xlatrain reads its own safetensors checkpoints), or
  * anything beyond plain contiguous CPU tensors.
  */

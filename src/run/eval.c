@@ -13,7 +13,15 @@
  * kernel takes a different path for a different remainder of images (the
  * direct convolution runs 16 images at a time): the rounding of those
  * images' scores may then differ in the last bit, not their classes in
- * practice. */
+ * practice.
+ *
+ * Every evaluation step has the same shape, so evaluation compiles one
+ * graph whatever the test-set size and worker count: the chunk is at most
+ * the replica's shard, and a last chunk that falls short is padded to it
+ * (zero images, what torch_xla users do by hand) and masked out: only its
+ * real images' predictions are kept and counted. The test loss (when the
+ * monitor wants it) is summed here over the real images from the fetched
+ * log-probabilities, so padded or not the graph is the same. */
 #include "run/eval.h"
 
 #include <stdlib.h>
@@ -36,12 +44,23 @@ int xt_eval_open(xt_eval *ev, const xt_run *r, int rank, xt_err *e) {
     const xt_config *c = r->c;
     memset(ev, 0, sizeof *ev);
     ev->chunk = chunk_for(c->test_batch_size);
+    /* a shard smaller than a chunk is evaluated whole, unpadded */
+    int64_t shard = (r->test.n + r->world - 1) / r->world;
+    if (shard >= 1 && shard < ev->chunk) ev->chunk = (int)shard;
+    ev->want_loss = 1; /* every evaluation logs its test loss (metrics.jsonl, curves.png, TensorBoard) */
     ev->pred = malloc((size_t)c->test_batch_size * sizeof *ev->pred);
-    ev->logp = malloc((size_t)ev->chunk * (size_t)c->spec.num_classes * sizeof *ev->logp);
-    if (!ev->pred || !ev->logp) return xt_fail(e, XT_ERUNTIME, "out of memory for a test batch of %d", c->test_batch_size);
+    if (!ev->pred) return xt_fail(e, XT_ERUNTIME, "out of memory for a test batch of %d", c->test_batch_size);
     ev->classes = c->spec.num_classes;
     ev->confusion = calloc((size_t)ev->classes * (size_t)ev->classes, sizeof *ev->confusion);
     if (!ev->confusion) return xt_fail(e, XT_ERUNTIME, "out of memory for a %dx%d confusion matrix", ev->classes, ev->classes);
+    const int *in = c->spec.input;
+    size_t image = (size_t)in[0] * in[1] * in[2];
+    ev->pad_x = calloc((size_t)ev->chunk * image, sizeof *ev->pad_x);
+    ev->pad_y = calloc((size_t)ev->chunk, sizeof *ev->pad_y);
+    ev->pad_pred = malloc((size_t)ev->chunk * sizeof *ev->pad_pred);
+    ev->pad_logp = ev->want_loss ? malloc((size_t)ev->chunk * (size_t)ev->classes * sizeof *ev->pad_logp) : NULL;
+    if (!ev->pad_x || !ev->pad_y || !ev->pad_pred || (ev->want_loss && !ev->pad_logp))
+        return xt_fail(e, XT_ERUNTIME, "out of memory for an evaluation chunk of %d", ev->chunk);
     if (xt_sampler_init(&ev->sampler, r->test.n, r->world, rank, 0, (uint64_t)c->seed, 0, e)) return e->code;
     ev->have_sampler = 1;
     xt_loader_opts o;
@@ -73,31 +92,40 @@ static void keep_grid_samples(xt_grid_samples *gs, const int32_t *pred, const xt
 }
 
 /* Predict images [off, off + n) of batch b into ev->pred[off ...], and
- * add their summed loss to *loss_sum (metrics.jsonl, curves.png,
- * TensorBoard and the test_loss monitor show it). The loss is summed here,
- * in double and in image order, from the fetched log-probabilities: a
- * reduction inside the graph may add in another order from one compiled
- * plan to the next (a resumed run's), and the logged figure must not
- * change in its last digit when nothing else does. */
+ * add their summed loss to *loss_sum when the monitor needs it. Fewer than
+ * a chunk are padded to it (one compiled shape) and the padding masked out. */
 static int predict_chunk(xt_eval *ev, xt_run *r, xt_engine *en, const xt_batch *b, int off, int n, double *loss_sum, xt_err *e) {
     const int *in = r->c->spec.input;
     size_t image = (size_t)in[0] * in[1] * in[2];
+    int padded = n < ev->chunk, K = ev->classes;
     xt_batch part = *b;
     part.n = n;
     part.x = b->x + (size_t)off * image;
     part.y = b->y + off;
     part.index = b->index ? b->index + off : NULL;
+    if (padded) { /* the padding rows stay zero images of class 0 */
+        memcpy(ev->pad_x, part.x, (size_t)n * image * sizeof *ev->pad_x);
+        memset(ev->pad_x + (size_t)n * image, 0, (size_t)(ev->chunk - n) * image * sizeof *ev->pad_x);
+        memcpy(ev->pad_y, part.y, (size_t)n * sizeof *ev->pad_y);
+        memset(ev->pad_y + n, 0, (size_t)(ev->chunk - n) * sizeof *ev->pad_y);
+        part.n = ev->chunk;
+        part.x = ev->pad_x;
+        part.y = ev->pad_y;
+        part.index = NULL;
+    }
     xt_engine_set_label(en, "evaluation");
     xt_graph *g = xt_engine_graph(en);
     xt_run_bind_batch(r, &part);
     xt_t logp = xt_run_trace_logp(r, g, XT_EVAL);
-    xt_fetch(g, xt_argmax(g, logp), ev->pred + off, (size_t)n * sizeof *ev->pred);
-    int k = ev->classes;
-    xt_fetch(g, logp, ev->logp, (size_t)n * (size_t)k * sizeof *ev->logp);
+    xt_fetch(g, xt_argmax(g, logp), padded ? ev->pad_pred : ev->pred + off, (size_t)part.n * sizeof *ev->pred);
+    /* the same graph padded or not: the loss is summed here, over the real images */
+    if (ev->want_loss) xt_fetch(g, logp, ev->pad_logp, (size_t)part.n * (size_t)K * sizeof *ev->pad_logp);
     int rc = xt_mark_step(en, e);
-    for (int i = 0; !rc && i < n; i++) /* a label out of range fails the run's check below */
-        if (part.y[i] >= 0 && part.y[i] < k) *loss_sum -= (double)ev->logp[(size_t)i * (size_t)k + (size_t)part.y[i]];
-    return rc;
+    if (rc) return rc;
+    if (padded) memcpy(ev->pred + off, ev->pad_pred, (size_t)n * sizeof *ev->pred);
+    for (int i = 0; i < n && ev->want_loss; i++) /* a label out of range fails the run's check in xt_eval_run */
+        if (part.y[i] >= 0 && part.y[i] < K) *loss_sum -= (double)ev->pad_logp[(size_t)i * K + (size_t)part.y[i]];
+    return 0;
 }
 
 int xt_eval_run(xt_eval *ev, xt_run *r, xt_engine *en, xt_eval_counts *out, xt_err *e) {
@@ -131,9 +159,13 @@ void xt_eval_close(xt_eval *ev) {
     if (ev->have_sampler) xt_sampler_free(&ev->sampler);
     free(ev->pred);
     ev->pred = NULL;
-    free(ev->logp);
-    ev->logp = NULL;
     free(ev->confusion);
     ev->confusion = NULL;
+    free(ev->pad_x);
+    free(ev->pad_y);
+    free(ev->pad_pred);
+    free(ev->pad_logp);
+    ev->pad_x = ev->pad_logp = NULL;
+    ev->pad_y = ev->pad_pred = NULL;
     ev->have_loader = ev->have_sampler = 0;
 }

@@ -30,7 +30,7 @@ typedef struct xt_grid_samples {
 /* One evaluation pass over a replica's shard. */
 typedef struct xt_eval_counts {
     long long correct, total;
-    double loss_sum;                /* summed per-sample NLL (the test loss times total) */
+    double loss_sum;                /* summed per-sample NLL when the monitor is test_loss, else 0 */
 } xt_eval_counts;
 
 typedef struct xt_eval {
@@ -38,8 +38,11 @@ typedef struct xt_eval {
     xt_loader loader;
     int have_sampler, have_loader;
     int32_t *pred;                  /* (test_batch_size) predicted classes of a batch */
-    float *logp;                    /* (chunk, classes) log-probabilities of a chunk, for the test loss */
-    int chunk;                      /* images per evaluation step (see eval.c) */
+    int chunk;                      /* images per evaluation step: its one compiled shape (see eval.c) */
+    float *pad_x;                   /* (chunk x image) a short last chunk padded to the shape */
+    int32_t *pad_y, *pad_pred;      /* (chunk) its labels (padding: 0) and predictions */
+    float *pad_logp;                /* (chunk x classes) a chunk's log-probabilities, for the test loss */
+    int want_loss;                  /* fetch the log-probabilities for the test loss (always, today) */
     long long *confusion;           /* (classes^2) this shard's [true][predicted] counts of the last pass */
     int classes;
     xt_grid_samples grid;

@@ -6,8 +6,10 @@
 #include "util/err.h"
 
 /* Write the state_dict of checkpoint `ckpt` (a checkpoint file, or a run
- * directory for its latest checkpoint) to `out`: PyTorch's own format when
- * `out` ends in .pt or .pth, safetensors otherwise. Returns an exit code. */
+ * directory for its latest checkpoint) to `out`, in the format its name
+ * asks for: PyTorch's own for .pt or .pth, ONNX for .onnx, safetensors for
+ * .safetensors or "-" (standard output); another name is a usage error.
+ * Returns an exit code. */
 int xt_export_main(const char *ckpt, const char *out, xt_err *e);
 
 /* The same, with --format's choice (NULL: by the name; .onnx is ONNX):

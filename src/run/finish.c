@@ -91,6 +91,8 @@ static void hyperparameters(const xt_run *r, xt_jsonw *w) {
     xt_jw_key(w, "weight_decay"); xt_jw_num(w, c->weight_decay);
     xt_jw_key(w, "betas"); xt_jw_arr(w); xt_jw_num(w, c->beta1); xt_jw_num(w, c->beta2); xt_jw_end(w);
     xt_jw_key(w, "eps"); xt_jw_num(w, c->adam_eps);
+    xt_jw_key(w, "grad_clip_norm"); xt_jw_num(w, c->grad_clip_norm);
+    xt_jw_key(w, "label_smoothing"); xt_jw_num(w, c->label_smoothing);
     xt_jw_key(w, "schedule"); xt_jw_str(w, schedule_name(c->schedule));
     xt_jw_key(w, "step_size"); xt_jw_int(w, c->step_size);
     xt_jw_key(w, "gamma"); xt_jw_num(w, c->gamma);
@@ -159,7 +161,10 @@ static void results_json(const xt_run *r, xt_jsonw *w, const xt_summary *s) {
     xt_jw_key(w, "final_loss"); if (isfinite(s->final_loss)) xt_jw_numg(w, s->final_loss, 6); else xt_jw_null(w);
     xt_jw_key(w, "target_accuracy"); xt_jw_numg(w, c->target_accuracy, 6); /* as configured: 0 = no target */
     str_or_null(w, "last_checkpoint", s->checkpoint);
-    xt_jw_key(w, "samples_per_sec"); xt_jw_numg(w, train_s > 0 ? (double)r->samples_trained * r->world / train_s : 0, 6);
+    /* null, not 0, when this process measured nothing (a stop before an epoch's end
+     * in its workers): a sweep's table then shows "-" rather than a rate of 0 */
+    xt_jw_key(w, "samples_per_sec");
+    xt_jw_numg(w, train_s > 0 && r->samples_trained > 0 ? (double)r->samples_trained * r->world / train_s : (double)NAN, 6);
     xt_jw_key(w, "train_time_s"); xt_jw_numg(w, train_s, 6);
     xt_jw_key(w, "data_wait_s"); xt_jw_numg(w, (double)r->data_wait_ns / 1e9, 6);
     xt_jw_key(w, "wall_time_s"); xt_jw_numg(w, wall, 6);

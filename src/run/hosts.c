@@ -1,6 +1,7 @@
 /* hosts.c — the agreements of a run across hosts before training; see hosts.h. */
 #include "run/hosts.h"
 
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,10 +10,22 @@
 
 #include "data/md5.h"
 #include "distributed/cluster.h"
+#include "run/record.h"
 
 static int g_agreed;
 
 int xt_hosts_failure_agreed(void) { return g_agreed; }
+
+int xt_hosts_fail_everywhere(xt_err *e, int code, const char *fmt, ...) {
+    g_agreed = 1;
+    if (xt_cluster_rank() != 0) return xt_fail(e, code, "%s", ""); /* said once, by host 0 */
+    va_list ap;
+    va_start(ap, fmt);
+    char msg[sizeof e->msg];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return xt_fail(e, code, "%s", msg);
+}
 
 int xt_hosts_layout(const xt_config *c, int *world, int *offset, xt_err *e) {
     int H = xt_cluster_size(), me = xt_cluster_rank();
@@ -32,6 +45,52 @@ int xt_hosts_layout(const xt_config *c, int *world, int *offset, xt_err *e) {
     *world = (int)sum;
     *offset = (int)before;
     return 0;
+}
+
+/* What a host says about its trajectory against host 0's. */
+typedef struct traj_id {
+    int32_t n;          /* keys that differ from host 0's (model included) */
+    char host[64];
+    char diff[700];     /* "key: host 0's -> this host's; ..." */
+} traj_id;
+
+int xt_hosts_check_trajectory(const xt_run *r, xt_err *e) {
+    int H = xt_cluster_size();
+    if (H == 1) return 0;
+    /* host 0's resolved config and model, on every host */
+    uint64_t len = xt_cluster_rank() == 0 ? strlen(r->config_yaml) + 1 : 0, model = r->model_hash;
+    int rc = xt_cluster_bcast(&len, sizeof len, e);
+    if (!rc) rc = xt_cluster_bcast(&model, sizeof model, e);
+    if (rc) return rc;
+    char *root = malloc(len ? len : 1);
+    if (!root) return xt_fail(e, XT_ERUNTIME, "out of memory for host 0's config (%llu bytes)", (unsigned long long)len);
+    if (xt_cluster_rank() == 0) memcpy(root, r->config_yaml, len);
+    rc = xt_cluster_bcast(root, len, e);
+    traj_id mine = {0}, *all = NULL;
+    if (!rc) {
+        root[len ? len - 1 : 0] = 0;
+        mine.n = xt_record_host_diff(root, r->config_yaml, mine.diff, sizeof mine.diff);
+        if (model != r->model_hash) {
+            size_t o = strlen(mine.diff);
+            snprintf(mine.diff + o, sizeof mine.diff - o, "%smodel: another layer spec", mine.n ? "; " : "");
+            mine.n++;
+        }
+        if (gethostname(mine.host, sizeof mine.host - 1)) snprintf(mine.host, sizeof mine.host, "?");
+        all = malloc((size_t)H * sizeof *all);
+        if (!all) rc = xt_fail(e, XT_ERUNTIME, "out of memory for %d hosts", H);
+    }
+    free(root);
+    if (!rc) rc = xt_cluster_allgather(&mine, all, sizeof mine, e);
+    for (int h = 1; h < H && !rc; h++) {
+        if (!all[h].n) continue;
+        const char *d = all[h].diff;
+        int seed = !strncmp(d, "seed: ", 6) || strstr(d, "; seed: ");
+        rc = xt_hosts_fail_everywhere(e, XT_EUSAGE, "MPI rank %d (%s) was started with another trajectory than rank 0 (%s): %s%d key%s differ%s (%s, rank 0's -> rank %d's); start every rank with the same config file and --set options",
+                                      h, all[h].host, all[0].host, seed ? "seed differs; " : "", all[h].n, all[h].n > 1 ? "s" : "",
+                                      all[h].n > 1 ? "" : "s", d, h);
+    }
+    free(all);
+    return rc;
 }
 
 /* What a host says about its data: whether it opened, sizes, checksum. */

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <math.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -21,6 +22,7 @@
 
 #include "engine/metrics.h"
 #include "io/atomic.h"
+#include "io/jsonw.h"
 
 double xt_wall_s(void) { return (double)xt_now_ns() / 1e9; }
 
@@ -266,7 +268,8 @@ void xt_progress(int epoch, int nepochs, long long done, long long total, double
     int pct = total > 0 ? (int)(100 * done / total) : 0;
     snprintf(head, sizeof head, "epoch %d/%d", epoch, nepochs);
     /* the widest tail that fits beside the head; the bar takes what is left (at most 30) */
-    const char *tails[3] = {" %3d%% %.0f samples/s ETA %s, run %s", " %3d%% ETA %s, run %s", " %3d%%"};
+    /* both times count down: say so ("left"), not ETA, which reads as a clock time */
+    const char *tails[3] = {" %3d%% %.0f samples/s, %s left, run %s left", " %3d%% %s left, run %s left", " %3d%%"};
     int room = cols - 1 - (int)strlen(head); /* never the last column: writing there wraps on many terminals */
     for (int t = 0; t < 3; t++) {
         if (t == 0) snprintf(tail, sizeof tail, tails[0], pct, rate, eta, run_eta);
@@ -300,9 +303,53 @@ void xt_progress_clear(void) {
     g_progress_shown = 0;
 }
 
-int xt_append_jsonl(const char *outdir, const char *line, xt_err *e) {
-    char path[700], buf[4096];
+/* The finished line, appended with its newline in one write. */
+static int append_jsonl(const char *outdir, xt_jsonw *w, xt_err *e) {
+    char path[700];
     snprintf(path, sizeof path, "%s/metrics.jsonl", outdir);
-    int n = snprintf(buf, sizeof buf, "%s\n", line);
-    return xt_append_file(path, buf, (size_t)(n < (int)sizeof buf ? n : (int)sizeof buf - 1), e);
+    int rc = xt_jw_finish(w, path, e);
+    if (!rc) xt_jw_raw(w, "\n", 1);
+    if (!rc) rc = xt_jw_finish(w, path, e);
+    if (!rc) rc = xt_append_file(path, w->buf, w->len, e);
+    xt_jw_free(w);
+    return rc;
+}
+
+/* v rounded to `decimals` places, as %.Nf showed it (NaN stays NaN: null) */
+static double places(double v, int decimals) {
+    double s = pow(10, decimals);
+    return isfinite(v) && fabs(v) < 1e15 ? round(v * s) / s : v;
+}
+
+int xt_jsonl_step(const char *outdir, int epoch, long long step, long long global_step, double loss, double rate, double lr,
+                  xt_err *e) {
+    xt_jsonw w;
+    xt_jw_init(&w);
+    xt_jw_obj(&w);
+    xt_jw_key(&w, "type"), xt_jw_str(&w, "step");
+    xt_jw_key(&w, "epoch"), xt_jw_int(&w, epoch);
+    xt_jw_key(&w, "step"), xt_jw_int(&w, step);
+    xt_jw_key(&w, "global_step"), xt_jw_int(&w, global_step);
+    xt_jw_key(&w, "loss"), xt_jw_numg(&w, loss, 6);
+    xt_jw_key(&w, "rate"), xt_jw_num(&w, places(rate, 2));
+    xt_jw_key(&w, "lr"), xt_jw_numg(&w, lr, 6);
+    xt_jw_end(&w);
+    return append_jsonl(outdir, &w, e);
+}
+
+int xt_jsonl_epoch(const char *outdir, int epoch, long long global_step, double loss, double accuracy, double test_loss,
+                   double lr, double time_s, xt_err *e) {
+    xt_jsonw w;
+    xt_jw_init(&w);
+    xt_jw_obj(&w);
+    xt_jw_key(&w, "type"), xt_jw_str(&w, "epoch");
+    xt_jw_key(&w, "epoch"), xt_jw_int(&w, epoch);
+    xt_jw_key(&w, "global_step"), xt_jw_int(&w, global_step);
+    xt_jw_key(&w, "loss"), xt_jw_numg(&w, loss, 6);
+    xt_jw_key(&w, "accuracy"), xt_jw_num(&w, places(accuracy, 4));
+    xt_jw_key(&w, "test_loss"), xt_jw_numg(&w, test_loss, 6); /* null when not computed (non-finite) */
+    xt_jw_key(&w, "lr"), xt_jw_numg(&w, lr, 6);
+    xt_jw_key(&w, "time"), xt_jw_num(&w, places(time_s, 3));
+    xt_jw_end(&w);
+    return append_jsonl(outdir, &w, e);
 }

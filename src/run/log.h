@@ -44,7 +44,12 @@ void xt_out_stopping(void);
  * process dropped while stopping, if any, naming worker `rank` (none if
  * negative). */
 void xt_out_note_dropped(int rank);
-/* Append one JSON line to <outdir>/metrics.jsonl. */
-int xt_append_jsonl(const char *outdir, const char *line, xt_err *e);
+/* Append one line to <outdir>/metrics.jsonl, built by the JSON writer (so a
+ * NaN or infinite loss, rate or lr is null, never a bare NaN no parser
+ * reads): a "step" line (step counts within the epoch) or an "epoch" line. */
+int xt_jsonl_step(const char *outdir, int epoch, long long step, long long global_step, double loss, double rate, double lr,
+                  xt_err *e);
+int xt_jsonl_epoch(const char *outdir, int epoch, long long global_step, double loss, double accuracy, double test_loss,
+                   double lr, double time_s, xt_err *e);
 
 #endif

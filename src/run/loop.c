@@ -159,11 +159,8 @@ static int log_step(worker *w, const epoch_pos *p, float loss, xt_err *e) {
     double rt = xt_rate_rate(&w->rate);
     xt_log_train_update(w->rank, p->step, loss, rt, xt_rate_global(&w->rate));
     if (w->rank != 0) return 0;
-    char line[300];
     /* "step" counts within the epoch, as the stdout line and torch_xla's script do */
-    snprintf(line, sizeof line, "{\"type\":\"step\",\"epoch\":%d,\"step\":%lld,\"global_step\":%lld,\"loss\":%.6g,"
-             "\"rate\":%.2f,\"lr\":%.6g}", p->epoch + 1, p->step, r->global_step, loss, rt, p->lr);
-    if (xt_append_jsonl(r->outdir, line, e)) return e->code;
+    if (xt_jsonl_step(r->outdir, p->epoch + 1, p->step, r->global_step, loss, rt, p->lr, e)) return e->code;
     return xt_tb_step(&w->tb, r, loss, p->lr, rt * r->world, e);
 }
 
@@ -273,7 +270,10 @@ static int train_epoch(worker *w, epoch_pos *p, xt_err *e) {
         }
         int rc = train_batch(w, p, b, e);
         if (rc) return rc;
-        if (stop_requested(w)) return interrupted_mid_epoch(w, p, e);
+        if (stop_requested(w)) { /* the steps so far count in samples_per_sec */
+            r->train_ns += xt_now_ns() - t_epoch;
+            return interrupted_mid_epoch(w, p, e);
+        }
         if ((rc = limit_reached(w, e)) < 0) return e->code;
         if (rc || (r->c->limit_train_batches > 0 && p->step >= r->c->limit_train_batches)) break;
     }
@@ -306,12 +306,9 @@ static int master_epoch_outputs(worker *w, const epoch_pos *p, double loss, doub
                                 xt_err *e) {
     xt_run *r = w->r;
     int epoch = p->epoch;
-    char line[512], tl[32] = "null";
-    if (isfinite(test_loss)) snprintf(tl, sizeof tl, "%.6g", test_loss);
-    snprintf(line, sizeof line, "{\"type\":\"epoch\",\"epoch\":%d,\"global_step\":%lld,\"loss\":%.6g,\"accuracy\":%.4f,"
-             "\"test_loss\":%s,\"lr\":%.6g,\"time\":%.3f}", epoch + 1, r->global_step, loss, acc, tl, p->lr,
-             xt_wall_s() - (double)r->t_start_ns / 1e9);
-    if (xt_append_jsonl(r->outdir, line, e)) return e->code;
+    if (xt_jsonl_epoch(r->outdir, epoch + 1, r->global_step, loss, acc, test_loss, p->lr,
+                       xt_wall_s() - (double)r->t_start_ns / 1e9, e))
+        return e->code;
     xt_tb_epoch tbe = {.train_loss = loss, .test_accuracy = acc, .test_loss = test_loss, .seconds = p->seconds,
                        .grid = &w->eval.grid};
     if (xt_tb_evaluation(&w->tb, r, &tbe, e)) return e->code;
@@ -452,6 +449,9 @@ static int eval_only(worker *w, xt_err *e) {
     if (r->dist && (rc = xt_mesh_reduce_sum(r->dist, w->local, counts, 2, e))) return rc;
     xt_out("[xla:%d] Accuracy=%.2f%%", w->rank, total ? 100.0 * (double)correct / (double)total : 0.0);
     r->best_acc = counts[1] > 0 ? 100.0 * counts[0] / counts[1] : 0.0;
+    /* as after a training epoch: the figure over every replica, once */
+    if (r->world > 1 && w->rank == 0)
+        xt_out("Global accuracy=%.2f%% (%.0f/%.0f over %d replicas)", r->best_acc, counts[0], counts[1], r->world);
     return 0;
 }
 

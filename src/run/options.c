@@ -32,10 +32,11 @@ const xt_option xt_options[] = {
      "write the predicted class of every image in FILE (an IDX\n"
      "images file; a CIFAR-10 .bin batch for CIFAR-shaped\n"
      "models) as CSV, with the --resume checkpoint (default:\n"
-     "latest)"},
+     "latest); given --resume CKPT, --config may be left out:\n"
+     "the config CKPT records is used"},
     {"--output", XT_OPT_VALUE, "CSV",
      "where --predict writes (default:\n"
-     "OUTPUT_DIR/predictions.csv)"},
+     "OUTPUT_DIR/predictions.csv; '-': standard output)"},
     {"--export", XT_OPT_VALUE, "CKPT",
      "write the model's weights alone (PyTorch's state_dict\n"
      "names, no optimizer state) of checkpoint CKPT, or of a\n"

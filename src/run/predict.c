@@ -75,7 +75,7 @@ static int write_csv(const xt_run *r, const csv *o, long n, xt_err *e) {
     if (r->cli->predict_out) snprintf(path, sizeof path, "%s", r->cli->predict_out);
     else snprintf(path, sizeof path, "%s/predictions.csv", r->outdir);
     if (xt_write_file_atomic(path, o->buf, o->len, e)) return e->code;
-    fprintf(stderr, "xlatrain: wrote %ld predictions to %s\n", n, path);
+    fprintf(stderr, "xlatrain: wrote %ld predictions to %s\n", n, strcmp(path, "-") ? path : "standard output");
     return 0;
 }
 
@@ -132,7 +132,15 @@ static int predict_file(xt_run *r, xt_err *e) {
     int rc = xt_idx_read_images(r->cli->predict, sp->input[1], sp->input[2], &im, e);
     if (rc) return rc;
     char lpath[1024];
-    int have_labels = labels_path_for(r->cli->predict, lpath, sizeof lpath) && xt_idx_read_labels(lpath, sp->num_classes, &lab, NULL) == 0 && lab.n == im.n;
+    xt_err lerr = {0};
+    int have_labels = 0;
+    if (labels_path_for(r->cli->predict, lpath, sizeof lpath)) { /* beside it: used, or said why not */
+        if (xt_idx_read_labels(lpath, sp->num_classes, &lab, &lerr))
+            fprintf(stderr, "xlatrain: note: no label column: %s\n", lerr.msg);
+        else if (lab.n != im.n)
+            fprintf(stderr, "xlatrain: note: no label column: %s has %lld labels for %lld images\n", lpath, (long long)lab.n, (long long)im.n);
+        else have_labels = 1;
+    }
     pimages img = {im.n, 1, im.rows, im.cols, im.data, have_labels ? lab.data : NULL};
     rc = predict_images(r, &img, e);
     xt_idx_free(&im);
@@ -143,10 +151,16 @@ static int predict_file(xt_run *r, xt_err *e) {
 int xt_predict_main(const xt_config *c, const xt_cli *cli, xt_err *e) {
     static xt_run r;
     int rc = xt_run_open(&r, c, cli, e);
+    if (!rc) rc = xt_run_claim(&r, e);
     if (!rc && !cli->resume)
         rc = xt_fail(e, XT_EUSAGE, "--predict needs trained weights: add --resume PATH (or --resume latest for the newest checkpoint in %s)", r.outdir);
     char path[1024];
     if (!rc) rc = xt_ckpt_resolve(&r, cli->resume, path, sizeof path, e);
+    /* the CSV must not replace what it is made from */
+    const char *out = cli->predict_out;
+    if (!rc && out && (xt_same_file(out, cli->predict) || xt_same_file(out, path)))
+        rc = xt_fail(e, XT_EUSAGE, "--output %s is %s; choose another name for the predictions", out,
+                     xt_same_file(out, path) ? "the checkpoint the predictions are made with" : "the --predict input");
     if (!rc) rc = xt_ckpt_load(&r, path, e);
     if (!rc) rc = predict_file(&r, e);
     xt_run_close(&r);

@@ -157,7 +157,26 @@ static int find_entry(const char *yaml, const char *key, entry *out) {
     return 0;
 }
 
+/* Where each host finds its data: its own copy, compared by content
+ * (hosts.h), not by path. */
+static int is_data_path_key(const char *key) {
+    static const char *const paths[] = {"datadir", "train_images", "train_labels", "test_images", "test_labels"};
+    for (size_t i = 0; i < sizeof paths / sizeof *paths; i++)
+        if (!strcmp(key, paths[i])) return 1;
+    return 0;
+}
+
+static int trajectory_diff(const char *old_yaml, const char *new_yaml, int skip_paths, char *diff, size_t cap);
+
 int xt_record_trajectory_diff(const char *old_yaml, const char *new_yaml, char *diff, size_t cap) {
+    return trajectory_diff(old_yaml, new_yaml, 0, diff, cap);
+}
+
+int xt_record_host_diff(const char *host0_yaml, const char *mine_yaml, char *diff, size_t cap) {
+    return trajectory_diff(host0_yaml, mine_yaml, 1, diff, cap);
+}
+
+static int trajectory_diff(const char *old_yaml, const char *new_yaml, int skip_paths, char *diff, size_t cap) {
     char group[96] = "";
     const char *p = new_yaml;
     entry now, was;
@@ -166,7 +185,7 @@ int xt_record_trajectory_diff(const char *old_yaml, const char *new_yaml, char *
     diff[0] = 0;
     while (next_entry(&p, group, sizeof group, &now)) {
         /* the model is compared by its hash (checkpoint.c), not by how it was named */
-        if (is_free_key(now.key) || !strcmp(now.key, "model")) continue;
+        if (is_free_key(now.key) || !strcmp(now.key, "model") || (skip_paths && is_data_path_key(now.key))) continue;
         int had = find_entry(old_yaml, now.key, &was);
         if (had && was.vlen == now.vlen && !memcmp(was.value, now.value, now.vlen)) continue;
         if (o < cap)

@@ -31,5 +31,9 @@ int xt_record_write_config(const char *dir, const xt_config *c, const xt_cli *cl
  * diff; returns how many. Keys that may change freely (num_epochs, logging,
  * output, checkpoint cadence, loader threads) are skipped. */
 int xt_record_trajectory_diff(const char *old_yaml, const char *new_yaml, char *diff, size_t cap);
+/* The same between host 0's config and this host's, leaving out where each
+ * host finds its data (datadir and the four file paths: every host has its
+ * own copy, compared by content instead). */
+int xt_record_host_diff(const char *host0_yaml, const char *mine_yaml, char *diff, size_t cap);
 
 #endif

@@ -1,7 +1,9 @@
 /* run.c — setting up one run (xt_run): the output directory, the model,
  * input and optimizer slots with their initial weights, and the data.
- * Claiming the directory (and its lock) comes first, before any output. Done
- * in the parent before any worker forks, so every replica starts equal.
+ * Claiming the directory (and its lock) comes once the config, model and data
+ * are known to be usable (a refused run leaves no directory behind), and
+ * before any output. Done in the parent before any worker forks, so every
+ * replica starts equal.
  * Not here: training, evaluation or prediction (loop.c, eval.c, predict.c). */
 #include "run/folder_data.h"
 #include "run/run.h"
@@ -10,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "data/download.h"
 #include "distributed/cluster.h"
@@ -93,6 +96,10 @@ int xt_run_open_data(xt_run *r, xt_err *e) {
     }
     if (xt_dataset_open(&r->test, &o, XT_SPLIT_TEST, e)) return e->code;
     if (check_input_shape(r, e)) return e->code;
+    return 0;
+}
+
+int xt_run_note_norm(const xt_run *r, xt_err *e) {
     /* host 0 writes config.yaml; eval-only and predict runs leave it as it is */
     if (!r->have_train || r->host != 0 || r->cli->eval_only || r->cli->predict) return 0;
     return xt_run_record_norm(&r->train, r->outdir, e);
@@ -124,17 +131,29 @@ size_t xt_run_grad_floats(const xt_run *r) {
 /* One run per directory: a fresh run claims an unused output_dir (the
  * default moves on to runs/<name>-2, ...), --resume the run that is there,
  * --eval-only and --predict share it. Training records its config there. */
-static int claim_outdir(xt_run *r, xt_err *e) {
+int xt_run_claim(xt_run *r, xt_err *e) {
     const xt_cli *cli = r->cli;
+    if (r->host != 0) return 0; /* the global master alone writes outputs */
     xt_claim_kind kind = cli->eval_only || cli->predict ? XT_CLAIM_READ : cli->resume ? XT_CLAIM_CONTINUE : XT_CLAIM_NEW;
-    if (xt_rundir_claim(&r->rundir, r->c->output_dir, kind, !r->c->output_dir_set, cli->overwrite, e)) return e->code;
+    char dir[620];
+    snprintf(dir, sizeof dir, "%s", r->c->output_dir);
+    /* --resume latest with the default output_dir: the config's newest run, not its first */
+    int n;
+    if (kind != XT_CLAIM_NEW && !r->c->output_dir_set && cli->resume && !strcmp(cli->resume, "latest") &&
+        (n = xt_rundir_newest(r->c->output_dir, dir, sizeof dir)) > 1)
+        fprintf(stderr, "xlatrain: --resume latest: %s is the newest of this config's %d runs (set output_dir to choose another)\n", dir, n);
+    if (xt_rundir_claim(&r->rundir, dir, kind, !r->c->output_dir_set, cli->overwrite, e)) return e->code;
     r->claimed = 1;
     snprintf(r->outdir, sizeof r->outdir, "%s", r->rundir.dir);
+    /* --eval-only writes eval.json there, --predict predictions.csv unless --output says elsewhere */
+    struct stat st; /* a missing one holds no checkpoint: --resume says so */
+    int writes = kind != XT_CLAIM_READ || ((cli->eval_only || !cli->predict_out) && stat(r->outdir, &st) == 0);
+    if (writes && xt_dir_check_writable(r->outdir, e)) return e->code; /* before any epoch (or evaluation) is spent */
     if (kind == XT_CLAIM_READ) return 0;
-    if (xt_dir_check_writable(r->outdir, e)) return e->code; /* before any epoch is spent */
     fprintf(stderr, "xlatrain: run directory %s\n", r->outdir);
     /* a resumed run records its config only once --resume has accepted it (train.c) */
-    return kind == XT_CLAIM_NEW ? xt_record_write_config(r->outdir, r->c, cli, e) : 0;
+    if (kind != XT_CLAIM_NEW) return 0;
+    return xt_record_write_config(r->outdir, r->c, cli, e) ? e->code : xt_run_note_norm(r, e);
 }
 
 int xt_run_open(xt_run *r, const xt_config *c, const xt_cli *cli, xt_err *e) {
@@ -153,7 +172,6 @@ int xt_run_open(xt_run *r, const xt_config *c, const xt_cli *cli, xt_err *e) {
     r->hist_loss = calloc(XT_MAX_EPOCHS, sizeof *r->hist_loss);
     r->hist_acc = calloc(XT_MAX_EPOCHS, sizeof *r->hist_acc);
     if (!r->hist_loss || !r->hist_acc) return xt_fail(e, XT_ERUNTIME, "out of memory");
-    if (r->host == 0 && claim_outdir(r, e)) return e->code; /* the global master alone writes outputs */
     r->config_yaml = xt_record_config_portable(c);
     if (!r->config_yaml) return xt_fail(e, XT_ERUNTIME, "out of memory");
     return xt_run_setup_model(r, e);

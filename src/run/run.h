@@ -81,16 +81,24 @@ typedef struct xt_run {
     int nclasses;
 } xt_run;
 
-/* Set r up for config c and command line cli: create the output directory,
- * declare and initialise the model, inputs and optimizer (no data read).
+/* Set r up for config c and command line cli: declare and initialise the
+ * model, inputs and optimizer (no data read, no directory touched).
  * Call xt_run_close afterwards whatever this returns. */
 int xt_run_open(xt_run *r, const xt_config *c, const xt_cli *cli, xt_err *e);
+/* Claim the output directory (rundir.h) on the global master and, for a new
+ * training run, record its config there; call it once everything that can
+ * refuse the run from the config, model or data has passed, so a refused
+ * run leaves no directory that holds a run. */
+int xt_run_claim(xt_run *r, xt_err *e);
 /* Declare the model, inputs and optimizer slots in r->store and initialise
  * the weights from the seed (only r->c needs to be set). */
 int xt_run_setup_model(xt_run *r, xt_err *e);
 /* Open the test set, and the training set unless --eval-only (downloading
  * first when asked), and check the model's input shape against the data. */
 int xt_run_open_data(xt_run *r, xt_err *e);
+/* A folder's measured normalization as a note at the end of config.yaml,
+ * once that is written (host 0, training runs; nothing otherwise). */
+int xt_run_note_norm(const xt_run *r, xt_err *e);
 /* Free what xt_run_open and xt_run_open_data allocated. */
 void xt_run_close(xt_run *r);
 /* Floats of the all-reduce's packed gradient block (pieces 64-byte aligned). */

@@ -82,6 +82,34 @@ int xt_rundir_holds_run(const char *dir) {
     return found;
 }
 
+/* A sweep's directory: its summary files (sweep_report.h). */
+static int holds_sweep(const char *dir) {
+    char path[700];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/summary.csv", dir);
+    if (lstat(path, &st) == 0) return 1;
+    snprintf(path, sizeof path, "%s/summary.jsonl", dir);
+    return lstat(path, &st) == 0;
+}
+
+int xt_rundir_newest(const char *base, char *out, size_t cap) {
+    char dir[620];
+    struct timespec best = {0, 0};
+    int found = 0;
+    for (int i = 1; i <= XT_MAX_RUN_SUFFIX; i++) {
+        if (i == 1) snprintf(dir, sizeof dir, "%s", base);
+        else snprintf(dir, sizeof dir, "%s-%d", base, i);
+        struct stat st;
+        /* written last: a run's checkpoints and summary are renamed into its directory */
+        if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || !xt_rundir_holds_run(dir)) continue;
+        if (!found++ || st.st_mtim.tv_sec > best.tv_sec || (st.st_mtim.tv_sec == best.tv_sec && st.st_mtim.tv_nsec > best.tv_nsec)) {
+            best = st.st_mtim;
+            snprintf(out, cap, "%s", dir);
+        }
+    }
+    return found;
+}
+
 static int mkdir_p(const char *path, xt_err *e) {
     char tmp[600];
     snprintf(tmp, sizeof tmp, "%s", path);
@@ -98,13 +126,21 @@ static int mkdir_p(const char *path, xt_err *e) {
     return 0;
 }
 
-/* Who holds the lock, for the message: "PID 1234", or a reader. */
-static void holder(int fd, char *buf, size_t cap) {
+/* Who holds the lock, for the message. A shared lock we can take too
+ * means readers (--eval-only, --predict) hold it; else a run holds it
+ * exclusively: its PID once written, or a run still starting. */
+static void holder(int fd, int wanted_exclusive, char *buf, size_t cap) {
+    if (wanted_exclusive && flock(fd, LOCK_SH | LOCK_NB) == 0) {
+        flock(fd, LOCK_UN);
+        snprintf(buf, cap, "another xlatrain (--eval-only or --predict)");
+        return;
+    }
     char txt[32] = {0};
     ssize_t n = pread(fd, txt, sizeof txt - 1, 0);
     long pid = n > 0 ? strtol(txt, NULL, 10) : 0;
-    if (pid > 0 && (kill((pid_t)pid, 0) == 0 || errno == EPERM)) snprintf(buf, cap, "xlatrain PID %ld", pid);
-    else snprintf(buf, cap, "another xlatrain (--eval-only or --predict)");
+    if (pid > 0 && (kill((pid_t)pid, 0) == 0 || errno == EPERM)) snprintf(buf, cap, "xlatrain PID %ld (a training run)", pid);
+    else if (pid > 0) snprintf(buf, cap, "another xlatrain training run (its PID %ld is gone: its workers may still be ending)", pid);
+    else snprintf(buf, cap, "another xlatrain training run (starting up)");
 }
 
 /* Open and try-lock <dir>/xlatrain.lock. 0 with d->lock_fd set; 1 when
@@ -122,7 +158,7 @@ static int try_lock(xt_rundir *d, xt_claim_kind kind, char *who, size_t cap, xt_
             close(fd);
             return xt_fail(e, XT_EIO, "%s: cannot lock: %s", path, strerror(err));
         }
-        holder(fd, who, cap);
+        holder(fd, kind != XT_CLAIM_READ, who, cap);
         close(fd);
         return 1;
     }
@@ -180,7 +216,7 @@ static int busy(const xt_rundir *d, const char *who, xt_err *e) {
 /* Claim exactly d->dir. 0; 1 (busy or holds a run: only with quiet, for
  * the default's next candidate); XT_EUSAGE; XT_EIO. */
 static int claim_one(xt_rundir *d, xt_claim_kind kind, int overwrite, int quiet, xt_err *e) {
-    char who[96];
+    char who[160];
     int rc = kind == XT_CLAIM_READ ? 0 : mkdir_p(d->dir, e);
     if (!rc) rc = try_lock(d, kind, who, sizeof who, e);
     if (rc == 1 && !quiet) return busy(d, who, e);
@@ -190,14 +226,14 @@ static int claim_one(xt_rundir *d, xt_claim_kind kind, int overwrite, int quiet,
     if (kind == XT_CLAIM_NEW && xt_rundir_holds_run(d->dir) && !overwrite) {
         xt_rundir_release(d);
         if (quiet) return 1;
-        /* a run stopped before its first checkpoint (killed early, or by a closed pipe) and before
-         * finishing has nothing to resume */
+        if (holds_sweep(d->dir)) /* --overwrite does not go with --sweep: name what does */
+            return xt_fail(e, XT_EUSAGE, "%s holds a sweep (summary.csv); continue it, or re-run the runs that did not end ok, with --sweep-resume and the same --sweep options, or set output_dir to a new directory", d->dir);
+        /* a run stopped before its first checkpoint (killed or interrupted early, or by a closed
+         * pipe; its results.json, if any, says how) has nothing to resume */
         xt_st_ckpt *ck = NULL;
         int nck = 0;
         xt_err ignored = {0};
-        char results[1024];
-        snprintf(results, sizeof results, "%s/results.json", d->dir);
-        if (!xt_st_list_checkpoints(d->dir, &ck, &nck, &ignored) && nck == 0 && access(results, F_OK) != 0) {
+        if (!xt_st_list_checkpoints(d->dir, &ck, &nck, &ignored) && nck == 0) {
             free(ck);
             return xt_fail(e, XT_EUSAGE, "%s already holds a run that stopped before its first checkpoint; start it again with --overwrite, or set output_dir to a new directory", d->dir);
         }

@@ -29,6 +29,10 @@ typedef struct xt_rundir {
  * (refused or busy: the message names the directory, the PID and the way
  * out) or XT_EIO. */
 int xt_rundir_claim(xt_rundir *d, const char *dir, xt_claim_kind kind, int pick_free, int overwrite, xt_err *e);
+/* The default directory's newest run: of base, base-2, ... those that hold
+ * a run, the one written to last, into out. The number of runs found (0:
+ * out untouched). */
+int xt_rundir_newest(const char *base, char *out, size_t cap);
 /* Drop the lock (the kernel also drops it when the process dies). */
 void xt_rundir_release(xt_rundir *d);
 /* The exact names a run writes into its directory (checkpoints aside, which

@@ -14,6 +14,7 @@
  * Not here: the summary files and the table (sweep_report.c). */
 #include "run/sweep.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -151,6 +152,31 @@ static int build_rows(xt_sweep *s, xt_err *e) {
         if (row_dir(s, r, e)) return e->code;
     }
     return 0;
+}
+
+/* --sweep-resume continues the grid that made the directory (or extends
+ * it, keeping its runs): every run directory there ("<i>-<key=value,...>")
+ * must be this grid's run i. Else the old rows would be replaced in
+ * summary.csv and run numbers would mean two things. */
+static int check_same_grid(const xt_sweep *s, xt_err *e) {
+    DIR *dp = opendir(s->dir);
+    if (!dp) return 0;
+    struct dirent *de;
+    int rc = 0;
+    while (!rc && (de = readdir(dp))) {
+        char *end;
+        long i = strtol(de->d_name, &end, 10);
+        if (end == de->d_name || *end != '-' || de->d_name[0] == '-' || de->d_name[0] == '+') continue;
+        char path[1100];
+        struct stat st;
+        snprintf(path, sizeof path, "%s/%s", s->dir, de->d_name);
+        if (stat(path, &st) || !S_ISDIR(st.st_mode)) continue;
+        if (i >= 1 && i <= s->nrows && !strcmp(s->rows[i - 1].dir, path)) continue;
+        rc = xt_fail(e, XT_EUSAGE, "--sweep-resume: %s holds a sweep over another grid (its run %s is not this grid's); give the --sweep options that made it, or set output_dir to a new directory for this grid",
+                     s->dir, de->d_name);
+    }
+    closedir(dp);
+    return rc;
 }
 
 /* r's results.json into r, when it was written at or after `since` (so a
@@ -380,6 +406,7 @@ int xt_sweep_main(const xt_config *c, const xt_cli *cli, xt_err *e) {
         snprintf(s.dir, sizeof s.dir, "%s", rd.dir);
         fprintf(stderr, "xlatrain: sweep directory %s\n", s.dir);
         rc = build_rows(&s, e);
+        if (!rc && cli->sweep_resume) rc = check_same_grid(&s, e);
     }
     if (!rc) rc = xt_sweep_report_write(&s, e); /* the header at once: the directory now holds a sweep */
     if (!rc) rc = run_all(&s, cli, e);

@@ -8,6 +8,8 @@
 #include "run/train.h"
 
 #include <errno.h>
+#include <sched.h>
+#include <signal.h>
 #include <math.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -112,12 +114,37 @@ static void print_banner(const xt_run *r) {
             (long long)r->test.n, cores_text(r, cores, sizeof cores), c->batch_size, precision_text(c, prec, sizeof prec), r->outdir);
 }
 
+/* Workers beyond the CPUs this process may run on share them: slower, and
+ * the same result, so a warning, not an error. */
+static void warn_cpus(int num_cores) {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set)) return;
+    int ncpu = CPU_COUNT(&set);
+    if (ncpu > 0 && num_cores > ncpu)
+        fprintf(stderr, "xlatrain: warning: num_cores %d is more than the %d CPU%s this process may use; the workers will share them (slower, same result): lower num_cores to %d\n",
+                num_cores, ncpu, ncpu > 1 ? "s" : "", ncpu);
+}
+
+/* A training run in which some worker takes no step is refused (before its
+ * directory is claimed): it would report ok over untrained weights. Every
+ * replica's shard has ceil(n / world) samples (sampler.h), and drop_last
+ * drops the partial batch. The numbers are the same on every host. */
+static int check_steps(const xt_run *r, xt_err *e) {
+    const xt_config *c = r->c;
+    if (r->cli->eval_only || !r->have_train) return 0;
+    long long n = r->train.n, per = (n + r->world - 1) / r->world, bs = c->batch_size;
+    long long steps = c->drop_last ? per / bs : (per + bs - 1) / bs;
+    if (steps >= 1) return 0;
+    return xt_hosts_fail_everywhere(e, XT_EUSAGE,
+        "no training step would run: %lld training samples over %d worker%s are %lld per worker, fewer than batch_size %lld%s; "
+        "lower batch_size to at most %lld, lower num_cores, or train on more samples",
+        n, r->world, r->world > 1 ? "s" : "", per, bs, c->drop_last ? " (drop_last drops a partial batch)" : "", per);
+}
+
 /* The replicas: forked and supervised, or this process alone. */
 static int run_replicas(xt_run *r, xt_err *e) {
-    if (r->world == 1 && r->hosts == 1) {
-        xt_signals_install();
+    if (r->world == 1 && r->hosts == 1) { /* the handlers of xt_train_main serve it */
         int rc = xt_worker_main(0, r);
-        xt_signals_restore();
         if (rc) *e = r->err;
         return rc;
     }
@@ -139,16 +166,31 @@ static int run_replicas(xt_run *r, xt_err *e) {
     }
     if (r->host != 0) return rc;
     xt_tmp_sweep(r->outdir); /* a master killed mid-checkpoint leaves its temp file */
-    if (rc == XT_EINTR) { /* the master's message died with it: say where the run can go on from */
+    /* the master's message died with it (a stop), or a worker died or hung:
+     * say where the run can go on from */
+    int worker_lost = rc == XT_ERUNTIME && !strstr(e->msg, "loss is NaN") && !strstr(e->msg, "loss is Inf");
+    if (rc == XT_EINTR || worker_lost) {
         char ck[1024], msg[sizeof e->msg];
         xt_err ignored = {0};
         if (!xt_st_find_latest(r->outdir, ck, sizeof ck, &ignored)) {
             memcpy(msg, e->msg, sizeof msg);
-            xt_fail(e, XT_EINTR, "%.200s; checkpoint written to %.400s (continue with --resume latest --set output_dir=%.380s)",
-                    msg, ck, r->outdir);
+            xt_fail(e, rc, "%.200s; %s %.400s (continue with --resume latest --set output_dir=%.380s)", msg,
+                    rc == XT_EINTR ? "checkpoint written to" : "the newest checkpoint is", ck, r->outdir);
         }
     }
     return rc;
+}
+
+/* SIGINT/SIGTERM while the run was being set up (its data made, its
+ * checkpoint read): it stops before the first step, with its summary once
+ * the directory is claimed (train's handlers are installed before that). */
+static int stopped_before_start(const xt_run *r, xt_err *e) {
+    int sig = xt_stop_requested();
+    if (!sig) return 0;
+    if (!r->claimed)
+        return xt_fail(e, XT_EINTR, "interrupted by %s before the run started: nothing was trained or written", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    return xt_fail(e, XT_EINTR, "interrupted by %s before the first step: nothing was trained; run it again%s", sig == SIGINT ? "SIGINT" : "SIGTERM",
+                   r->cli->resume ? " with --resume latest" : " (with --overwrite, or another output_dir)");
 }
 
 /* The status a failure gets in the summary. */
@@ -189,11 +231,22 @@ int xt_train_main(const xt_config *c, const xt_cli *cli, xt_err *e) {
     int world = c->num_cores, offset = 0, in_replicas = 0;
     int rc = xt_hosts_layout(c, &world, &offset, e);
     if (rc) return rc;
+    warn_cpus(c->num_cores);
     gc = *c;
     gc.num_cores = world;
+    /* a stop from here on ends with a summary once the directory is claimed;
+     * with workers, xt_spawn takes the signals over while they run */
+    xt_signals_install();
     rc = xt_run_open(&r, &gc, cli, e);
     r.local_world = c->num_cores;
     r.rank_offset = offset;
+    /* everything that can refuse the run from its config, model or data
+     * comes before the directory is claimed: a refused run leaves none */
+    if (!rc) rc = xt_hosts_check_trajectory(&r, e);
+    if (!rc) rc = xt_hosts_check_data(&r, xt_run_open_data(&r, e), e);
+    if (!rc) rc = check_steps(&r, e);
+    if (!rc) rc = stopped_before_start(&r, e);
+    if (!rc) rc = xt_run_claim(&r, e);
     if (!rc && r.host == 0) rc = resume(&r, e); /* host 0 reads the checkpoint, */
     rc = xt_hosts_share_state(&r, rc, e);      /* and hands it to the others */
     /* nothing left: all epochs trained, early stopping stopped it, or max_steps is reached
@@ -205,7 +258,8 @@ int xt_train_main(const xt_config *c, const xt_cli *cli, xt_err *e) {
     } else {
         /* a resumed run records the config it goes on with, once --resume has accepted it */
         if (!rc && cli->resume && !cli->eval_only && r.host == 0) rc = xt_record_write_config(r.outdir, &gc, cli, e);
-        if (!rc) rc = xt_hosts_check_data(&r, xt_run_open_data(&r, e), e);
+        if (!rc && cli->resume && !cli->eval_only) rc = xt_run_note_norm(&r, e);
+        if (!rc) rc = stopped_before_start(&r, e);
         if (!rc) {
             print_banner(&r);
             in_replicas = 1;
@@ -216,5 +270,6 @@ int xt_train_main(const xt_config *c, const xt_cli *cli, xt_err *e) {
     if (rc) failure_summary(&r, e, in_replicas);
     xt_out_note_dropped(r.world == 1 && r.hosts == 1 ? r.rank_offset : -1);
     xt_run_close(&r);
+    xt_signals_restore();
     return rc;
 }

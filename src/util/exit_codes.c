@@ -9,7 +9,9 @@
 #include "util/err.h"
 
 const xt_exit_code xt_exit_codes[] = {
-    {XT_OK, "XT_OK", "success [ok]; also a run stopped by max_time [time_limit]"},
+    {XT_OK, "XT_OK",
+     "success [ok]; also a run stopped by max_time [time_limit] or by\n"
+     "early stopping [early_stopped]"},
     {XT_EUSAGE, "XT_EUSAGE",
      "usage, configuration or layer-spec error; output_dir holds another run\n"
      "or is in use; --resume with a config that changes the trajectory [error]"},

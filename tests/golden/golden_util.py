@@ -60,3 +60,31 @@ def write_safetensors(path, tensors, metadata):
     h += b" " * ((8 - len(h) % 8) % 8)
     with open(path, "wb") as f:
         f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+
+
+def steps_inputs(out, init, batches):
+    """The initial weights (init.<name>) and the batches (x.<s>, y.<s>) of a steps fixture."""
+    for k, v in init.items():
+        out["init." + k] = v.numpy().astype(np.float32)
+    for s, (x, y) in enumerate(batches):
+        out["x.%d" % s] = x.numpy()
+        out["y.%d" % s] = y.numpy().astype(np.int32)
+
+
+def steps_variant(out, meta, name, opt_name, kw, s32, l32, s64):
+    """One variant of a steps fixture: its float32 state after the steps
+    (<name>.<state_dict name>), its losses, its optimizer's hyperparameters
+    and how far float32 is from float64 (<name>.f32_vs_f64: the worst
+    tensor's max|a32 - a64| / max|a64|). Returns that gap."""
+    worst = 0.0
+    for k, v in s32.items():
+        out[name + "." + k] = v.numpy()
+        ref = s64[k].numpy()
+        worst = max(worst, float(np.max(np.abs(v.numpy().astype(np.float64) - ref)) / np.max(np.abs(ref))))
+    out[name + ".loss"] = np.array(l32, dtype=np.float32)
+    meta[name + ".optimizer"] = opt_name.lower()
+    for key in ("lr", "momentum", "weight_decay"):
+        meta[name + "." + key] = repr(float(kw.get(key, 0.0)))
+    meta[name + ".nesterov"] = "1" if kw.get("nesterov") else "0"
+    meta[name + ".f32_vs_f64"] = "%.3g" % worst
+    return worst

@@ -22,7 +22,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from golden_util import SeedCNN, provenance, write_safetensors  # noqa: E402
+from golden_util import SeedCNN, provenance, steps_inputs, steps_variant, write_safetensors  # noqa: E402
 
 OUT = "tests/golden/seed_cnn_steps.safetensors"
 BATCH_SIZES = [8, 8, 8, 8, 5]
@@ -67,25 +67,11 @@ def train(opt_name, kw, dtype):
 out, meta = {}, provenance("tests/golden/make_golden_steps.py")
 meta["steps"] = str(len(BATCH_SIZES))
 meta["variants"] = ",".join(VARIANTS)
-for k, v in init.items():
-    out["init." + k] = v.numpy().astype(np.float32)
-for s, (x, y) in enumerate(batches):
-    out["x.%d" % s] = x.numpy()
-    out["y.%d" % s] = y.numpy().astype(np.int32)
+steps_inputs(out, init, batches)
 for name, (opt_name, kw) in VARIANTS.items():
     s32, l32 = train(opt_name, kw, torch.float32)
     s64, _ = train(opt_name, kw, torch.float64)
-    worst = 0.0
-    for k, v in s32.items():
-        out[name + "." + k] = v.numpy()
-        ref = s64[k].numpy()
-        worst = max(worst, float(np.max(np.abs(v.numpy().astype(np.float64) - ref)) / np.max(np.abs(ref))))
-    out[name + ".loss"] = np.array(l32, dtype=np.float32)
-    meta[name + ".optimizer"] = opt_name.lower()
-    for key in ("lr", "momentum", "weight_decay"):
-        meta[name + "." + key] = repr(float(kw.get(key, 0.0)))
-    meta[name + ".nesterov"] = "1" if kw.get("nesterov") else "0"
-    meta[name + ".f32_vs_f64"] = "%.3g" % worst
+    worst = steps_variant(out, meta, name, opt_name, kw, s32, l32, s64)
     print("%-16s losses %s  float32 vs float64: %.3g" % (name, " ".join("%.5f" % v for v in l32), worst))
 write_safetensors(OUT, out, meta)
 print("wrote", OUT, "torch", torch.__version__)
