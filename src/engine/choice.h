@@ -59,7 +59,8 @@ struct xt_choose_opts {
     int (*agree)(void *ctx, double *v, int n, xt_err *e);
     void *agree_ctx;
     int leader;             /* this process times and decides (worker 0 of host 0) */
-    int skew;               /* tests: synthetic times, the leader preferring the last candidate, the others the first */
+    int skew;               /* tests: synthetic times; 1: the leader prefers the last candidate, the others the
+                               first; 2: every process the last */
     int probe;              /* a probing compile (bf16's fp32 candidates): no exchange, no log */
     int quiet;              /* no log line per node */
 };

@@ -166,7 +166,8 @@ typedef struct xt_engine_opts {
      * default), 1 measured when a graph compiles. With several workers,
      * choice_agree sums a vector over them in rank order (NULL: one process),
      * choice_leader marks the one that times (worker 0 of host 0);
-     * choice_skew (tests) gives synthetic times that differ per worker;
+     * choice_skew (tests) gives synthetic times, 1: the leader preferring the
+     * last candidate and the others the first, 2: all the last;
      * choice_log prints the choices of each compile on stderr. */
     int kernel_choice;
     int (*choice_agree)(void *ctx, double *v, int n, xt_err *e);

@@ -205,7 +205,8 @@ int xt_pass_choose(xt_plan *p, const uint8_t *live, const xt_choose_opts *o, xt_
         } else if (decide) {
             impl = 0;
             if (o->skew) {
-                for (int j = 0; j < c->ncand; j++) c->us[j] = (float)(o->leader ? 1 + c->ncand - 1 - j : 1 + j);
+                for (int j = 0; j < c->ncand; j++)
+                    c->us[j] = (float)(o->leader || o->skew == 2 ? 1 + c->ncand - 1 - j : 1 + j);
             } else if (time_node(p, k, c)) {
                 free(v);
                 return xt_fail(e, XT_ERUNTIME, "out of memory timing the kernels of a graph of %d nodes", p->nnodes);
