@@ -155,8 +155,9 @@ static int cache_dir(char *buf, size_t cap) {
 
 /* mkdir -p */
 static int make_dirs(const char *path) {
-    char tmp[1024];
-    snprintf(tmp, sizeof tmp, "%s", path);
+    char tmp[sizeof ((xt_choices *)0)->cache_path];
+    if (strlen(path) >= sizeof tmp) return -1;
+    memcpy(tmp, path, strlen(path) + 1);
     for (char *p = tmp + 1; *p; p++)
         if (*p == '/') {
             *p = 0;
