@@ -227,3 +227,36 @@ TEST(dist_sigterm_stops_all_workers_after_the_master_checkpoints) {
     CHECK_STR_CONTAINS(out, "resuming from");
     CHECK_STR_CONTAINS(out, "exit=0");
 }
+
+/* Every worker runs worker 0's kernel choices. With synthetic times that
+ * differ per worker (XLATRAIN_CHOICE_TEST_SKEW=1: worker 0 prefers each
+ * node's last candidate, the others its first), 1 host x 2 workers ends with
+ * the checkpoint of a run where every worker prefers the last (=last):
+ * worker 1 took worker 0's choices, not its own. The fixed rules' run ends
+ * elsewhere, so the choices do change the bits and the test can fail. Each
+ * run has its own choice cache, so each times (synthetically). */
+TEST(dist_workers_run_worker_0s_kernel_choices) {
+    const char *d = test_tmpdir();
+    char cmd[4096], out[1 << 15];
+    const char *runs[3][2] = {{"a", "XLATRAIN_CHOICE_TEST_SKEW=1"}, {"b", "XLATRAIN_CHOICE_TEST_SKEW=last"},
+                              {"c", "XLATRAIN_KERNEL_CHOICE=fixed"}};
+    for (int i = 0; i < 3; i++) {
+        snprintf(cmd, sizeof cmd,
+                 "%s XLATRAIN_CACHE_DIR=%s/cache-%s %s --config configs/smoke.yaml --set num_cores=2 --set synthetic_train_size=%d "
+                 "--set synthetic_test_size=256 --set num_epochs=1 --set target_accuracy=0 --set log_steps=0 "
+                 "--set output_dir=%s/%s 2>&1; echo \"exit=$?\"",
+                 runs[i][1], d, runs[i][0], test_bin(), test_train_size(2048), d, runs[i][0]);
+        test_run(cmd, out, sizeof out);
+        CHECK_STR_CONTAINS(out, "exit=0");
+        if (i < 2) CHECK_STR_CONTAINS(out, "candidates timed");
+    }
+    snprintf(cmd, sizeof cmd,
+             "cmp -s %s/a/checkpoint-epoch001.safetensors %s/b/checkpoint-epoch001.safetensors && echo same-ab; "
+             "cmp -s %s/a/checkpoint-epoch001.safetensors %s/c/checkpoint-epoch001.safetensors && echo same-ac; "
+             "grep -o '\"kernel_choice\":\"[a-z]*\"' %s/a/results.json",
+             d, d, d, d, d);
+    test_run(cmd, out, sizeof out);
+    CHECK_STR_CONTAINS(out, "same-ab");
+    CHECK_MSG(strstr(out, "same-ac") == NULL, "the skewed choices gave the fixed rules' bits: %s", out);
+    CHECK_STR_CONTAINS(out, "\"kernel_choice\":\"measured\"");
+}

@@ -429,3 +429,89 @@ TEST(conv_epilogues_train_bit_identically) {
     CHECK_EQ(sb.pool_epilogues, 0);
     CHECK(sa.tile_runs > 0);
 }
+
+/* ---- kernel choices (pass_choose.c) ------------------------------------------------ */
+
+/* Train 3 steps of spec under opts; the engine is returned for its choices. */
+static xt_engine *train_with(model_run *m, const char *spec, int n, const xt_engine_opts *o, const char *choices) {
+    xt_err e = {0};
+    CHECK_MSG(model_run_init(m, spec, n, &e) == 0, "%s", e.msg);
+    xt_engine *en = xt_engine_new(&m->r.store, o);
+    if (choices) CHECK(xt_engine_load_choices(en, choices) > 0);
+    CHECK_MSG(train_steps(m, en, 3, &e) == 0, "%s: %s", spec, e.msg);
+    return en;
+}
+
+static int count_of(const char *text, const char *what) {
+    int n = 0;
+    for (const char *p = text; (p = strstr(p, what)); p++) n++;
+    return n;
+}
+
+/* A choice table handed to another engine (as worker 0's reaches the others,
+ * or a checkpoint's a resumed run) is taken without timing, and the training
+ * is bit-identical. The leader's synthetic times (choice_skew) prefer the
+ * last candidate, so the choices differ from the fixed rules somewhere:
+ * without the table, the second engine's would differ. */
+static void handed_choices_train_identically(const char *spec, int precision) {
+    model_run *a = calloc(1, sizeof *a), *b = calloc(1, sizeof *b), *c = calloc(1, sizeof *c);
+    xt_engine_opts skewed = {.fuse = 1, .tile_cache_bytes = 64 * 1024, .precision = precision, .kernel_choice = 1,
+                             .choice_skew = 1},
+                   measured = skewed, fixed = skewed;
+    measured.choice_skew = 0;
+    fixed.kernel_choice = 0;
+    xt_engine *ea = train_with(a, spec, 40, &skewed, NULL);
+    char *text = xt_engine_choices_text(ea), *la = xt_engine_choice_lines(ea);
+    CHECK(text && la && *text);
+    xt_engine *eb = train_with(b, spec, 40, &measured, text), *ec = train_with(c, spec, 40, &fixed, NULL);
+    xt_exec_stats sb;
+    xt_engine_last_stats(eb, &sb);
+    CHECK_EQ(sb.choice_timed, 0);
+    char *lb = xt_engine_choice_lines(eb), *lc = xt_engine_choice_lines(ec);
+    CHECK_MSG(count_of(lb, "(agreed)") > 0 && count_of(lb, "(timed)") == 0, "%s", lb);
+    CHECK_MSG(count_of(lc, "(rule)") > 0 && count_of(lc, "(timed)") == 0, "%s", lc);
+    CHECK_MSG(!memcmp(a->r.store.block, b->r.store.block, a->r.store.block_floats * sizeof(float)),
+              "%s: the engine given the choices trains differently:\n%s---\n%s", spec, la, lb);
+    CHECK_MSG(strcmp(la, lc), "%s: the skewed choices are the fixed rules':\n%s", spec, la);
+    free(text), free(la), free(lb), free(lc);
+    xt_engine_free(ea), xt_engine_free(eb), xt_engine_free(ec);
+    model_run_free(a), model_run_free(b), model_run_free(c);
+    free(a), free(b), free(c);
+}
+
+TEST(kernel_choices_handed_over_train_bit_identically) {
+    handed_choices_train_identically("models/wide_cnn.yaml", XT_PREC_FP32);
+    handed_choices_train_identically("models/resnet8_mnist.yaml", XT_PREC_FP32);
+}
+
+TEST(kernel_choices_handed_over_train_bit_identically_bf16) {
+    handed_choices_train_identically("models/wide_cnn.yaml", XT_PREC_BF16);
+}
+
+/* Measured for real: the second engine finds every choice in the cache on
+ * disk (0 candidates timed) and trains as the first did. */
+TEST(kernel_choice_cache_makes_a_second_compile_time_nothing) {
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/choice-cache", test_tmpdir());
+    setenv("XLATRAIN_CACHE_DIR", dir, 1);
+    for (int prec = XT_PREC_FP32; prec <= XT_PREC_BF16; prec++) {
+        model_run *a = calloc(1, sizeof *a), *b = calloc(1, sizeof *b);
+        xt_engine_opts o = {.fuse = 1, .tile_cache_bytes = 64 * 1024, .precision = prec, .kernel_choice = 1};
+        xt_engine *ea = train_with(a, "models/wide_cnn.yaml", 40, &o, NULL);
+        xt_engine *eb = train_with(b, "models/wide_cnn.yaml", 40, &o, NULL);
+        xt_exec_stats sa, sb;
+        xt_engine_last_stats(ea, &sa);
+        xt_engine_last_stats(eb, &sb);
+        CHECK_MSG(prec == XT_PREC_BF16 || sa.choice_timed > 0, "nothing was timed at %s", xt_precision_name(prec));
+        CHECK_EQ(sb.choice_timed, 0);
+        char *la = xt_engine_choice_lines(ea), *lb = xt_engine_choice_lines(eb);
+        CHECK_MSG(count_of(lb, "(cached)") > 0, "%s", lb);
+        CHECK_MSG(!memcmp(a->r.store.block, b->r.store.block, a->r.store.block_floats * sizeof(float)),
+                  "%s: the cached choices train differently:\n%s---\n%s", xt_precision_name(prec), la, lb);
+        free(la), free(lb);
+        xt_engine_free(ea), xt_engine_free(eb);
+        model_run_free(a), model_run_free(b);
+        free(a), free(b);
+    }
+    unsetenv("XLATRAIN_CACHE_DIR");
+}

@@ -321,6 +321,26 @@ static int check_folder(lctx *x) {
     return 0;
 }
 
+/* kernel_choice: XLATRAIN_KERNEL_CHOICE wins over the config (for bisecting
+ * a run without editing it); kernel_choice_from says which, for the log. */
+static int resolve_kernel_choice(lctx *x) {
+    xt_config *c = x->c;
+    int kp = xt_key_find("kernel_choice");
+    const char *env = getenv("XLATRAIN_KERNEL_CHOICE");
+    if (env && *env) {
+        if (strcmp(env, "measured") && strcmp(env, "fixed"))
+            return xt_fail(x->e, XT_EUSAGE, "XLATRAIN_KERNEL_CHOICE=%s: expected measured or fixed; unset it to use the config's kernel_choice",
+                           env);
+        c->kernel_choice = !strcmp(env, "fixed");
+        snprintf(c->kernel_choice_from, sizeof c->kernel_choice_from, "XLATRAIN_KERNEL_CHOICE=%s%s", env,
+                 x->org[kp].how ? ", the config's ignored" : "");
+    } else {
+        snprintf(c->kernel_choice_from, sizeof c->kernel_choice_from, "%s",
+                 x->org[kp].how == FROM_FILE ? "config" : x->org[kp].how ? "--set" : "default");
+    }
+    return 0;
+}
+
 static int check_model_fits_data(lctx *x) {
     const xt_config *c = x->c;
     const xt_spec *s = &c->spec;
@@ -395,6 +415,7 @@ static int validate(lctx *x) {
     else if (!c->output_dir[0])
         return fail_key(x, ko, "output_dir is empty; name a directory for checkpoints and metrics");
     if ((rc = resolve_precision(x))) return rc;
+    if ((rc = resolve_kernel_choice(x))) return rc;
     const char *env = getenv("XLATRAIN_SAVE_GRAPHS");
     if (!x->org[kg].how && env && *env) {
         if (strlen(env) >= sizeof c->save_graphs)

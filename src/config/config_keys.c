@@ -36,6 +36,7 @@ static const char *const schedules[] = {"constant", "step", "cosine", NULL};
 static const char *const monitors[] = {"test_accuracy", "test_loss", NULL};
 static const char *const modes[] = {"auto", "max", "min", NULL};
 static const char *const precisions[] = {"fp32", "bf16", NULL};
+static const char *const kernel_choices[] = {"measured", "fixed", NULL};
 
 const xt_key xt_keys[] = {
     /* the seed's FLAGS (PyTorch/XLA test_train_mp_mnist.py) */
@@ -69,6 +70,10 @@ const xt_key xt_keys[] = {
     ENUM_KEY("precision", precision, "fp32", precisions,
              "bf16: convolution and linear operands rounded to bfloat16, fp32 accumulation (weights, optimizer, "
              "batch norm, loss and checkpoints stay fp32); unset: bf16 when XLA_USE_BF16=1"),
+    ENUM_KEY("kernel_choice", kernel_choice, "measured", kernel_choices,
+             "measured: time each convolution's and matrix product's candidate kernels on this CPU when a graph "
+             "compiles (worker 0 for all; cached per CPU in ~/.cache/xlatrain) and run the fastest; fixed: the "
+             "built-in rules; XLATRAIN_KERNEL_CHOICE=fixed|measured wins"),
     {"progress", XT_K_TRI, F(progress), 0, 0, "auto", 0, 0, 0, NULL, "progress bar: auto (when stderr is a terminal), true or false"},
 
     /* data */

@@ -47,6 +47,8 @@ typedef struct xt_config {
     int progress;              /* -1 auto (tty), 0 off, 1 on */
     xt_precision_kind precision; /* fp32 | bf16; unset: bf16 when XLA_USE_BF16=1 */
     char precision_from[64];   /* where it came from, for the log: "config", "XLA_USE_BF16=1", ... */
+    int kernel_choice;         /* 0 measured, 1 fixed (today's rules); XLATRAIN_KERNEL_CHOICE wins */
+    char kernel_choice_from[64]; /* where it came from, for the log */
 
     /* --- data --- */
     char train_images[512], train_labels[512], test_images[512], test_labels[512];

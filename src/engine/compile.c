@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/choice.h"
 #include "engine/plan.h"
 #include "util/check.h"
 
@@ -30,6 +31,8 @@ void xt_plan_free(xt_plan *p) {
     free(p->fetch_nodes);
     free(p->loc);
     free(p->group_of);
+    free(p->choice);
+    free(p->key_map);
     free(p->kernels);
     free(p->late_assigns);
     free(p->runs);
@@ -120,10 +123,86 @@ static int copy_run_graph(xt_plan *p, const xt_graph *r, const int32_t *map) {
     p->fetch_nodes = malloc(((size_t)p->nfetch + 1) * sizeof *p->fetch_nodes);
     p->loc = calloc((size_t)r->n + 1, sizeof *p->loc);
     p->group_of = malloc(((size_t)r->n + 1) * sizeof *p->group_of);
-    if (!p->nodes || !p->operands || !p->assigns || !p->fetch_nodes || !p->loc || !p->group_of) return -1;
+    p->choice = calloc((size_t)r->n + 1, sizeof *p->choice);
+    if (!p->nodes || !p->operands || !p->assigns || !p->fetch_nodes || !p->loc || !p->group_of || !p->choice) return -1;
     for (int i = 0; i < p->nassign; i++) p->assigns[i].t = map ? map[p->assigns[i].t] : p->assigns[i].t;
     for (int i = 0; i < p->nfetch; i++) p->fetch_nodes[i] = map ? map[p->key.fetch_nodes[i]] : p->key.fetch_nodes[i];
     return 0;
+}
+
+/* The time per step of the kernel that runs traced node i in p (us; < 0:
+ * not known): its chosen candidate's time per call, times the calls a step
+ * makes. A pool fused into the convolution's epilogue runs at the pool's
+ * node with the convolution's operands (pass_conv_epilogue.c). */
+static double node_step_us(const xt_plan *p, int i) {
+    int j = p->key_map[i];
+    if (j < 0 || j >= p->nnodes) return -1;
+    if (!p->choice[j].impl)
+        for (int k = 0; k < p->nkernels && !p->choice[j].impl; k++) {
+            int c = p->kernels[k].node;
+            if (p->kernels[k].group < 0 && p->choice[c].impl && p->nodes[c].in_off == p->nodes[j].in_off) j = c;
+        }
+    const xt_choice_rec *c = &p->choice[j];
+    if (!c->impl) return -1;
+    double best = -1;
+    for (int k = 0; k < c->ncand; k++)
+        if (c->cand[k] == c->impl) best = c->us[k];
+    if (best < 0) return -1;
+    int32_t batch = p->nodes[j].op == XT_OP_MATMUL ? c->rows : p->nodes[j].shape[0];
+    if (p->nodes[j].op == XT_OP_CONV2D_BWD_WEIGHT || p->nodes[j].op == XT_OP_CONV2D_BWD_WEIGHT_UNPOOL2)
+        batch = p->nodes[p->operands[p->nodes[j].in_off]].shape[0];
+    if (p->nodes[j].op == XT_OP_CONV2D || p->nodes[j].op == XT_OP_CONV2D_POOL2)
+        batch = p->nodes[p->operands[p->nodes[j].in_off]].shape[0];
+    return best * ((batch + c->rows - 1) / (c->rows > 0 ? c->rows : 1));
+}
+
+static int rounds_operands(int op) {
+    return op == XT_OP_CONV2D || op == XT_OP_CONV2D_BWD_DATA || op == XT_OP_CONV2D_BWD_WEIGHT || op == XT_OP_MATMUL;
+}
+
+/* Under bf16 with measured choices: which traced convolutions and products
+ * run faster in fp32 on this CPU (keep[i] = 1), from two probing compiles
+ * of the graph, one at each precision, timed by the leader and agreed as
+ * the kernel choices are (pass_choose.c). */
+static int decide_precision(const xt_graph *g, const xt_compile_opts *o, uint8_t *keep, xt_err *e) {
+    const xt_choose_opts *c = o->choose;
+    int collective = 0, nbase = 0;
+    for (int i = 0; i < g->n; i++) {
+        collective |= g->nodes[i].op == XT_OP_ALLREDUCE;
+        nbase += rounds_operands(g->nodes[i].op);
+    }
+    if (!nbase) return 0;
+    int exchange = c->agree && collective, decide = !c->agree || (c->leader && collective);
+    if (decide) {
+        xt_choose_opts po = *c;
+        po.probe = 1;
+        xt_compile_opts o32 = *o, o16 = *o;
+        o32.precision = XT_PREC_FP32;
+        o32.choose = o16.choose = &po;
+        xt_plan *p32 = xt_compile(g, &o32, e);
+        xt_plan *p16 = p32 ? xt_compile(g, &o16, e) : NULL;
+        if (!p32 || !p16) {
+            xt_plan_free(p32);
+            return e ? e->code : XT_ERUNTIME;
+        }
+        for (int i = 0; i < g->n; i++) {
+            if (!rounds_operands(g->nodes[i].op)) continue;
+            double t32 = node_step_us(p32, i), t16 = node_step_us(p16, i);
+            keep[i] = t32 >= 0 && t16 >= 0 && t32 < t16;
+        }
+        xt_plan_free(p32);
+        xt_plan_free(p16);
+    }
+    if (!exchange) return 0;
+    double *v = calloc((size_t)nbase, sizeof *v);
+    if (!v) return xt_fail(e, XT_ERUNTIME, "out of memory choosing kernels");
+    for (int i = 0, m = 0; i < g->n; i++)
+        if (rounds_operands(g->nodes[i].op)) v[m++] = c->leader ? keep[i] : 0;
+    int rc = c->agree(c->agree_ctx, v, nbase, e);
+    for (int i = 0, m = 0; !rc && i < g->n; i++)
+        if (rounds_operands(g->nodes[i].op)) keep[i] = v[m++] > 0.5;
+    free(v);
+    return rc;
 }
 
 xt_plan *xt_compile(const xt_graph *g, const xt_compile_opts *o, xt_err *e) {
@@ -137,8 +216,22 @@ xt_plan *xt_compile(const xt_graph *g, const xt_compile_opts *o, xt_err *e) {
     if (!p || copy_key(&p->key, g, o->precision)) goto oom;
     p->hash = xt_plan_key_hash(g, o->precision);
     if (o->precision != XT_PREC_FP32) {
-        if (!(map = malloc(((size_t)g->n + 1) * sizeof *map))) goto oom;
-        if (xt_pass_precision(g, o->precision, &lowered, map)) goto oom; /* pushes fail only for memory */
+        uint8_t *keep = NULL;
+        if (o->choose && o->choose->measured && !o->choose->probe) {
+            if (!(keep = calloc((size_t)g->n + 1, 1))) goto oom;
+            if (decide_precision(g, o, keep, e)) {
+                free(keep);
+                goto fail;
+            }
+            for (int i = 0; i < g->n; i++) p->nkept_fp32 += keep[i];
+        }
+        if (!(map = malloc(((size_t)g->n + 1) * sizeof *map))) {
+            free(keep);
+            goto oom;
+        }
+        int rc = xt_pass_precision(g, o->precision, keep, &lowered, map);
+        free(keep);
+        if (rc) goto oom; /* pushes fail only for memory */
         run = &lowered;
     }
     /* Copies of big pointwise values for their backward consumers: only
@@ -163,6 +256,8 @@ xt_plan *xt_compile(const xt_graph *g, const xt_compile_opts *o, xt_err *e) {
         free(map2);
     }
     if (copy_run_graph(p, run, map) || !(live = malloc((size_t)run->n + 1))) goto oom;
+    if (!(p->key_map = malloc(((size_t)g->n + 1) * sizeof *p->key_map))) goto oom;
+    for (int i = 0; i < g->n; i++) p->key_map[i] = map ? map[i] : i;
 
     xt_pass_live(p, live);
     if (o->fuse) xt_pass_conv_relu_pool(p, live);
@@ -176,6 +271,8 @@ xt_plan *xt_compile(const xt_graph *g, const xt_compile_opts *o, xt_err *e) {
     if (o->fuse && (p->bn_bwd_epilogues = xt_pass_bn_bwd(p, live)) < 0) goto oom;
     if (xt_pass_fuse(p, live, o->fuse)) goto oom;
     if (xt_pass_tile(p, o->plan_memory ? o->tile_cache_bytes : 0)) goto oom;
+    if (xt_pass_choose(p, live, o->choose, e)) goto fail;
+    xt_pass_tile_states(p);
     if (o->fuse) p->shared_pairs = xt_pass_share(p);
     if (xt_pass_memplan(p, live, o->plan_memory, o->have_collective)) goto oom;
     if (alloc_exec_scratch(p)) goto oom;
@@ -190,11 +287,12 @@ xt_plan *xt_compile(const xt_graph *g, const xt_compile_opts *o, xt_err *e) {
     xt_graph_destroy(&remat);
     return p;
 oom:
+    xt_fail(e, XT_ERUNTIME, "out of memory compiling a graph of %d nodes", g->n);
+fail:
     free(live);
     free(map);
     xt_graph_destroy(&lowered);
     xt_graph_destroy(&remat);
     xt_plan_free(p);
-    xt_fail(e, XT_ERUNTIME, "out of memory compiling a graph of %d nodes", g->n);
     return NULL;
 }

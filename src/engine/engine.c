@@ -8,7 +8,9 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "engine/choice.h"
 #include "engine/plan.h"
+#include "kernels/impl.h"
 #include "kernels/cache.h"
 
 #define CACHE_MAX 64
@@ -36,6 +38,8 @@ struct xt_engine {
     const char *label;              /* of the graphs traced now (xt_engine_set_label) */
     compile_note *notes;            /* (nnotes) one per compile, grown as graphs compile */
     int nnotes;
+    xt_choices choices;             /* kernel choices so far (pass_choose.c, choice.c) */
+    xt_choose_opts choose;
 };
 
 /* The arena is mapped from the OS, not taken from malloc. glibc serves a
@@ -87,6 +91,10 @@ xt_engine *xt_engine_new(xt_store *store, const xt_engine_opts *opts) {
     if (nt && *nt && strcmp(nt, "0")) en->opts.no_tiling = 1;
     const char *nr = getenv("XLATRAIN_NO_REMAT");
     if (nr && *nr && strcmp(nr, "0")) en->opts.no_remat = 1;
+    en->choose = (xt_choose_opts){.measured = en->opts.kernel_choice == 1, .table = &en->choices,
+                                  .agree = en->opts.choice_agree, .agree_ctx = en->opts.choice_ctx,
+                                  .leader = en->opts.choice_agree ? en->opts.choice_leader : 1,
+                                  .skew = en->opts.choice_skew, .quiet = !en->opts.choice_log};
     return en;
 }
 
@@ -95,6 +103,8 @@ void xt_engine_free(xt_engine *en) {
     for (int i = 0; i < en->ncache; i++) xt_plan_free(en->cache[i]);
     arena_free(en->arena, en->arena_cap);
     free(en->notes);
+    free(en->choices.cached);
+    xt_choices_free(&en->choices);
     xt_graph_destroy(&en->g);
     free(en);
 }
@@ -178,6 +188,58 @@ static int note_compile(xt_engine *en, const xt_graph *g, const char *why, xt_er
     return 0;
 }
 
+/* The log's account of a compile's kernel choices: first how many nodes run
+ * in bf16 and in fp32 on which ISA and what was timed, then (when something
+ * was timed) a line per node with the candidates' times and the winner. */
+static void log_choices(const xt_engine *en, const xt_plan *p, int timed0, int hits0) {
+    int nbf16 = 0, nfp32 = 0, multi = 0;
+    for (int k = 0; k < p->nkernels; k++) {
+        const xt_choice_rec *c = &p->choice[p->kernels[k].node];
+        if (p->kernels[k].group >= 0 || !c->impl) continue;
+        if (k_impls[c->impl].bf16) nbf16++;
+        else nfp32++;
+        multi += c->ncand > 1;
+    }
+    int timed = en->choices.timed_candidates - timed0, hits = en->choices.cache_hits - hits0;
+    fprintf(stderr, "xlatrain: kernel choice %s (%s graph): %d nodes run bf16 on %s, %d fp32 on %s%s; %d with a "
+            "choice, %d candidates timed, %d from the cache%s%s\n",
+            en->choose.measured ? "measured" : "fixed", en->label ? en->label : "a", nbf16, k_impl_isa(1), nfp32,
+            k_impl_isa(0), p->nkept_fp32 ? " (kept fp32 where faster)" : "", multi, timed, hits,
+            en->choices.cache_state == 1 ? " in " : "", en->choices.cache_state == 1 ? en->choices.cache_path : "");
+    if (!timed) return;
+    for (int k = 0; k < p->nkernels; k++) {
+        int i = p->kernels[k].node;
+        if (p->kernels[k].group >= 0 || p->choice[i].ncand <= 1) continue;
+        char line[600];
+        xt_choice_line(p, i, line, sizeof line);
+        fprintf(stderr, "xlatrain: kernel choice: %s\n", line);
+    }
+}
+
+char *xt_engine_choices_text(const xt_engine *en) { return xt_choices_text(&en->choices); }
+
+int xt_engine_load_choices(xt_engine *en, const char *text) { return xt_choices_load_text(&en->choices, text); }
+
+char *xt_engine_choice_lines(const xt_engine *en) {
+    size_t cap = 1, o = 0;
+    for (int i = 0; i < en->ncache; i++) cap += (size_t)en->cache[i]->nkernels * 600;
+    char *s = malloc(cap);
+    if (!s) return NULL;
+    s[0] = 0;
+    for (int i = 0; i < en->ncache; i++) {
+        const xt_plan *p = en->cache[i];
+        for (int k = 0; k < p->nkernels && o + 600 < cap; k++) {
+            int n = p->kernels[k].node;
+            if (p->kernels[k].group >= 0 || !p->choice[n].impl) continue;
+            xt_choice_line(p, n, s + o, cap - o - 1);
+            o += strlen(s + o);
+            s[o++] = '\n';
+            s[o] = 0;
+        }
+    }
+    return s;
+}
+
 static int find_or_compile(xt_engine *en, xt_plan **out, xt_err *e) {
     xt_graph *g = &en->g;
     uint64_t h = xt_plan_key_hash(g, en->opts.precision);
@@ -209,9 +271,12 @@ static int find_or_compile(xt_engine *en, xt_plan **out, xt_err *e) {
                           .plan_memory = !en->opts.no_memory_planner, .remat = !en->opts.no_remat, .have_collective = !en->opts.collective_buf ? 0 : en->opts.collective_result && en->opts.allreduce_row ? XT_COLLECTIVE_RESULT : XT_COLLECTIVE_IN_ROW,
                           .tile_cache_bytes = en->opts.no_tiling          ? 0
                                               : en->opts.tile_cache_bytes ? en->opts.tile_cache_bytes
-                                                                          : k_cache_l2_bytes()};
+                                                                          : k_cache_l2_bytes(),
+                          .choose = &en->choose};
+    int timed0 = en->choices.timed_candidates, hits0 = en->choices.cache_hits;
     xt_plan *p = xt_compile(g, &co, e);
     if (!p) return e ? e->code : XT_ERUNTIME;
+    if (en->opts.choice_log && en->choose.leader) log_choices(en, p, timed0, hits0);
     if (xt_plan_arena_bytes(p) > en->arena_cap) { /* grows on a compile only: a cached step allocates nothing */
         size_t cap = xt_plan_arena_bytes(p);
         void *a = arena_alloc(cap);
@@ -283,6 +348,8 @@ int xt_mark_step(xt_engine *en, xt_err *e) {
     en->last.bf16_casts = en->last.relu_epilogues = en->last.pool_epilogues = 0;
     en->last.sums_through_pool = p->sums_through_pool;
     en->last.made_in_bf16 = p->made_in_bf16;
+    en->last.choice_timed = p->choice_timed;
+    en->last.kept_fp32 = p->nkept_fp32;
     en->last.unpool_prologues = p->unpool_prologues;
     en->last.shared_pairs = p->shared_pairs;
     en->last.remat_copies = p->remat_copies;

@@ -8,7 +8,9 @@
 #include <string.h>
 
 #include "engine/plan.h"
+#include "util/check.h"
 #include "kernels/bf16.h"
+#include "kernels/impl.h"
 #include "kernels/kernels.h"
 
 #define IN(k) (&p->nodes[p->operands[n->in_off + (k)]])
@@ -80,15 +82,20 @@ KERNEL(SUM_TO) {
     }
 }
 
-/* Operands are bf16 when the precision pass rounded them (pass_precision.c). */
+/* Operands are bf16 when the precision pass rounded them (pass_precision.c).
+ * Every matrix product and convolution pass runs the implementation chosen
+ * for its node when the plan compiled (pass_choose.c, kernels/impl.h). */
+static void run_chosen(const xt_plan *p, const xt_node *n, const k_op_desc *d, const k_op_args *a) {
+    int impl = p->choice[n - p->nodes].impl;
+    XT_CHECK(impl > 0 && impl < K_IMPL_COUNT);
+    k_impls[impl].run(impl, d, a);
+}
+
 KERNEL(MATMUL) {
     const xt_node *A = IN(0), *B = IN(1);
-    int tA = n->iattr[0], tB = n->iattr[1];
-    int M = n->shape[0], N = n->shape[1], K = tA ? A->shape[0] : A->shape[1];
-    if (A->dtype == XT_BF16)
-        k_gemm_bf16(tA, tB, M, N, K, in[0], A->shape[1], in[1], B->shape[1], 0, out, N, scratch);
-    else
-        k_sgemm(tA, tB, M, N, K, in[0], A->shape[1], in[1], B->shape[1], out, N, scratch);
+    k_op_desc d;
+    xt_node_op_desc(p, n, &d);
+    run_chosen(p, n, &d, &(k_op_args){.out = out, .x = in[0], .w = in[1], .lda = A->shape[1], .ldb = B->shape[1], .scratch = scratch});
 }
 
 /* tiled (a run's rows of a per-sample value): those rows only */
@@ -122,11 +129,62 @@ static const float *conv_bias(const xt_node *n, void *const *in) {
     return n->nin - (n->iattr[5] ? 2 : 0) > 2 ? in[2] : NULL;
 }
 
+/* The node as its kernel is called: the whole batch (a tile sets d.s.N to its rows). */
+int xt_node_op_desc(const xt_plan *p, const xt_node *n, k_op_desc *d) {
+    memset(d, 0, sizeof *d);
+    switch (n->op) {
+    case XT_OP_CONV2D:
+    case XT_OP_CONV2D_POOL2:
+        d->kind = n->op == XT_OP_CONV2D ? K_OP_CONV_FWD : K_OP_CONV_FWD_POOL2;
+        d->s = conv_shape(IN(0)->shape, IN(1)->shape, n->iattr);
+        d->bf16 = IN(0)->dtype == XT_BF16;
+        d->relu = n->iattr[4];
+        d->prologue = n->iattr[5];
+        return 1;
+    case XT_OP_CONV2D_BWD_DATA: /* (dy, w) -> dx shaped like x */
+        d->kind = K_OP_CONV_BWD_DATA;
+        d->s = conv_shape(n->shape, IN(1)->shape, n->iattr);
+        d->bf16 = IN(0)->dtype == XT_BF16;
+        d->relu = n->iattr[4];
+        return 1;
+    case XT_OP_CONV2D_BWD_DATA_UNPOOL2: /* (g, argmax, w) -> dx shaped like x */
+        d->kind = K_OP_CONV_BWD_DATA_UNPOOL2;
+        d->s = conv_shape(n->shape, IN(2)->shape, n->iattr);
+        d->bf16 = IN(2)->dtype == XT_BF16;
+        d->relu = n->iattr[4];
+        return 1;
+    case XT_OP_CONV2D_BWD_WEIGHT:
+    case XT_OP_CONV2D_BWD_WEIGHT_UNPOOL2: /* (x, dy) or (x, g, argmax) -> dw shaped like w */
+        d->kind = n->op == XT_OP_CONV2D_BWD_WEIGHT ? K_OP_CONV_BWD_WEIGHT : K_OP_CONV_BWD_WEIGHT_UNPOOL2;
+        d->s = conv_shape(IN(0)->shape, n->shape, n->iattr);
+        d->bf16 = IN(0)->dtype == XT_BF16;
+        d->prologue = n->iattr[5];
+        return 1;
+    case XT_OP_MATMUL:
+        d->kind = K_OP_MATMUL;
+        d->tA = n->iattr[0];
+        d->tB = n->iattr[1];
+        d->M = n->shape[0];
+        d->N = n->shape[1];
+        d->K = d->tA ? IN(0)->shape[0] : IN(0)->shape[1];
+        d->bf16 = IN(0)->dtype == XT_BF16;
+        return 1;
+    default: return 0;
+    }
+}
+
+/* The node's description for this call: a tile's rows of samples. */
+static k_op_desc desc_of(const xt_plan *p, const xt_node *n, const xt_kcall *kc) {
+    k_op_desc d;
+    xt_node_op_desc(p, n, &d);
+    d.s.N = ROWS(d.s.N);
+    return d;
+}
+
 KERNEL(CONV2D) {
-    k_conv_shape s = conv_shape(IN(0)->shape, IN(1)->shape, n->iattr);
-    s.N = ROWS(s.N);
-    if (IN(0)->dtype == XT_BF16) k_conv2d_fwd_bf16_act(&s, out, in[0], in[1], conv_bias(n, in), n->iattr[4], scratch);
-    else k_conv2d_fwd_act(&s, out, in[0], in[1], conv_bias(n, in), n->iattr[4], scratch, packed_in(kc), prologue_of(n, in));
+    k_op_desc d = desc_of(p, n, kc);
+    run_chosen(p, n, &d, &(k_op_args){.out = out, .x = in[0], .w = in[1], .bias = conv_bias(n, in), .scratch = scratch,
+                                      .pk = packed_in(kc), .pro = prologue_of(n, in)});
 }
 /* CONV2D then a 2x2/2 max pool, pooled in the conv's epilogue (pass_conv_epilogue.c);
  * the output is MAXPOOL2D's [values | argmax bytes], each batch-major. */
@@ -138,31 +196,25 @@ static uint8_t *tile_argmax(const xt_kcall *kc, const xt_node *n, float *y, int3
     return (uint8_t *)(y - kc->row0 * per_row + values) + kc->row0 * per_row;
 }
 KERNEL(CONV2D_POOL2) {
-    k_conv_shape s = conv_shape(IN(0)->shape, IN(1)->shape, n->iattr);
     float *y = out; /* out is void *: index it as floats */
-    uint8_t *argmax = tile_argmax(kc, n, y, s.N);
-    s.N = ROWS(s.N);
-    if (IN(0)->dtype == XT_BF16)
-        k_conv2d_fwd_pool2_bf16(&s, y, argmax, in[0], in[1], conv_bias(n, in), n->iattr[4], scratch);
-    else
-        k_conv2d_fwd_pool2(&s, y, argmax, in[0], in[1], conv_bias(n, in), n->iattr[4], scratch, packed_in(kc),
-                           prologue_of(n, in));
+    uint8_t *argmax = tile_argmax(kc, n, y, IN(0)->shape[0]);
+    k_op_desc d = desc_of(p, n, kc);
+    run_chosen(p, n, &d, &(k_op_args){.out = y, .argmax = argmax, .x = in[0], .w = in[1], .bias = conv_bias(n, in),
+                                      .scratch = scratch, .pk = packed_in(kc), .pro = prologue_of(n, in)});
 }
 /* iattr[4]: the ReLU's backward in the epilogue, its mask the last operand (fp32 only) */
 KERNEL(CONV2D_BWD_DATA) {
-    k_conv_shape s = conv_shape(n->shape, IN(1)->shape, n->iattr); /* (dy, w) -> dx shaped like x */
-    s.N = ROWS(s.N);
-    if (IN(0)->dtype == XT_BF16) k_conv2d_bwd_data_bf16(&s, out, in[0], in[1], scratch);
-    else k_conv2d_bwd_data_masked(&s, out, in[0], (k_unpool2){0}, in[1], n->iattr[4] ? in[2] : NULL, scratch,
-                                  packed_in(kc));
+    k_op_desc d = desc_of(p, n, kc);
+    run_chosen(p, n, &d, &(k_op_args){.out = out, .dy = in[0], .w = in[1], .relu_mask = n->iattr[4] ? in[2] : NULL,
+                                      .scratch = scratch, .pk = packed_in(kc)});
 }
-/* Tiled, the sum over the batch runs on across tiles in kc->state. */
+/* Tiled, the sum over the batch runs on across tiles in kc->state (untiled:
+ * one part, the whole batch; state NULL: the sums live in scratch). */
 KERNEL(CONV2D_BWD_WEIGHT) {
-    k_conv_shape s = conv_shape(IN(0)->shape, n->shape, n->iattr); /* (x, dy) -> dw shaped like w */
-    s.N = ROWS(s.N); /* untiled: one part, the whole batch (state NULL: the sums live in scratch) */
+    k_op_desc d = desc_of(p, n, kc);
     int first = kc->row0 == 0, last = !kc->rows || kc->row0 + kc->rows == kc->batch;
-    if (IN(0)->dtype == XT_BF16) k_conv2d_bwd_weight_bf16_part(&s, out, in[0], in[1], scratch, kc->state, first, last);
-    else k_conv2d_bwd_weight_part(&s, out, in[0], in[1], scratch, kc->state, first, last, prologue_of(n, in));
+    run_chosen(p, n, &d, &(k_op_args){.out = out, .x = in[0], .dy = in[1], .scratch = scratch, .acc = kc->state,
+                                      .first = first, .last = last, .pro = prologue_of(n, in)});
 }
 
 /* The same two with dy given as a 2x2/2 max pool's gradient and argmax,
@@ -170,19 +222,15 @@ KERNEL(CONV2D_BWD_WEIGHT) {
  * either precision, the other operand says which (bf16: g rounded as it is
  * scattered). */
 KERNEL(CONV2D_BWD_DATA_UNPOOL2) {
-    k_conv_shape s = conv_shape(n->shape, IN(2)->shape, n->iattr); /* (g, argmax, w) -> dx shaped like x */
-    s.N = ROWS(s.N);
-    k_unpool2 up = {in[0], in[1], kc->share};
-    if (IN(2)->dtype == XT_BF16) k_conv2d_bwd_data_unpool2_bf16(&s, out, up, in[2], scratch);
-    else k_conv2d_bwd_data_masked(&s, out, NULL, up, in[2], n->iattr[4] ? in[3] : NULL, scratch, packed_in(kc));
+    k_op_desc d = desc_of(p, n, kc);
+    run_chosen(p, n, &d, &(k_op_args){.out = out, .up = {in[0], in[1], kc->share}, .w = in[2],
+                                      .relu_mask = n->iattr[4] ? in[3] : NULL, .scratch = scratch, .pk = packed_in(kc)});
 }
 KERNEL(CONV2D_BWD_WEIGHT_UNPOOL2) {
-    k_conv_shape s = conv_shape(IN(0)->shape, n->shape, n->iattr); /* (x, g, argmax) -> dw shaped like w */
-    s.N = ROWS(s.N);
+    k_op_desc d = desc_of(p, n, kc);
     int first = kc->row0 == 0, last = !kc->rows || kc->row0 + kc->rows == kc->batch;
-    k_unpool2 up = {in[1], in[2], kc->share};
-    if (IN(0)->dtype == XT_BF16) k_conv2d_bwd_weight_unpool2_bf16_part(&s, out, in[0], up, scratch, kc->state, first, last);
-    else k_conv2d_bwd_weight_unpool2_part(&s, out, in[0], up, scratch, kc->state, first, last, prologue_of(n, in));
+    run_chosen(p, n, &d, &(k_op_args){.out = out, .x = in[0], .up = {in[1], in[2], kc->share}, .scratch = scratch,
+                                      .acc = kc->state, .first = first, .last = last, .pro = prologue_of(n, in)});
 }
 
 static k_pool_shape pool_shape(const int32_t *xs, const int32_t *a) {
@@ -338,46 +386,21 @@ static int kern_ALLREDUCE(const xt_kcall *k) {
     return 0;
 }
 
-/* conv scratch: the im2col / packing area the conv kernels share (bf16
- * operands: the bf16 kernels' packing, or their widened operands) */
-static size_t conv_scratch(const xt_plan *p, const xt_node *n, const k_conv_shape *s) {
-    return IN(0)->dtype == XT_BF16 ? k_conv2d_bf16_scratch(s) : k_conv2d_scratch(s) * sizeof(float);
+/* A convolution pass's or a matrix product's scratch: what its chosen
+ * implementation needs for the whole batch (kernels/impl.h). */
+static size_t chosen_scratch(const xt_plan *p, const xt_node *n) {
+    k_op_desc d;
+    int impl = p->choice[n - p->nodes].impl;
+    if (!xt_node_op_desc(p, n, &d) || !impl) return 0;
+    return k_impls[impl].scratch(impl, &d);
 }
-static size_t scratch_CONV2D(const xt_plan *p, const xt_node *n) {
-    k_conv_shape s = conv_shape(IN(0)->shape, IN(1)->shape, n->iattr);
-    return conv_scratch(p, n, &s);
-}
-static size_t scratch_CONV2D_POOL2(const xt_plan *p, const xt_node *n) {
-    k_conv_shape s = conv_shape(IN(0)->shape, IN(1)->shape, n->iattr);
-    return IN(0)->dtype == XT_BF16 ? k_conv2d_pool2_bf16_scratch(&s) : k_conv2d_pool2_scratch(&s) * sizeof(float);
-}
-static size_t scratch_CONV2D_BWD_DATA(const xt_plan *p, const xt_node *n) {
-    k_conv_shape s = conv_shape(n->shape, IN(1)->shape, n->iattr);
-    return conv_scratch(p, n, &s);
-}
-static size_t scratch_CONV2D_BWD_WEIGHT(const xt_plan *p, const xt_node *n) {
-    k_conv_shape s = conv_shape(IN(0)->shape, n->shape, n->iattr);
-    return conv_scratch(p, n, &s);
-}
-/* the _UNPOOL2 passes: bf16 when their operand other than (g, argmax) is */
-static size_t unpool2_scratch(const k_conv_shape *s, int dtype) {
-    return dtype == XT_BF16 ? k_conv2d_unpool2_bf16_scratch(s) : k_conv2d_unpool2_scratch(s) * sizeof(float);
-}
-static size_t scratch_CONV2D_BWD_DATA_UNPOOL2(const xt_plan *p, const xt_node *n) {
-    k_conv_shape s = conv_shape(n->shape, IN(2)->shape, n->iattr);
-    return unpool2_scratch(&s, IN(2)->dtype);
-}
-static size_t scratch_CONV2D_BWD_WEIGHT_UNPOOL2(const xt_plan *p, const xt_node *n) {
-    k_conv_shape s = conv_shape(IN(0)->shape, n->shape, n->iattr);
-    return unpool2_scratch(&s, IN(0)->dtype);
-}
-/* a matrix product packs its operands (bf16: or widens them) */
-static size_t scratch_MATMUL(const xt_plan *p, const xt_node *n) {
-    const xt_node *A = IN(0);
-    int K = n->iattr[0] ? A->shape[0] : A->shape[1];
-    return A->dtype == XT_BF16 ? k_gemm_bf16_scratch(n->shape[0], n->shape[1], K)
-                               : k_sgemm_scratch_bytes(n->shape[0], n->shape[1], K);
-}
+static size_t scratch_CONV2D(const xt_plan *p, const xt_node *n) { return chosen_scratch(p, n); }
+static size_t scratch_CONV2D_POOL2(const xt_plan *p, const xt_node *n) { return chosen_scratch(p, n); }
+static size_t scratch_CONV2D_BWD_DATA(const xt_plan *p, const xt_node *n) { return chosen_scratch(p, n); }
+static size_t scratch_CONV2D_BWD_WEIGHT(const xt_plan *p, const xt_node *n) { return chosen_scratch(p, n); }
+static size_t scratch_CONV2D_BWD_DATA_UNPOOL2(const xt_plan *p, const xt_node *n) { return chosen_scratch(p, n); }
+static size_t scratch_CONV2D_BWD_WEIGHT_UNPOOL2(const xt_plan *p, const xt_node *n) { return chosen_scratch(p, n); }
+static size_t scratch_MATMUL(const xt_plan *p, const xt_node *n) { return chosen_scratch(p, n); }
 
 #define XT_KERNEL_FOR_FREE(name) NULL
 #define XT_KERNEL_FOR_EW(name) NULL
@@ -417,15 +440,10 @@ double xt_kernel_macs(const xt_plan *p, const xt_node *n) {
 }
 
 double xt_kernel_macs_executed(const xt_plan *p, const xt_node *n) {
-    if (n->op == XT_OP_CONV2D_BWD_WEIGHT_UNPOOL2 && IN(0)->dtype == XT_F32) {
-        k_conv_shape s = conv_shape(IN(0)->shape, n->shape, n->iattr);
-        return k_conv2d_bwd_weight_unpool2_macs(&s);
-    }
-    if (n->op == XT_OP_CONV2D_BWD_DATA_UNPOOL2 && IN(2)->dtype == XT_F32) {
-        k_conv_shape s = conv_shape(n->shape, IN(2)->shape, n->iattr);
-        return k_conv2d_bwd_data_unpool2_macs(&s);
-    }
-    return xt_kernel_macs(p, n);
+    k_op_desc d;
+    int impl = p->choice ? p->choice[n - p->nodes].impl : 0;
+    if (!xt_node_op_desc(p, n, &d) || !impl) return xt_kernel_macs(p, n);
+    return k_impl_macs_executed(impl, &d);
 }
 
 size_t xt_kernel_unpool2_share_bytes(const xt_plan *p, const xt_node *n, const xt_node *wg, int32_t rows) {
@@ -439,30 +457,14 @@ size_t xt_kernel_unpool2_share_bytes(const xt_plan *p, const xt_node *n, const x
         return 0; /* not the same convolution */
     k_conv_shape s = conv_shape(n->shape, p->nodes[w].shape, n->iattr);
     s.N = rows;
-    return k_conv2d_unpool2_share_floats(&s) * sizeof(float);
+    return k_impl_unpool2_share_floats(&s, p->choice[n - p->nodes].impl, p->choice[wg - p->nodes].impl) * sizeof(float);
 }
 
 size_t xt_kernel_tile_state_bytes(const xt_plan *p, const xt_node *n) {
-    k_conv_shape s;
-    switch (n->op) {
-    case XT_OP_CONV2D_BWD_WEIGHT:
-    case XT_OP_CONV2D_BWD_WEIGHT_UNPOOL2: /* the per-lane sums */
-        s = conv_shape(IN(0)->shape, n->shape, n->iattr);
-        return (IN(0)->dtype == XT_BF16 ? k_conv2d_bwd_weight_bf16_acc_floats(&s) : k_conv2d_bwd_weight_acc_floats(&s)) *
-               sizeof(float);
-    case XT_OP_BN_STATS: /* the per-channel (n, mean, M2) */
+    k_op_desc d;
+    int impl = p->choice[n - p->nodes].impl;
+    if (n->op == XT_OP_BN_STATS) /* the per-channel (n, mean, M2) */
         return k_bn_stats_acc_doubles(IN(0)->shape[1]) * sizeof(double);
-    case XT_OP_CONV2D:
-    case XT_OP_CONV2D_POOL2: /* the packed weights (fp32: the bf16 kernels pack their own) */
-        s = conv_shape(IN(0)->shape, IN(1)->shape, n->iattr);
-        return IN(0)->dtype == XT_BF16 ? 0 : k_conv2d_fwd_packed_floats(&s) * sizeof(float);
-    case XT_OP_CONV2D_BWD_DATA:
-        s = conv_shape(n->shape, IN(1)->shape, n->iattr);
-        return IN(0)->dtype == XT_BF16 ? 0 : k_conv2d_bwd_data_packed_floats(&s) * sizeof(float);
-    case XT_OP_CONV2D_BWD_DATA_UNPOOL2:
-        s = conv_shape(n->shape, IN(2)->shape, n->iattr);
-        return IN(2)->dtype == XT_BF16 ? 0 : k_conv2d_bwd_data_unpool2_packed_floats(&s) * sizeof(float);
-    default:
-        return 0;
-    }
+    if (!xt_node_op_desc(p, n, &d) || !impl) return 0;
+    return k_impls[impl].state(impl, &d); /* a weight gradient's sums, or the weights packed once per step */
 }

@@ -162,6 +162,19 @@ typedef struct xt_engine_opts {
      * The mean stays valid until the next all-reduce. */
     int (*allreduce_row)(void *ctx, size_t n, xt_err *e);
     const float *collective_result;
+    /* Kernel choices (pass_choose.c): 0 today's fixed rules (the engine's
+     * default), 1 measured when a graph compiles. With several workers,
+     * choice_agree sums a vector over them in rank order (NULL: one process),
+     * choice_leader marks the one that times (worker 0 of host 0);
+     * choice_skew (tests) gives synthetic times, 1: the leader preferring the
+     * last candidate and the others the first, 2: all the last;
+     * choice_log prints the choices of each compile on stderr. */
+    int kernel_choice;
+    int (*choice_agree)(void *ctx, double *v, int n, xt_err *e);
+    void *choice_ctx;
+    int choice_leader;
+    int choice_skew;
+    int choice_log;
 } xt_engine_opts;
 
 xt_engine *xt_engine_new(xt_store *store, const xt_engine_opts *opts);
@@ -215,6 +228,8 @@ typedef struct xt_exec_stats {
     int unpool_prologues;    /* conv backward passes that scatter a max pool's backward themselves (pass_conv_unpool.c) */
     int shared_pairs;        /* backward convolution pairs that scatter their pooled gradient once (pass_share.c) */
     int made_in_bf16;        /* values their kernel writes in bf16 instead of a cast (pass_bf16_out.c) */
+    int choice_timed;        /* kernel candidates timed when it compiled (pass_choose.c) */
+    int kept_fp32;           /* bf16: convolutions and products kept fp32, faster so on this CPU */
 } xt_exec_stats;
 void xt_engine_last_stats(const xt_engine *en, xt_exec_stats *s);
 
@@ -224,6 +239,14 @@ void xt_engine_last_stats(const xt_engine *en, xt_exec_stats *s);
  * step, share of the step's kernel time, GFLOP/s of convolutions and GEMMs.
  * Reset forgets the times so far (a warm-up's, a compile step's). */
 void xt_engine_kernel_report(const xt_engine *en, FILE *f);
+/* The kernel choices every worker runs (checkpoints: "key=impl;..."; malloc'd,
+ * NULL when out of memory), and choices read back (--resume: they are taken
+ * without timing); returns how many, or -1 if the text is not such a list. */
+char *xt_engine_choices_text(const xt_engine *en);
+int xt_engine_load_choices(xt_engine *en, const char *text);
+/* One line per convolution pass or product of every cached plan: its
+ * description, the candidates' times and the winner (results.json); malloc'd. */
+char *xt_engine_choice_lines(const xt_engine *en);
 void xt_engine_kernel_profile_reset(xt_engine *en);
 
 #endif

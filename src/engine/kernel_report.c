@@ -16,12 +16,15 @@
  * Is not: the timing (exec.c adds each kernel's wall time to
  * xt_plan.kernel_ns while `profile` is on), the engine-wide entry points
  * (engine.c: every cached plan's table, and the reset) or the class totals
- * (metrics.c). */
+ * (metrics.c).
+ * Each row names the implementation the node runs (pass_choose.c), and the
+ * table ends with each choice's candidates and their times per call. */
 #include <stdio.h>
 #include <string.h>
 
 #include "engine/internal.h"
 #include "engine/plan.h"
+#include "kernels/impl.h"
 
 /* "fused: MUL ADD RELU_BWD" (the group's ops in graph order, shortened to fit) */
 static void group_label(const xt_plan *p, int group, char *buf, size_t cap) {
@@ -45,7 +48,8 @@ void xt_plan_kernel_report(const xt_plan *p, FILE *f) {
     fprintf(f, "kernel profile: graph %016llx, %s, %d kernels, %lld steps: %.1f us of kernels per step\n",
             (unsigned long long)p->hash, xt_precision_name(p->key.precision), p->nkernels,
             (long long)p->profiled_steps, total / steps / 1e3);
-    fprintf(f, "%4s  %-36s %-20s %-7s %10s %7s %8s\n", "#", "kernel", "output", "run", "us/step", "share", "GFLOP/s");
+    fprintf(f, "%4s  %-36s %-20s %-7s %10s %7s %8s  %s\n", "#", "kernel", "output", "run", "us/step", "share", "GFLOP/s",
+            "implementation");
     for (int k = 0; k < p->nkernels; k++) {
         const xt_kernel *kr = &p->kernels[k];
         const xt_node *n = &p->nodes[kr->node];
@@ -57,7 +61,16 @@ void xt_plan_kernel_report(const xt_plan *p, FILE *f) {
         else snprintf(run, sizeof run, "-");
         double us = p->kernel_ns[k] / steps / 1e3, macs = kr->group >= 0 ? 0.0 : xt_kernel_macs_executed(p, n);
         if (macs > 0.0 && us > 0.0) snprintf(rate, sizeof rate, "%.1f", 2.0 * macs / (us * 1e3));
-        fprintf(f, "%4d  %-36s %-20s %-7s %10.1f %6.1f%% %8s\n", k, what, shape, run, us,
-                total > 0.0 ? 100.0 * p->kernel_ns[k] / total : 0.0, rate);
+        const xt_choice_rec *c = kr->group >= 0 ? NULL : &p->choice[kr->node];
+        fprintf(f, "%4d  %-36s %-20s %-7s %10.1f %6.1f%% %8s  %s\n", k, what, shape, run, us,
+                total > 0.0 ? 100.0 * p->kernel_ns[k] / total : 0.0, rate, c && c->impl ? k_impls[c->impl].name : "");
+    }
+    /* the choices behind the implementations: every candidate's time per call */
+    for (int k = 0; k < p->nkernels; k++) {
+        const xt_kernel *kr = &p->kernels[k];
+        if (kr->group >= 0 || p->choice[kr->node].ncand <= 1) continue;
+        char line[600];
+        xt_choice_line(p, kr->node, line, sizeof line);
+        fprintf(f, "      choice for #%d: %s\n", k, line);
     }
 }

@@ -35,6 +35,10 @@
  * positive unless it is at most 2^-134 (half of bf16's smallest subnormal,
  * itself a subnormal fp32), which rounds to +0: only there the mask differs.
  *
+ * keep_fp32 (a measured choice, compile.c): the nodes whose fastest
+ * candidate on this CPU is an fp32 kernel keep fp32 operands, so asking for
+ * bf16 never makes a node slower; their casts are then not made for them.
+ *
  * Not here: the bf16 kernels (kernels/bf16.h) or the sizes of bf16 buffers
  * (the memory plan sizes every node by its dtype).
  */
@@ -73,7 +77,7 @@ static xt_t unreshaped(const xt_graph *g, xt_t v) {
     return v;
 }
 
-int xt_pass_precision(const xt_graph *g, int precision, xt_graph *out, int32_t *map) {
+int xt_pass_precision(const xt_graph *g, int precision, const uint8_t *keep_fp32, xt_graph *out, int32_t *map) {
     xt_t ins[64];
     uint8_t *rounded = calloc((size_t)g->n + 1, 1);
     xt_t *relu_of = malloc(((size_t)g->n + 1) * sizeof *relu_of);
@@ -84,7 +88,7 @@ int xt_pass_precision(const xt_graph *g, int precision, xt_graph *out, int32_t *
     }
     for (int i = 0; i < g->n; i++) relu_of[i] = -1;
     for (int i = 0; precision == XT_PREC_BF16 && i < g->n; i++)
-        if (rounds_operands(g->nodes[i].op))
+        if (rounds_operands(g->nodes[i].op) && !(keep_fp32 && keep_fp32[i]))
             for (int k = 0; k < 2; k++) {
                 xt_t v = xt_ins(g, &g->nodes[i])[k];
                 rounded[v] |= ROUNDED | (g->nodes[v].op == XT_OP_LEAF ? CAST_EARLY : 0);
@@ -102,7 +106,7 @@ int xt_pass_precision(const xt_graph *g, int precision, xt_graph *out, int32_t *
             break;
         }
         for (int k = 0; k < n->nin; k++) in[k] = map[xt_ins(g, n)[k]];
-        if (precision == XT_PREC_BF16 && rounds_operands(n->op))
+        if (precision == XT_PREC_BF16 && rounds_operands(n->op) && !(keep_fp32 && keep_fp32[i]))
             for (int k = 0; k < 2; k++) in[k] = cast_bf16(out, in[k]);
         xt_t mask = n->op == XT_OP_RELU_BWD ? rounded_mask(rounded, relu_of, xt_ins(g, n)[1]) : -1;
         if (mask >= 0 && mask < i) {

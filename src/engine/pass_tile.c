@@ -259,10 +259,7 @@ static int form_runs(tiler *t, size_t cache_bytes) {
             xt_tile_run r = {.first = first, .last = k - 1, .batch = t->batch[first]};
             r.rows = tile_rows(t, &r, cache_bytes, seen);
             if (r.rows < r.batch) {
-                for (int j = r.first; j <= r.last; j++) {
-                    p->kernels[j].run = p->nruns;
-                    assign_state(p, j);
-                }
+                for (int j = r.first; j <= r.last; j++) p->kernels[j].run = p->nruns;
                 p->runs[p->nruns++] = r;
             }
         }
@@ -270,6 +267,13 @@ static int form_runs(tiler *t, size_t cache_bytes) {
     }
     free(seen);
     return 0;
+}
+
+/* After the choice of implementations (pass_choose.c), which sizes the state. */
+void xt_pass_tile_states(xt_plan *p) {
+    p->state_bytes = 0;
+    for (int k = 0; k < p->nkernels; k++)
+        if (p->kernels[k].run >= 0) assign_state(p, k);
 }
 
 int xt_pass_tile(xt_plan *p, size_t cache_bytes) {

@@ -15,6 +15,7 @@
 #ifndef XT_PLAN_H
 #define XT_PLAN_H
 
+#include "engine/choice.h"
 #include "engine/internal.h"
 
 /* XT_LOC_COLLECTIVE: the all-reduce's input row (gradients packed there);
@@ -98,6 +99,19 @@ typedef struct xt_plan_key {
     int nfetch;
 } xt_plan_key;
 
+/* Which implementation a convolution pass or matrix product runs
+ * (kernels/impl.h), decided when the plan compiles (pass_choose.c), and the
+ * candidates' times behind it for the kernel report and --dry-run. */
+#define XT_CHOICE_MAX_CANDS 6
+typedef struct xt_choice_rec {
+    uint8_t impl;             /* K_IMPL_*; 0: the node has no choice */
+    uint8_t how;              /* enum xt_chose */
+    uint8_t ncand;
+    uint8_t cand[XT_CHOICE_MAX_CANDS];
+    int32_t rows;             /* samples per call it was chosen at */
+    float us[XT_CHOICE_MAX_CANDS]; /* per call, per candidate (< 0: not timed) */
+} xt_choice_rec;
+
 typedef struct xt_plan {
     uint64_t hash;            /* xt_plan_key_hash of the key */
     xt_plan_key key;
@@ -113,6 +127,10 @@ typedef struct xt_plan {
 
     xt_loc *loc;           /* per node */
     int32_t *group_of;     /* per node: fused group index or -1 */
+    xt_choice_rec *choice;   /* per node (pass_choose.c) */
+    int32_t *key_map;        /* per traced node (the key's): its node here */
+    int choice_timed;        /* candidates timed when it compiled (0: all from the table or the cache) */
+    int nkept_fp32;          /* bf16: convolutions and products kept fp32, their fp32 kernel the faster here */
     xt_kernel *kernels;
     int nkernels;
     xt_ew_group *groups;
@@ -155,7 +173,7 @@ typedef struct xt_plan {
 /* Passes (each in its own file). */
 /* pass_precision.c: push g's nodes into `out` (an empty graph) with the casts
  * `precision` asks for; map[i] = node i's index in out. 0, or -1 (out->err). */
-int xt_pass_precision(const xt_graph *g, int precision, xt_graph *out, int32_t *map);
+int xt_pass_precision(const xt_graph *g, int precision, const uint8_t *keep_fp32, xt_graph *out, int32_t *map);
 /* pass_remat.c: push g's nodes into `out` (an empty graph) with copies of
  * big pointwise values made again in front of their
  * backward consumers; map[i] = node i's index in out. The values copied
@@ -186,6 +204,12 @@ int xt_pass_conv_prologue(xt_plan *p, uint8_t *live);               /* pass_conv
 int xt_pass_bn_bwd(xt_plan *p, const uint8_t *live);                 /* pass_bn_bwd.c; the gradients given an epilogue, or -1 */
 int xt_pass_fuse(xt_plan *p, const uint8_t *live, int fuse);         /* pass_fuse.c */
 int xt_pass_tile(xt_plan *p, size_t cache_bytes);                       /* pass_tile.c; cache_bytes 0 = no tiling */
+/* pass_choose.c: fills p->choice for every kernel with a choice; 0, or an error code in e. */
+int xt_pass_choose(xt_plan *p, const uint8_t *live, const xt_choose_opts *o, xt_err *e);
+/* pass_choose.c: "conv_fwd fp32 N32 ...: cand 1.0us, ... -> winner (how)" for node's choice */
+void xt_choice_line(const xt_plan *p, int node, char *buf, size_t cap);
+/* pass_tile.c: the tile state of each tiled kernel, sized by the implementation chosen for it */
+void xt_pass_tile_states(xt_plan *p);
 int xt_pass_share(xt_plan *p);                                       /* pass_share.c; the pairs given a hand-off */
 /* pass_memplan.c; have_collective: 0 none, XT_COLLECTIVE_IN_ROW (the mean
  * copied back into the row), XT_COLLECTIVE_RESULT (read where it lands) */
@@ -201,6 +225,7 @@ typedef struct xt_compile_opts {
     int have_collective;   /* the all-reduce writes into an external block: 0 or XT_COLLECTIVE_* */
     size_t tile_cache_bytes; /* the cache a micro-batch tile should fit (0: no tiling) */
     int remat;               /* copy big pointwise values for their backward readers (pass_remat.c) */
+    const xt_choose_opts *choose; /* NULL: every implementation by today's rule */
 } xt_compile_opts;
 xt_plan *xt_compile(const xt_graph *g, const xt_compile_opts *o, xt_err *e);
 void xt_plan_free(xt_plan *p);
@@ -245,6 +270,10 @@ typedef struct xt_kcall {
 typedef int (*xt_kernel_fn)(const xt_kcall *k);
 extern const xt_kernel_fn xt_kernel_table[XT_OP_COUNT];   /* NULL for FREE and EW ops */
 size_t xt_kernel_scratch_bytes(const xt_plan *p, const xt_node *n);
+/* The convolution pass or matrix product node n as its kernel runs it over
+ * the whole batch (kernels/impl.h's k_op_desc); 0 for any other op. */
+struct k_op_desc;
+int xt_node_op_desc(const xt_plan *p, const xt_node *n, struct k_op_desc *d);
 /* What a kernel that sums over the batch must keep between micro-batch
  * tiles outside its output (0: nothing). */
 size_t xt_kernel_tile_state_bytes(const xt_plan *p, const xt_node *n);

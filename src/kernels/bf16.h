@@ -133,4 +133,25 @@ void k_conv2d_bwd_data_unpool2_bf16(const k_conv_shape *s, float *dx, k_unpool2 
 void k_conv2d_bwd_weight_unpool2_bf16_part(const k_conv_shape *s, float *dw, const k_bf16 *x, k_unpool2 up,
                                            void *scratch, float *acc, int first, int last);
 
+/* The bf16 passes and GEMM with the path given (enum k_bf16_path; fast:
+ * the AVX512-BF16 GEMM, else the reference), chosen when the graph compiled
+ * (impl.h), rather than per call. */
+void k_conv2d_fwd_bf16_act_m(int how, const k_conv_shape *s, float *y, const k_bf16 *x, const k_bf16 *w,
+                             const float *b, int relu, void *scratch);
+void k_conv2d_fwd_pool2_bf16_m(int how, const k_conv_shape *s, float *vals, uint8_t *argmax, const k_bf16 *x,
+                               const k_bf16 *w, const float *b, int relu, void *scratch);
+void k_conv2d_bwd_data_bf16_m(int how, const k_conv_shape *s, float *dx, const k_bf16 *dy, const k_bf16 *w,
+                              void *scratch);
+void k_conv2d_bwd_data_unpool2_bf16_m(int how, const k_conv_shape *s, float *dx, k_unpool2 up, const k_bf16 *w,
+                                      void *scratch);
+void k_conv2d_bwd_weight_bf16_part_m(int how, const k_conv_shape *s, float *dw, const k_bf16 *x, const k_bf16 *dy,
+                                     void *scratch, float *acc, int first, int last);
+void k_conv2d_bwd_weight_unpool2_bf16_part_m(int how, const k_conv_shape *s, float *dw, const k_bf16 *x,
+                                             k_unpool2 up, void *scratch, float *acc, int first, int last);
+void k_gemm_bf16_m(int fast, int transA, int transB, int M, int N, int K, const k_bf16 *A, int lda, const k_bf16 *B,
+                   int ldb, int accumulate, float *C, int ldc, void *scratch);
+/* One path's scratch bytes and tile state floats for a node of kind `kind` (enum k_op_kind). */
+size_t k_conv2d_bf16_method_scratch(int how, int kind, const k_conv_shape *s);
+size_t k_conv2d_bf16_method_state(int how, int kind, const k_conv_shape *s);
+
 #endif

@@ -119,7 +119,10 @@ size_t k_conv2d_bwd_data_unpool2_packed_floats(const k_conv_shape *s) {
 
 void k_conv2d_fwd_act(const k_conv_shape *s, float *y, const float *x, const float *w, const float *b, int relu,
                       float *scratch, k_conv_packed pk, k_conv_prologue pro) {
-    int method = k_conv_choose(s, K_CONV_FWD);
+    k_conv2d_fwd_act_m(k_conv_choose(s, K_CONV_FWD), s, y, x, w, b, relu, scratch, pk, pro);
+}
+void k_conv2d_fwd_act_m(int method, const k_conv_shape *s, float *y, const float *x, const float *w, const float *b,
+                        int relu, float *scratch, k_conv_packed pk, k_conv_prologue pro) {
     if (method == K_CONV_DIRECT) {
         k_conv_direct_fwd_act(s, y, x, w, b, relu, scratch, pk, pro);
         return;
@@ -152,14 +155,24 @@ void k_conv_pool2_image_by_image(const k_conv_shape *s, float *vals, uint8_t *ar
     }
 }
 
-static void fwd_act(const k_conv_shape *s, float *y, const void *x, const void *w, const float *b, int relu,
-                    void *scratch) {
-    k_conv2d_fwd_act(s, y, x, w, b, relu, scratch, K_CONV_PACK_PER_CALL, K_CONV_NO_PROLOGUE);
+/* the per-image forward of the image-by-image pool path, one per method it serves */
+static void fwd_act_rows(const k_conv_shape *s, float *y, const void *x, const void *w, const float *b, int relu,
+                         void *scratch) {
+    k_conv2d_fwd_act_m(K_CONV_ROWS, s, y, x, w, b, relu, scratch, K_CONV_PACK_PER_CALL, K_CONV_NO_PROLOGUE);
+}
+static void fwd_act_im2col(const k_conv_shape *s, float *y, const void *x, const void *w, const float *b, int relu,
+                           void *scratch) {
+    k_conv2d_fwd_act_m(K_CONV_IM2COL, s, y, x, w, b, relu, scratch, K_CONV_PACK_PER_CALL, K_CONV_NO_PROLOGUE);
 }
 
 void k_conv2d_fwd_pool2(const k_conv_shape *s, float *vals, uint8_t *argmax, const float *x, const float *w,
                         const float *b, int relu, float *scratch, k_conv_packed pk, k_conv_prologue pro) {
-    if (k_conv_choose(s, K_CONV_FWD) == K_CONV_DIRECT) {
+    k_conv2d_fwd_pool2_m(k_conv_choose(s, K_CONV_FWD), s, vals, argmax, x, w, b, relu, scratch, pk, pro);
+}
+void k_conv2d_fwd_pool2_m(int method, const k_conv_shape *s, float *vals, uint8_t *argmax, const float *x,
+                          const float *w, const float *b, int relu, float *scratch, k_conv_packed pk,
+                          k_conv_prologue pro) {
+    if (method == K_CONV_DIRECT) {
         k_conv_direct_fwd_pool(s, vals, argmax, x, w, b, relu, scratch, pk, pro);
         return;
     }
@@ -169,15 +182,20 @@ void k_conv2d_fwd_pool2(const k_conv_shape *s, float *vals, uint8_t *argmax, con
     size_t img_p = (size_t)s->Co * (s->Ho / 2) * (s->Wo / 2);
     for (int n = 0; n < s->N; n++)
         k_conv_pool2_image_by_image(&one, vals + n * img_p, argmax + n * img_p, image_of(s, &pro, x, n, scratch),
-                                    sizeof *x, w, b, relu, scratch, scratch + k_conv2d_scratch(s), fwd_act);
+                                    sizeof *x, w, b, relu, scratch, scratch + k_conv2d_scratch(s),
+                                    method == K_CONV_ROWS ? fwd_act_rows : fwd_act_im2col);
 }
 
 void k_conv2d_fwd(const k_conv_shape *s, float *y, const float *x, const float *w, const float *b, float *scratch) {
     k_conv2d_fwd_act(s, y, x, w, b, 0, scratch, K_CONV_PACK_PER_CALL, K_CONV_NO_PROLOGUE);
 }
 
+static void bwd_data_m(int method, const k_conv_shape *s, float *dx, const float *dy, const float *w, float *scratch);
 void k_conv2d_bwd_data(const k_conv_shape *s, float *dx, const float *dy, const float *w, float *scratch) {
-    if (k_conv_choose(s, K_CONV_BWD_DATA) == K_CONV_DIRECT)
+    bwd_data_m(k_conv_choose(s, K_CONV_BWD_DATA), s, dx, dy, w, scratch);
+}
+static void bwd_data_m(int method, const k_conv_shape *s, float *dx, const float *dy, const float *w, float *scratch) {
+    if (method == K_CONV_DIRECT)
         k_conv_direct_bwd_data(s, dx, dy, w, scratch);
     else
         k_conv_im2col_bwd_data(s, IM2COL_GROUP, dx, dy, w, scratch);
@@ -203,7 +221,10 @@ size_t k_conv2d_bwd_weight_acc_floats(const k_conv_shape *s) {
 
 void k_conv2d_bwd_weight_part(const k_conv_shape *s, float *dw, const float *x, const float *dy, float *scratch,
                               float *acc, int first, int last, k_conv_prologue pro) {
-    int method = k_conv_choose(s, K_CONV_BWD_WEIGHT);
+    k_conv2d_bwd_weight_part_m(k_conv_choose(s, K_CONV_BWD_WEIGHT), s, dw, x, dy, scratch, acc, first, last, pro);
+}
+void k_conv2d_bwd_weight_part_m(int method, const k_conv_shape *s, float *dw, const float *x, const float *dy,
+                                float *scratch, float *acc, int first, int last, k_conv_prologue pro) {
     if (method == K_CONV_ROWS) {
         k_conv_rows_bwd_weight_part(s, dw, NULL, x, dy, (k_unpool2){0}, scratch, acc, first, last, pro);
         return;
@@ -248,8 +269,13 @@ static unpool_images unpool_images_of(const k_conv_shape *s, float *scratch) {
     return u;
 }
 
+static void bwd_data_unpool2_m(int method, const k_conv_shape *s, float *dx, k_unpool2 dy, const float *w,
+                               float *scratch);
 void k_conv2d_bwd_data_unpool2(const k_conv_shape *s, float *dx, k_unpool2 dy, const float *w, float *scratch) {
-    int method = k_conv_choose_unpool2(s, K_CONV_BWD_DATA);
+    bwd_data_unpool2_m(k_conv_choose_unpool2(s, K_CONV_BWD_DATA), s, dx, dy, w, scratch);
+}
+static void bwd_data_unpool2_m(int method, const k_conv_shape *s, float *dx, k_unpool2 dy, const float *w,
+                               float *scratch) {
     if (method == K_CONV_SPARSE) {
         k_conv_sparse_bwd_data_unpool2(s, dx, dy, w, NULL, scratch, K_CONV_PACK_PER_CALL);
         return;
@@ -267,7 +293,11 @@ void k_conv2d_bwd_data_unpool2(const k_conv_shape *s, float *dx, k_unpool2 dy, c
 
 void k_conv2d_bwd_weight_unpool2_part(const k_conv_shape *s, float *dw, const float *x, k_unpool2 dy, float *scratch,
                                       float *acc, int first, int last, k_conv_prologue pro) {
-    int method = k_conv_choose_unpool2(s, K_CONV_BWD_WEIGHT);
+    k_conv2d_bwd_weight_unpool2_part_m(k_conv_choose_unpool2(s, K_CONV_BWD_WEIGHT), s, dw, x, dy, scratch, acc, first,
+                                       last, pro);
+}
+void k_conv2d_bwd_weight_unpool2_part_m(int method, const k_conv_shape *s, float *dw, const float *x, k_unpool2 dy,
+                                        float *scratch, float *acc, int first, int last, k_conv_prologue pro) {
     if (method == K_CONV_SPARSE) {
         k_conv_sparse_bwd_weight_unpool2_part(s, dw, x, dy, scratch, acc, first, last, pro);
         return;
@@ -307,15 +337,72 @@ size_t k_conv2d_unpool2_share_floats(const k_conv_shape *s) {
 
 void k_conv2d_bwd_data_masked(const k_conv_shape *s, float *dx, const float *dy, k_unpool2 up, const float *w,
                               const float *relu_mask, float *scratch, k_conv_packed pk) {
-    if (up.g && k_conv_choose_unpool2(s, K_CONV_BWD_DATA) == K_CONV_SPARSE) {
+    int method = up.g ? k_conv_choose_unpool2(s, K_CONV_BWD_DATA) : k_conv_choose(s, K_CONV_BWD_DATA);
+    k_conv2d_bwd_data_masked_m(method, s, dx, dy, up, w, relu_mask, scratch, pk);
+}
+void k_conv2d_bwd_data_masked_m(int method, const k_conv_shape *s, float *dx, const float *dy, k_unpool2 up,
+                                const float *w, const float *relu_mask, float *scratch, k_conv_packed pk) {
+    if (up.g && method == K_CONV_SPARSE) {
         k_conv_sparse_bwd_data_unpool2(s, dx, up, w, relu_mask, scratch, pk);
         return;
     }
-    if (k_conv_choose(s, K_CONV_BWD_DATA) == K_CONV_DIRECT) {
+    if (method == K_CONV_DIRECT) {
         k_conv_direct_bwd_data_masked(s, dx, dy, up, w, relu_mask, scratch, pk);
         return;
     }
-    if (up.g) k_conv2d_bwd_data_unpool2(s, dx, up, w, scratch);
-    else k_conv2d_bwd_data(s, dx, dy, w, scratch);
+    if (up.g) bwd_data_unpool2_m(method, s, dx, up, w, scratch);
+    else bwd_data_m(method, s, dx, dy, w, scratch);
     if (relu_mask) k_relu_bwd_inplace(dx, relu_mask, (size_t)s->N * s->Ci * s->H * s->W);
+}
+
+/* ---- one method's needs (the engine's choice at compile time, impl.c) ------------ */
+
+/* Floats of scratch the method needs for a node of this kind (enum
+ * k_op_kind). The image-by-image paths (im2col, and rows under a pool) keep
+ * the layouts above: the whole k_conv2d_*_scratch. */
+size_t k_conv2d_method_scratch(int method, int kind, const k_conv_shape *s) {
+    switch (method) {
+    case K_CONV_DIRECT: return k_conv_direct_scratch(s) + 16;
+    case K_CONV_SPARSE:
+        return (kind == K_OP_CONV_BWD_DATA_UNPOOL2 ? k_conv_sparse_data_scratch(s) : k_conv_sparse_scratch(s)) + 16;
+    case K_CONV_ROWS:
+        if (kind != K_OP_CONV_FWD_POOL2) return k_conv_rows_scratch(s) + 16;
+        break;
+    default: break;
+    }
+    if (kind == K_OP_CONV_FWD_POOL2) return k_conv2d_pool2_scratch(s);
+    if (kind == K_OP_CONV_BWD_DATA_UNPOOL2 || kind == K_OP_CONV_BWD_WEIGHT_UNPOOL2) return k_conv2d_unpool2_scratch(s);
+    return k_conv2d_scratch(s);
+}
+
+/* Floats a tiled node of this kind keeps between tiles under the method: a
+ * weight gradient's running sums, or the weights a forward or backward-data
+ * pass packs once per step. */
+size_t k_conv2d_method_state(int method, int kind, const k_conv_shape *s) {
+    switch (kind) {
+    case K_OP_CONV_BWD_WEIGHT:
+    case K_OP_CONV_BWD_WEIGHT_UNPOOL2:
+        return method == K_CONV_DIRECT ? k_conv_direct_bwd_weight_acc_floats(s)
+               : method == K_CONV_ROWS ? k_conv_rows_bwd_weight_acc_floats(s)
+               : method == K_CONV_SPARSE ? k_conv_sparse_acc_floats(s)
+                                         : 0; /* im2col accumulates in dw itself */
+    case K_OP_CONV_FWD:
+    case K_OP_CONV_FWD_POOL2: return method == K_CONV_DIRECT ? k_conv_direct_packed_floats(s, K_CONV_FWD) : 0;
+    case K_OP_CONV_BWD_DATA:
+    case K_OP_CONV_BWD_DATA_UNPOOL2:
+        if (method == K_CONV_SPARSE) return k_conv_sparse_data_packed_floats(s);
+        return method == K_CONV_DIRECT ? k_conv_direct_packed_floats(s, K_CONV_BWD_DATA) : 0;
+    default: return 0;
+    }
+}
+
+double k_conv2d_method_macs(int method, int kind, const k_conv_shape *s) {
+    if (method == K_CONV_SPARSE && kind == K_OP_CONV_BWD_DATA_UNPOOL2) return k_conv_sparse_data_executed_macs(s);
+    if (method == K_CONV_SPARSE && kind == K_OP_CONV_BWD_WEIGHT_UNPOOL2) return k_conv_sparse_executed_macs(s);
+    return (double)s->N * s->Co * s->Ho * s->Wo * s->Ci * s->kh * s->kw;
+}
+
+size_t k_conv2d_method_share_floats(const k_conv_shape *s, int data, int weight) {
+    if (data != K_CONV_DIRECT || weight != K_CONV_DIRECT) return 0; /* the sparse passes read (g, argmax) themselves */
+    return k_conv_direct_unpool2_share_floats(s);
 }

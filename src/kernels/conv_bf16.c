@@ -155,8 +155,11 @@ void k_conv2d_fwd_bf16(const k_conv_shape *s, float *y, const k_bf16 *x, const k
 
 void k_conv2d_fwd_bf16_act(const k_conv_shape *s, float *y, const k_bf16 *x, const k_bf16 *w, const float *b,
                            int relu, void *scratch) {
+    k_conv2d_fwd_bf16_act_m(k_conv_bf16_choose(s, K_CONV_FWD), s, y, x, w, b, relu, scratch);
+}
+void k_conv2d_fwd_bf16_act_m(int how, const k_conv_shape *s, float *y, const k_bf16 *x, const k_bf16 *w,
+                             const float *b, int relu, void *scratch) {
     dims d = dims_of(s);
-    int how = k_conv_bf16_choose(s, K_CONV_FWD);
     if (how == K_BF16_DIRECT) {
         k_conv_direct_bf16_fwd(s, y, x, w, b, relu, scratch);
         return;
@@ -184,24 +187,37 @@ size_t k_conv2d_pool2_bf16_scratch(const k_conv_shape *s) {
     return k_conv2d_bf16_scratch(s) + ((size_t)s->Co * s->Ho * s->Wo + 16) * sizeof(float);
 }
 
-static void fwd_act(const k_conv_shape *s, float *y, const void *x, const void *w, const float *b, int relu,
-                    void *scratch) {
-    k_conv2d_fwd_bf16_act(s, y, x, w, b, relu, scratch);
+/* the per-image forward of the image-by-image pool path, one per path it serves */
+static void fwd_act_gemm(const k_conv_shape *s, float *y, const void *x, const void *w, const float *b, int relu,
+                         void *scratch) {
+    k_conv2d_fwd_bf16_act_m(K_BF16_AVX512BF16, s, y, x, w, b, relu, scratch);
+}
+static void fwd_act_ref(const k_conv_shape *s, float *y, const void *x, const void *w, const float *b, int relu,
+                        void *scratch) {
+    k_conv2d_fwd_bf16_act_m(K_BF16_REF, s, y, x, w, b, relu, scratch);
 }
 
 void k_conv2d_fwd_pool2_bf16(const k_conv_shape *s, float *vals, uint8_t *argmax, const k_bf16 *x, const k_bf16 *w,
                              const float *b, int relu, void *scratch) {
-    if (k_conv_bf16_choose(s, K_CONV_FWD) == K_BF16_DIRECT) {
+    k_conv2d_fwd_pool2_bf16_m(k_conv_bf16_choose(s, K_CONV_FWD), s, vals, argmax, x, w, b, relu, scratch);
+}
+void k_conv2d_fwd_pool2_bf16_m(int how, const k_conv_shape *s, float *vals, uint8_t *argmax, const k_bf16 *x,
+                               const k_bf16 *w, const float *b, int relu, void *scratch) {
+    if (how == K_BF16_DIRECT) {
         k_conv_direct_bf16_fwd_pool(s, vals, argmax, x, w, b, relu, scratch);
         return;
     }
     k_conv_pool2_image_by_image(s, vals, argmax, x, sizeof *x, w, b, relu, scratch,
-                                (float *)((char *)scratch + k_conv2d_bf16_scratch(s)), fwd_act);
+                                (float *)((char *)scratch + k_conv2d_bf16_scratch(s)),
+                                how == K_BF16_AVX512BF16 ? fwd_act_gemm : fwd_act_ref);
 }
 
 void k_conv2d_bwd_data_bf16(const k_conv_shape *s, float *dx, const k_bf16 *dy, const k_bf16 *w, void *scratch) {
+    k_conv2d_bwd_data_bf16_m(k_conv_bf16_choose(s, K_CONV_BWD_DATA), s, dx, dy, w, scratch);
+}
+void k_conv2d_bwd_data_bf16_m(int how, const k_conv_shape *s, float *dx, const k_bf16 *dy, const k_bf16 *w,
+                              void *scratch) {
     dims d = dims_of(s);
-    int how = k_conv_bf16_choose(s, K_CONV_BWD_DATA);
     if (how == K_BF16_DIRECT) {
         k_conv_direct_bf16_bwd_data(s, dx, dy, w, scratch);
         return;
@@ -242,8 +258,11 @@ size_t k_conv2d_bwd_weight_bf16_acc_floats(const k_conv_shape *s) {
 
 void k_conv2d_bwd_weight_bf16_part(const k_conv_shape *s, float *dw, const k_bf16 *x, const k_bf16 *dy, void *scratch,
                                    float *acc, int first, int last) {
+    k_conv2d_bwd_weight_bf16_part_m(k_conv_bf16_choose(s, K_CONV_BWD_WEIGHT), s, dw, x, dy, scratch, acc, first, last);
+}
+void k_conv2d_bwd_weight_bf16_part_m(int how, const k_conv_shape *s, float *dw, const k_bf16 *x, const k_bf16 *dy,
+                                     void *scratch, float *acc, int first, int last) {
     dims d = dims_of(s);
-    int how = k_conv_bf16_choose(s, K_CONV_BWD_WEIGHT);
     if (how == K_BF16_DIRECT) {
         k_conv_direct_bf16_bwd_weight_part(s, dw, x, dy, scratch, acc, first, last);
         return;
@@ -296,13 +315,41 @@ static const k_bf16 *unpooled(const k_conv_shape *s, k_unpool2 up, void *scratch
 }
 
 void k_conv2d_bwd_data_unpool2_bf16(const k_conv_shape *s, float *dx, k_unpool2 up, const k_bf16 *w, void *scratch) {
-    if (k_conv_bf16_choose(s, K_CONV_BWD_DATA) == K_BF16_DIRECT) k_conv_direct_bf16_bwd_data_unpool2(s, dx, up, w, scratch);
-    else k_conv2d_bwd_data_bf16(s, dx, unpooled(s, up, scratch), w, scratch);
+    k_conv2d_bwd_data_unpool2_bf16_m(k_conv_bf16_choose(s, K_CONV_BWD_DATA), s, dx, up, w, scratch);
+}
+void k_conv2d_bwd_data_unpool2_bf16_m(int how, const k_conv_shape *s, float *dx, k_unpool2 up, const k_bf16 *w,
+                                      void *scratch) {
+    if (how == K_BF16_DIRECT) k_conv_direct_bf16_bwd_data_unpool2(s, dx, up, w, scratch);
+    else k_conv2d_bwd_data_bf16_m(how, s, dx, unpooled(s, up, scratch), w, scratch);
 }
 
 void k_conv2d_bwd_weight_unpool2_bf16_part(const k_conv_shape *s, float *dw, const k_bf16 *x, k_unpool2 up,
                                            void *scratch, float *acc, int first, int last) {
-    if (k_conv_bf16_choose(s, K_CONV_BWD_WEIGHT) == K_BF16_DIRECT)
-        k_conv_direct_bf16_bwd_weight_unpool2_part(s, dw, x, up, scratch, acc, first, last);
-    else k_conv2d_bwd_weight_bf16_part(s, dw, x, unpooled(s, up, scratch), scratch, acc, first, last);
+    k_conv2d_bwd_weight_unpool2_bf16_part_m(k_conv_bf16_choose(s, K_CONV_BWD_WEIGHT), s, dw, x, up, scratch, acc,
+                                            first, last);
+}
+void k_conv2d_bwd_weight_unpool2_bf16_part_m(int how, const k_conv_shape *s, float *dw, const k_bf16 *x,
+                                             k_unpool2 up, void *scratch, float *acc, int first, int last) {
+    if (how == K_BF16_DIRECT) k_conv_direct_bf16_bwd_weight_unpool2_part(s, dw, x, up, scratch, acc, first, last);
+    else k_conv2d_bwd_weight_bf16_part_m(how, s, dw, x, unpooled(s, up, scratch), scratch, acc, first, last);
+}
+
+/* ---- one path's needs (the engine's choice at compile time, impl.c) ------------ */
+
+/* Bytes of scratch the path needs for a node of this kind (enum k_op_kind):
+ * the direct kernels their own; the others keep the layouts above (the
+ * per-image pool output and the unpooled dy after k_conv2d_bf16_scratch). */
+size_t k_conv2d_bf16_method_scratch(int how, int kind, const k_conv_shape *s) {
+    if (how == K_BF16_DIRECT) return k_conv_direct_bf16_scratch(s) + 64;
+    if (kind == K_OP_CONV_FWD_POOL2) return k_conv2d_pool2_bf16_scratch(s);
+    if (kind == K_OP_CONV_BWD_DATA_UNPOOL2 || kind == K_OP_CONV_BWD_WEIGHT_UNPOOL2) return k_conv2d_unpool2_bf16_scratch(s);
+    return k_conv2d_bf16_scratch(s);
+}
+
+/* Floats a tiled weight gradient keeps between tiles on the path (0 for the other passes). */
+size_t k_conv2d_bf16_method_state(int how, int kind, const k_conv_shape *s) {
+    if (kind != K_OP_CONV_BWD_WEIGHT && kind != K_OP_CONV_BWD_WEIGHT_UNPOOL2) return 0;
+    if (how == K_BF16_DIRECT) return k_conv_direct_bf16_bwd_weight_acc_floats(s);
+    if (how == K_BF16_AVX512BF16) return (size_t)s->Ci * s->kh * s->kw * s->Co;
+    return k_conv2d_bwd_weight_bf16_acc_floats(s); /* the reference path: the fp32 kernels' own, by their rule */
 }

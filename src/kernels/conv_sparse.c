@@ -257,9 +257,13 @@ int k_conv_sparse_force(int mode) {
     g_force = mode;
     return 1;
 }
-int k_conv_sparse_fits(const k_conv_shape *s) {
+int k_conv_sparse_runs(const k_conv_shape *s) {
     if (g_force == 0 || k_simd_level() != K_SIMD_AVX512 || s->Ho < 2 || s->Wo < 2 || !sparse_kernel(s)) return 0;
-    if ((double)image_floats(s) > 2e9) return 0; /* offsets into one image are int32 */
+    return (double)image_floats(s) <= 2e9; /* offsets into one image are int32 */
+}
+
+int k_conv_sparse_fits(const k_conv_shape *s) {
+    if (!k_conv_sparse_runs(s)) return 0;
     if (g_force == 1) return 1;
     double dense = (double)s->Ci * s->kh * s->kw / 8.0, sparse = (double)s->kh * row_vecs(s) + SPARSE_OVERHEAD;
     return sparse < dense;
@@ -327,6 +331,10 @@ int k_conv_sparse_force(int mode) {
     return 0;
 }
 int k_conv_sparse_fits(const k_conv_shape *s) {
+    (void)s;
+    return 0;
+}
+int k_conv_sparse_runs(const k_conv_shape *s) {
     (void)s;
     return 0;
 }

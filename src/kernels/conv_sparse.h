@@ -18,6 +18,9 @@
  * vectors that hold them, and few enough vectors per kernel (kh rows of them)
  * to keep them in registers. */
 int k_conv_sparse_fits(const k_conv_shape *s);
+/* Whether it can run the shape (the above without the cost model): a
+ * candidate for a choice measured at compile time (impl.c). */
+int k_conv_sparse_runs(const k_conv_shape *s);
 /* Tests only: mode 1, run wherever it can (AVX-512 and a kernel for the
  * shape) whatever the cost model says; 0, never; -1, the cost model.
  * Returns 0 in a build without the method. */
@@ -45,6 +48,7 @@ double k_conv_sparse_executed_macs(const k_conv_shape *s);
  * should (AVX-512, a kernel for kh x kw*ceil(Ci/16) vectors, the cost
  * model; k_conv_sparse_data_force as k_conv_sparse_force, for tests). */
 int k_conv_sparse_data_fits(const k_conv_shape *s);
+int k_conv_sparse_data_runs(const k_conv_shape *s); /* can run, whatever the cost model says */
 void k_conv_sparse_data_force(int mode);
 /* 0: each cell of a window summed into d on its own; 1 (the default): side by
  * side pairs at once where a kernel exists. The same bits either way (tests). */

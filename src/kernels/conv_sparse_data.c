@@ -305,8 +305,12 @@ static TGT void from_channels_last(const k_conv_shape *s, float *dx, const float
 #define DATA_OVERHEAD 16
 static int g_force = -1;
 void k_conv_sparse_data_force(int mode) { g_force = mode; }
+int k_conv_sparse_data_runs(const k_conv_shape *s) {
+    return !(g_force == 0 || k_simd_level() != K_SIMD_AVX512 || s->Ho < 2 || s->Wo < 2 || !data_kernel(s));
+}
+
 int k_conv_sparse_data_fits(const k_conv_shape *s) {
-    if (g_force == 0 || k_simd_level() != K_SIMD_AVX512 || s->Ho < 2 || s->Wo < 2 || !data_kernel(s)) return 0;
+    if (!k_conv_sparse_data_runs(s)) return 0;
     if (g_force == 1) return 1;
     double taps = (double)s->kh * row_vecs(s);
     double dense = (double)s->Co * s->Ci * s->kh * s->kw / 8.0;
@@ -377,6 +381,10 @@ void k_conv_sparse_bwd_data_unpool2(const k_conv_shape *s, float *dx, k_unpool2 
 void k_conv_sparse_data_force(int mode) { (void)mode; }
 void k_conv_sparse_data_pairs(int on) { (void)on; }
 int k_conv_sparse_data_fits(const k_conv_shape *s) {
+    (void)s;
+    return 0;
+}
+int k_conv_sparse_data_runs(const k_conv_shape *s) {
     (void)s;
     return 0;
 }

@@ -263,9 +263,15 @@ static void widen(int rows, int cols, const k_bf16 *X, ptrdiff_t rs, ptrdiff_t c
 
 void k_gemm_bf16(int transA, int transB, int M, int N, int K, const k_bf16 *A, int lda, const k_bf16 *B, int ldb,
                  int accumulate, float *C, int ldc, void *scratch) {
+    /* DIRECT names a conv method: the GEMM is the same */
+    k_gemm_bf16_m(k_bf16_path() != K_BF16_REF, transA, transB, M, N, K, A, lda, B, ldb, accumulate, C, ldc, scratch);
+}
+
+void k_gemm_bf16_m(int fast, int transA, int transB, int M, int N, int K, const k_bf16 *A, int lda, const k_bf16 *B,
+                   int ldb, int accumulate, float *C, int ldc, void *scratch) {
     if (M <= 0 || N <= 0) return;
     ptrdiff_t ars = transA ? 1 : lda, acs = transA ? lda : 1, brs = transB ? 1 : ldb, bcs = transB ? ldb : 1;
-    if (k_bf16_path() != K_BF16_REF) { /* DIRECT names a conv method: the GEMM is the same */
+    if (fast) {
         char *Ap = scratch, *Bp = Ap + k_bf16_pack_a_bytes(M, K);
         k_bf16_pack_a(M, K, A, ars, acs, Ap);
         k_bf16_pack_b(K, N, B, brs, bcs, Bp);

@@ -24,6 +24,9 @@ void k_gemm_ref(int transA, int transB, int M, int N, int K, float alpha, const 
 /* C(M,N) = op(A) op(B) through our own packed AVX-512 kernel where k_sgemm_own
  * says so, else k_gemm (sgemm.c). scratch: k_sgemm_scratch_bytes(M, N, K). */
 size_t k_sgemm_scratch_bytes(int M, int N, int K);
+/* The same with the kernel given (own: ours, else OpenBLAS), chosen when the graph compiled (impl.h). */
+void k_sgemm_m(int own, int transA, int transB, int M, int N, int K, const float *A, int lda, const float *B, int ldb,
+               float *C, int ldc, void *scratch);
 int k_sgemm_own(int M, int N, int K);
 const char *k_sgemm_path_name(int M, int N, int K);
 void k_sgemm(int transA, int transB, int M, int N, int K, const float *A, int lda, const float *B, int ldb, float *C,
@@ -40,6 +43,18 @@ typedef struct k_conv_shape {
 /* Fill Ho/Wo from the rest; returns 0, or -1 if the output would be empty. */
 int k_conv_shape_infer(k_conv_shape *s);
 /* Scratch floats needed by the fast fwd / bwd_data / bwd_weight kernels (max of the three). */
+/* The kinds of node a convolution pass or matrix product is (impl.h chooses per kind). */
+enum k_op_kind {
+    K_OP_CONV_FWD,                 /* y = conv(x, w) + b, ReLU epilogue, batch-norm prologue (fp32) */
+    K_OP_CONV_FWD_POOL2,           /* the same, then a 2x2/2 max pool: values and argmax bytes */
+    K_OP_CONV_BWD_DATA,            /* dx = conv^T(dy, w), masked by a ReLU (fp32) */
+    K_OP_CONV_BWD_DATA_UNPOOL2,    /* the same with dy a 2x2 pool's (g, argmax) */
+    K_OP_CONV_BWD_WEIGHT,          /* dw over the batch, part by part */
+    K_OP_CONV_BWD_WEIGHT_UNPOOL2,  /* the same with dy a 2x2 pool's (g, argmax) */
+    K_OP_MATMUL,                   /* C = op(A) op(B) */
+    K_OP_KINDS
+};
+
 size_t k_conv2d_scratch(const k_conv_shape *s);
 
 /* y = conv(x, w) + b; b may be NULL. */

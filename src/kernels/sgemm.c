@@ -227,13 +227,18 @@ const char *k_sgemm_path_name(int M, int N, int K) {
 
 void k_sgemm(int transA, int transB, int M, int N, int K, const float *A, int lda, const float *B, int ldb, float *C,
              int ldc, void *scratch) {
+    k_sgemm_m(k_sgemm_own(M, N, K), transA, transB, M, N, K, A, lda, B, ldb, C, ldc, scratch);
+}
+
+void k_sgemm_m(int own, int transA, int transB, int M, int N, int K, const float *A, int lda, const float *B, int ldb,
+               float *C, int ldc, void *scratch) {
     if (M <= 0 || N <= 0) return;
 #ifdef HAVE_OWN_SGEMM
-    if (K > 0 && k_sgemm_own(M, N, K)) {
+    if (K > 0 && own) {
         sgemm_avx512(transA, transB, M, N, K, A, lda, B, ldb, C, ldc, scratch);
         return;
     }
 #endif
-    (void)scratch;
+    (void)scratch, (void)own;
     k_gemm(transA, transB, M, N, K, 1.0f, A, lda, B, ldb, 0.0f, C, ldc);
 }

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "io/ckptdir.h"
+#include "engine/graph.h"
 #include "io/safetensors.h"
 #include "run/folder_data.h"
 #include "run/checkpoint.h"
@@ -151,7 +152,8 @@ static int position_text(const xt_run *r, int next_epoch, long long step_in_epoc
 
 /* Write the checkpoint: to `fixed` (best.safetensors) as it is, or named
  * by its epoch (and step), then pruned to checkpoint.keep_last. */
-static int write_checkpoint(xt_run *r, int epoch_label, const char *fixed, const saved *sv, const position *p, xt_err *e) {
+static int write_checkpoint(xt_run *r, int epoch_label, const char *fixed, const saved *sv, const position *p,
+                            const char *choices, xt_err *e) {
     const char *optname = r->optim.kind == XT_OPT_SGD ? "sgd" : r->optim.kind == XT_OPT_ADAM ? "adam" : "adamw";
     xt_st_meta m[] = {
         {"format", "pt"},
@@ -180,6 +182,7 @@ static int write_checkpoint(xt_run *r, int epoch_label, const char *fixed, const
         {"xlatrain.normalize.mean", p->norm_mean},
         {"xlatrain.normalize.std", p->norm_std},
         {"xlatrain.class_names", p->class_names},
+        {"xlatrain.kernel_choices", choices ? choices : ""}, /* what --resume runs again, untimed (pass_choose.c) */
     };
     if (fixed) {
         if (xt_st_write(fixed, sv->t, sv->nt, m, (int)(sizeof m / sizeof *m), e)) return e->code;
@@ -204,7 +207,9 @@ static int save(xt_run *r, int epoch_label, int next_epoch, long long step_in_ep
     int rc = sv ? 0 : xt_fail(e, XT_ERUNTIME, "out of memory writing a checkpoint");
     if (!rc) rc = collect_tensors(r, sv, e);
     if (!rc) rc = position_text(r, next_epoch, step_in_epoch, &p, e);
-    if (!rc) rc = write_checkpoint(r, epoch_label, fixed, sv, &p, e);
+    char *choices = r->engine ? xt_engine_choices_text(r->engine) : NULL;
+    if (!rc) rc = write_checkpoint(r, epoch_label, fixed, sv, &p, choices, e);
+    free(choices);
     free(p.hist_loss);
     free(p.hist_acc);
     free(p.part_sum);
@@ -387,6 +392,9 @@ int xt_ckpt_load(xt_run *r, const char *path, xt_err *e) {
         goto out;
     }
     for (int i = 0; i < r->npart; i++) r->part_loss_n[i] = (long long)nn[i];
+    const char *kc = xt_st_meta_get(&f, "xlatrain.kernel_choices");
+    free(r->resumed_choices);
+    r->resumed_choices = kc && *kc ? strdup(kc) : NULL;
     const char *rec = xt_st_meta_get(&f, "xlatrain.resolved_config");
     free(r->resumed_config);
     r->resumed_config = rec && *rec ? strdup(rec) : NULL;

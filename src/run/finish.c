@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "distributed/shm.h"
+#include "engine/graph.h"
 #include "engine/metrics.h"
 #include "io/atomic.h"
 #include "io/grid.h"
@@ -139,6 +140,21 @@ static void best_epoch(const xt_run *r, xt_jsonw *w) {
 }
 
 /* The summary object: how it ended, what ran, how well, how fast. */
+/* How the kernels were chosen, and per convolution pass or product of each
+ * compiled graph: its candidates' times and the winner (pass_choose.c). */
+static void kernel_choices(xt_jsonw *w, const xt_run *r) {
+    xt_jw_key(w, "kernel_choice"); xt_jw_str(w, r->c->kernel_choice ? "fixed" : "measured");
+    xt_jw_key(w, "kernel_choices");
+    xt_jw_arr(w);
+    char *lines = r->engine ? xt_engine_choice_lines(r->engine) : NULL;
+    for (const char *l = lines ? lines : r->kernel_choice_lines, *nl; l && *l; l = nl + 1) {
+        if (!(nl = strchr(l, '\n'))) break;
+        xt_jw_strn(w, l, (size_t)(nl - l));
+    }
+    free(lines);
+    xt_jw_end(w);
+}
+
 static void results_json(const xt_run *r, xt_jsonw *w, const xt_summary *s) {
     const xt_config *c = r->c;
     double wall = (double)(xt_now_ns() - r->t_start_ns) / 1e9;
@@ -154,6 +170,7 @@ static void results_json(const xt_run *r, xt_jsonw *w, const xt_summary *s) {
     xt_jw_key(w, "dataset"); xt_jw_str(w, xt_data_kind_name(xt_run_data_kind(c->dataset)));
     xt_jw_key(w, "model"); xt_jw_str(w, c->spec.source);
     xt_jw_key(w, "precision"); xt_jw_str(w, c->precision == XT_PRECISION_BF16 ? "bf16" : "fp32");
+    kernel_choices(w, r);
     xt_jw_key(w, "epochs"); xt_jw_int(w, r->nhist);
     xt_jw_key(w, "global_step"); xt_jw_int(w, r->global_step);
     num_or_null(w, "best_accuracy", r->best_acc);

@@ -81,6 +81,18 @@ static int stop_asked(void *ctx) {
 
 /* ---- setup ---------------------------------------------------------------- */
 
+/* The kernel choices of a graph every worker compiles at once: worker 0's
+ * values, the others' zeros, summed in rank order over shared memory (and
+ * across hosts through the parent's uplink), so every worker runs worker 0's. */
+static int dist_agree(void *ctx, double *v, int n, xt_err *e) {
+    worker *w = ctx;
+    for (int off = 0; off < n; off += XT_MESH_MAX) {
+        int rc = xt_mesh_reduce_sum(w->r->dist, w->local, v + off, n - off < XT_MESH_MAX ? n - off : XT_MESH_MAX, e);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
 static int open_engine(worker *w, xt_err *e) {
     xt_run *r = w->r;
     const xt_config *c = r->c;
@@ -94,8 +106,24 @@ static int open_engine(worker *w, xt_err *e) {
         eo.allreduce_row = dist_allreduce_row;
         eo.collective_result = xt_allreduce_result(r->dist, w->local);
     }
+    eo.kernel_choice = c->kernel_choice == 0; /* measured */
+    eo.choice_leader = w->rank == 0;
+    eo.choice_log = 1;
+    const char *skew = getenv("XLATRAIN_CHOICE_TEST_SKEW"); /* tests: synthetic times, worker 0's unlike the others' */
+    eo.choice_skew = !skew ? 0 : !strcmp(skew, "1") ? 1 : !strcmp(skew, "last") ? 2 : 0;
+    if (r->dist) {
+        eo.choice_agree = dist_agree;
+        eo.choice_ctx = w;
+    }
     w->en = xt_engine_new(&r->store, &eo);
     if (!w->en) return xt_fail(e, XT_ERUNTIME, "out of memory creating the engine");
+    r->engine = w->en;
+    if (r->resumed_choices && xt_engine_load_choices(w->en, r->resumed_choices) < 0)
+        return xt_fail(e, XT_ERUNTIME, "the checkpoint's xlatrain.kernel_choices is not a list of key=kernel pairs of this "
+                       "version; the file is damaged, or set kernel_choice: fixed");
+    if (w->rank == 0 && r->host == 0)
+        fprintf(stderr, "xlatrain: kernel choice %s (%s)%s\n", c->kernel_choice ? "fixed" : "measured",
+                c->kernel_choice_from, r->resumed_choices && !c->kernel_choice ? ", the checkpoint's choices reused" : "");
     return 0;
 }
 
@@ -136,6 +164,11 @@ static void close_worker(worker *w) {
     if (w->have_loader) xt_loader_close(&w->loader);
     xt_eval_close(&w->eval);
     if (w->have_sampler) xt_sampler_free(&w->sampler);
+    if (w->en && w->r->engine == w->en) { /* the summary is written after the engine closes */
+        free(w->r->kernel_choice_lines);
+        w->r->kernel_choice_lines = xt_engine_choice_lines(w->en);
+        w->r->engine = NULL;
+    }
     xt_engine_free(w->en);
 }
 

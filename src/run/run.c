@@ -185,6 +185,8 @@ void xt_run_close(xt_run *r) {
     xt_rundir_release(&r->rundir);
     free(r->config_yaml);
     free(r->resumed_config);
+    free(r->resumed_choices);
+    free(r->kernel_choice_lines);
     free(r->hist_loss);
     free(r->hist_acc);
     free(r->confusion);

@@ -61,6 +61,9 @@ typedef struct xt_run {
     int claimed;                    /* the directory is ours: every ending writes a summary */
     char *config_yaml;              /* the resolved config as recorded (record.h) */
     char *resumed_config;           /* the one the --resume checkpoint recorded, NULL if none */
+    char *resumed_choices;          /* the kernel choices it recorded ("key=impl;..."), NULL if none */
+    struct xt_engine *engine;       /* this worker's while it runs (its kernel choices go into checkpoints) */
+    char *kernel_choice_lines;      /* its choices, one line per node, kept when it closes (results.json) */
     double last_loss;               /* of the last training step in this process; NaN before any */
     /* each replica's loss sums in a partial epoch: gathered on an interrupt
      * (loop.c), saved and restored with the checkpoint */

@@ -28,6 +28,9 @@
  * count run.sh holds against the FMA limit), graphs (distinct graphs the
  * engine compiled over the 5 warm-up steps: 1 when the train step compiles once),
  * precision, bf16_path (the path the bf16 kernels take on this CPU),
+ * kernel_choice (XLATRAIN_KERNEL_CHOICE=fixed|measured, measured unset, as
+ * the trainer) and kept_fp32 (bf16: convolutions and products measured
+ * faster in fp32, kept so),
  * convert_ms (the bf16 casts' share of the step), tile_rows and
  * tile_rows_max (samples per micro-batch tile, fewest and most), and
  * sample_macs / sample_macs_executed: one training sample's multiply-adds in
@@ -96,14 +99,33 @@ static int allreduce_row_cb(void *ctx, size_t n, xt_err *e) {
     return xt_allreduce_row(cp->dist, cp->rank, n, e) ? 0 : e->code;
 }
 
+/* Worker 0's kernel choices for every worker, as the trainer's loop.c does. */
+static int choice_agree_cb(void *ctx, double *v, int n, xt_err *e) {
+    ctxpack *cp = ctx;
+    for (int off = 0, k; off < n; off += k) {
+        k = n - off < XT_MESH_MAX ? n - off : XT_MESH_MAX;
+        if (xt_mesh_reduce_sum(cp->dist, cp->rank, v + off, k, e)) return e->code;
+    }
+    return 0;
+}
+
+/* XLATRAIN_KERNEL_CHOICE=fixed|measured, measured unset (the trainer's default). */
+static int kernel_choice_measured(void) {
+    const char *v = getenv("XLATRAIN_KERNEL_CHOICE");
+    return !v || strcmp(v, "fixed");
+}
+
 static int worker(int rank, void *arg) {
     bench *b = arg;
     xt_run *r = b->r;
     xt_err e = {0};
     openblas_set_num_threads(1);
     ctxpack cp = {rank, r->dist};
-    xt_engine_opts eo = {.fuse = 1, .profile = 0, .precision = b->precision};
+    xt_engine_opts eo = {.fuse = 1, .profile = 0, .precision = b->precision, .kernel_choice = kernel_choice_measured(),
+                         .choice_leader = rank == 0};
     if (r->dist) {
+        eo.choice_agree = choice_agree_cb;
+        eo.choice_ctx = &cp;
         eo.allreduce = allreduce_cb;
         eo.allreduce_ctx = &cp;
         eo.collective_buf = xt_dist_grad_row(r->dist, rank);
@@ -239,14 +261,15 @@ static int worker(int rank, void *arg) {
                " conv_ms=%.3f gemm_ms=%.3f pool_ms=%.3f norm_ms=%.3f ew_ms=%.3f reduce_ms=%.3f allreduce_ms=%.3f other_ms=%.3f"
                " ir_nodes=%d kernels=%d fused=%d arena_kb=%.1f intermediates_kb=%.1f input_kb=%.1f loss=%.4f fwd_macs=%lld graphs=%d"
                " precision=%s bf16_path=%s convert_ms=%.3f tile_runs=%d tiled_kernels=%d tile_rows=%d tile_rows_max=%d"
-               " sample_macs=%.0f sample_macs_executed=%.0f\n",
+               " sample_macs=%.0f sample_macs_executed=%.0f kernel_choice=%s kept_fp32=%d\n",
                r->c->spec.source, n, b->batch, b->steps, (double)b->batch * b->steps * n / step_s, sum[V_INFER_SPS],
                sum[V_RSS] / n, step_s * 1e3 / b->steps, sum[V_TRACE] / n, sum[V_HOST] / n, sum[V_EXEC] / n,
                sum[V_CONV] / n, sum[V_GEMM] / n, sum[V_POOL] / n, sum[V_NORM] / n, sum[V_EW] / n, sum[V_RED] / n,
                sum[V_AR] / n, sum[V_OTHER] / n, st.ir_nodes, st.kernels, st.fused_kernels, st.arena_bytes / 1024.0,
                st.intermediate_bytes / 1024.0, (double)b->batch * (double)px * sizeof(float) / 1024.0, loss, xt_spec_forward_macs(&r->c->spec), st.distinct_graphs,
                xt_precision_name(b->precision), k_bf16_path_name(k_bf16_path()), sum[V_CONVERT] / n, st.tile_runs,
-               st.tiled_kernels, st.tile_rows, st.tile_rows_max, st.macs / b->batch, st.macs_executed / b->batch);
+               st.tiled_kernels, st.tile_rows, st.tile_rows_max, st.macs / b->batch, st.macs_executed / b->batch,
+               kernel_choice_measured() ? "measured" : "fixed", st.kept_fp32);
         fflush(stdout);
     }
     if (rc) fprintf(stderr, "train_bench: xla:%d: %s\n", rank, e.msg);
