@@ -20,8 +20,8 @@
 # that the public ones call through $(MAKE) after `deps`, so that a fresh
 # machine without the -dev packages can still run `make test`.
 
-PKGS      := yaml-0.1 libpng libjpeg zlib openblas libzip jansson libarchive
-DEB_PKGS  := build-essential pkg-config libyaml-dev libpng-dev zlib1g-dev libopenblas-dev libzip-dev libjansson-dev libarchive-dev libjpeg62-turbo-dev groff-base man-db
+PKGS      := yaml-0.1 libpng libjpeg zlib openblas jansson libarchive
+DEB_PKGS  := build-essential pkg-config libyaml-dev libpng-dev zlib1g-dev libopenblas-dev libjansson-dev libarchive-dev libjpeg62-turbo-dev groff-base man-db
 PREFIX    ?= /usr/local
 CC        ?= cc
 DATASET   ?= mnist
