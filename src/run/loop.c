@@ -395,36 +395,31 @@ static void record_epoch(xt_run *r, double loss, double acc) {
     if (acc > r->best_acc) r->best_acc = acc;
 }
 
-/* Every replica evaluates (and the master checkpoints) the same batch-norm
- * running statistics: their mean over the replicas, summed in ordinal
- * order, so 1 host x 2 workers and 2 x 1 agree. In training each replica
- * updates its own from its own batches; without this, replica k > 0
- * evaluated with statistics no checkpoint holds, and a resumed run (whose
- * replicas all start from the checkpoint's) evaluated differently from one
- * that ran straight through (tests/test_run_safety.c's interrupt tests). */
-static int sync_running_stats(worker *w, xt_err *e) {
+/* Every replica evaluates with worker 0's batch-norm running statistics,
+ * as PyTorch's DistributedDataParallel gives every replica rank 0's buffers
+ * (broadcast_buffers). In training each replica updates its own from its own
+ * batches, but only worker 0's are checkpointed; without this, replica k > 0
+ * evaluated with statistics no checkpoint holds, and a resumed run evaluated
+ * differently from one that ran straight through. Worker 0's statistics are
+ * the same in both (it resumes from its own), so overwriting the others'
+ * before each evaluation makes the two runs agree bit for bit wherever the
+ * interrupt fell (tests/test_run_safety.c). The broadcast is a sum in double
+ * to which every other replica adds zeros: exact, and across hosts too. */
+static int broadcast_running_stats(worker *w, xt_err *e) {
     xt_run *r = w->r;
     if (!r->dist || r->world <= 1) return 0;
-    size_t n = 0;
-    for (int i = 0; i < r->model.nbuffers; i++) n += (size_t)r->store.slots[r->model.buffers[i]].numel;
-    if (!n) return 0;
-    float *buf = malloc(n * sizeof *buf);
-    if (!buf) return xt_fail(e, XT_ERUNTIME, "out of memory averaging the batch-norm statistics (%zu floats)", n);
-    size_t at = 0;
+    double v[XT_MESH_MAX];
     for (int i = 0; i < r->model.nbuffers; i++) {
         const xt_slot *s = &r->store.slots[r->model.buffers[i]];
-        memcpy(buf + at, s->data, (size_t)s->numel * sizeof *buf);
-        at += (size_t)s->numel;
+        float *x = s->data;
+        for (int64_t at = 0; at < s->numel; at += XT_MESH_MAX) {
+            int k = s->numel - at < XT_MESH_MAX ? (int)(s->numel - at) : XT_MESH_MAX;
+            for (int j = 0; j < k; j++) v[j] = w->rank == 0 ? (double)x[at + j] : 0.0;
+            if (xt_mesh_reduce_sum(r->dist, w->local, v, k, e)) return e->code;
+            for (int j = 0; j < k; j++) x[at + j] = (float)v[j];
+        }
     }
-    int rc = xt_allreduce(r->dist, w->local, buf, n, e);
-    at = 0;
-    for (int i = 0; !rc && i < r->model.nbuffers; i++) {
-        const xt_slot *s = &r->store.slots[r->model.buffers[i]];
-        memcpy(s->data, buf + at, (size_t)s->numel * sizeof *buf);
-        at += (size_t)s->numel;
-    }
-    free(buf);
-    return rc;
+    return 0;
 }
 
 /* Evaluate, reduce accuracy and mean loss over the replicas, record them,
@@ -432,7 +427,7 @@ static int sync_running_stats(worker *w, xt_err *e) {
 static int end_epoch(worker *w, const epoch_pos *p, xt_err *e) {
     xt_run *r = w->r;
     xt_eval_counts ec;
-    int rc = sync_running_stats(w, e);
+    int rc = broadcast_running_stats(w, e);
     if (!rc) rc = evaluate_and_log(w, &ec, e);
     if (rc) return rc;
     /* before the mesh-reduce: every replica's report precedes the master's summary line */
