@@ -152,7 +152,7 @@ static void hit_rank1_worker(const char *sig, const char *sets) {
                  " for i in $(seq 1 300); do grep -q '\"type\":\"epoch\"' %s/j/metrics.jsonl 2>/dev/null && break; sleep 0.1; done;"
                  " r1=$(pgrep -P $mp | sed -n 2p); w=$(pgrep -P \"$r1\" | head -n 1);"
                  " [ -n \"$w\" ] || { echo no worker found; kill $mp; exit 90; };"
-                 " s=$(date +%%s%%N); kill -%s $w; (sleep 60; kill $mp 2>/dev/null) & wd=$!; wait $mp; echo rc=$?; e=$(date +%%s%%N); kill $wd;"
+                 " s=$(date +%%s%%N); kill -%s $w; (sleep 60; kill $mp 2>/dev/null) >/dev/null 2>&1 & wd=$!; wait $mp; echo rc=$?; e=$(date +%%s%%N); kill $wd;"
                  " sleep 0.5; echo \"ms=$(( (e - s) / 1000000 ))\"; echo \"left=$(pgrep -f '^[^ ]*xlatrain .*output_dir=%s/j' | wc -l)\"; cat %s/log",
                  bin, cfg, sets, t, t, t, sig, t, t);
     CHECK_MSG(rc == 0, "harness: exit %d: %s", rc, g_out);
