@@ -13,6 +13,7 @@
 
 #include "data/cifar.h"
 #include "data/md5.h"
+#include "util/mkdirs.h"
 
 typedef struct {
     const char *name, *md5;
@@ -96,17 +97,8 @@ static int on_path(const char *prog, char *out, size_t cap) {
 
 static int mkdir_p(const char *dir, xt_err *e) {
     char p[1024];
-    snprintf(p, sizeof p, "%s", dir);
-    for (char *s = p + 1;; s++) {
-        if (*s == '/' || !*s) {
-            char c = *s;
-            *s = 0;
-            if (mkdir(p, 0777) != 0 && errno != EEXIST)
-                return xt_fail(e, XT_EDATA, "%s: cannot create directory: %s", p, strerror(errno));
-            *s = c;
-            if (!c) return 0;
-        }
-    }
+    if (xt_mkdirs(dir, p, sizeof p)) return xt_fail(e, XT_EDATA, "%s: cannot create directory: %s", p, strerror(errno));
+    return 0;
 }
 
 /* Run argv (argv[0] an absolute path) with stdout to /dev/null and stderr

@@ -30,6 +30,7 @@
 #include "data/md5.h"
 #include "io/atomic.h"
 #include "io/infile.h"
+#include "util/mkdirs.h"
 
 #define HEADER 4096
 #define MAGIC "XTCACHE1"
@@ -380,16 +381,8 @@ out:
 
 static int mkdirs(const char *dir, xt_err *e) {
     char p[1024];
-    snprintf(p, sizeof p, "%s", dir);
-    for (char *s = p + 1;; s++) {
-        if (*s == '/' || !*s) {
-            char c = *s;
-            *s = 0;
-            if (mkdir(p, 0777) && errno != EEXIST)
-                return xt_fail(e, XT_EIO, "cannot create the image cache folder %s: %s; set cache_dir to a writable folder", p, strerror(errno));
-            if (!(*s = c)) break;
-        }
-    }
+    if (xt_mkdirs(dir, p, sizeof p))
+        return xt_fail(e, XT_EIO, "cannot create the image cache folder %s: %s; set cache_dir to a writable folder", p, strerror(errno));
     return 0;
 }
 

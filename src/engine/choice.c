@@ -24,6 +24,7 @@
 #include "kernels/cache.h"
 #include "kernels/impl.h"
 #include "kernels/simd.h"
+#include "util/mkdirs.h"
 
 static uint64_t mix(uint64_t h, uint64_t v) {
     h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
@@ -153,19 +154,6 @@ static int cache_dir(char *buf, size_t cap) {
     return n > 0 && (size_t)n < cap ? 0 : -1;
 }
 
-/* mkdir -p */
-static int make_dirs(const char *path) {
-    char tmp[sizeof ((xt_choices *)0)->cache_path];
-    if (strlen(path) >= sizeof tmp) return -1;
-    memcpy(tmp, path, strlen(path) + 1);
-    for (char *p = tmp + 1; *p; p++)
-        if (*p == '/') {
-            *p = 0;
-            if (mkdir(tmp, 0755) && errno != EEXIST) return -1;
-            *p = '/';
-        }
-    return mkdir(tmp, 0755) && errno != EEXIST ? -1 : 0;
-}
 
 void xt_choices_cache_open(xt_choices *t) {
     if (t->cache_state) return;
@@ -233,7 +221,8 @@ int xt_choices_cache_save(xt_choices *t) {
     memcpy(dir, t->cache_path, sizeof dir);
     char *slash = strrchr(dir, '/');
     if (slash) *slash = 0;
-    if (make_dirs(dir)) return -1;
+    char failed[8];
+    if (xt_mkdirs(dir, failed, sizeof failed)) return -1; /* left unsaved: a later run times them again */
     xt_choice_entry *old;
     int nold;
     read_cache(t->cache_path, &old, &nold);

@@ -14,6 +14,7 @@
 #include "io/atomic.h"
 #include "io/crc32c.h"
 #include "io/protobuf.h"
+#include "util/mkdirs.h"
 
 enum { EV_WALL_TIME = 1, EV_STEP = 2, EV_FILE_VERSION = 3, EV_SUMMARY = 5, EV_SESSION_LOG = 7 };
 enum { SUM_VALUE = 1, VAL_TAG = 1, VAL_SIMPLE = 2, VAL_IMAGE = 4 };
@@ -52,22 +53,12 @@ static void event_head(xt_pb *b, long long step, double wall_time) {
     xt_pb_varint(b, EV_STEP, (uint64_t)step);
 }
 
-/* mkdir -p */
 static int make_dirs(const char *dir, xt_err *e) {
-    char tmp[1024];
-    if ((size_t)snprintf(tmp, sizeof tmp, "%s", dir) >= sizeof tmp)
-        return xt_fail(e, XT_EIO, "logdir %.100s...: the path is too long; choose a shorter logdir", dir);
-    for (char *p = tmp + 1;; p++) {
-        if (*p != '/' && *p) continue;
-        char saved = *p;
-        *p = 0;
-        if (mkdir(tmp, 0777) && errno != EEXIST) {
-            int err = errno;
-            return xt_fail(e, XT_EIO, "cannot create %s for the TensorBoard event files: %s; %s", tmp, strerror(err), xt_io_hint(err));
-        }
-        *p = saved;
-        if (!saved) return 0;
-    }
+    char p[1024];
+    if (!xt_mkdirs(dir, p, sizeof p)) return 0;
+    int err = errno;
+    if (err == ENAMETOOLONG) return xt_fail(e, XT_EIO, "logdir %.100s...: the path is too long; choose a shorter logdir", dir);
+    return xt_fail(e, XT_EIO, "cannot create %s for the TensorBoard event files: %s; %s", p, strerror(err), xt_io_hint(err));
 }
 
 int xt_tfevents_open(xt_tfevents *w, const char *dir, xt_err *e) {

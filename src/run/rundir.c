@@ -13,6 +13,7 @@
 
 #include "io/atomic.h"
 #include "io/ckptdir.h"
+#include "util/mkdirs.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -111,18 +112,9 @@ int xt_rundir_newest(const char *base, char *out, size_t cap) {
 }
 
 static int mkdir_p(const char *path, xt_err *e) {
-    char tmp[600];
-    snprintf(tmp, sizeof tmp, "%s", path);
-    for (char *p = tmp + 1;; p++) {
-        if (*p == '/' || !*p) {
-            char saved = *p;
-            *p = 0;
-            if (mkdir(tmp, 0777) && errno != EEXIST)
-                return xt_fail(e, XT_EIO, "%s: cannot create the output directory: %s; set output_dir to a writable place", tmp, strerror(errno));
-            *p = saved;
-            if (!saved) break;
-        }
-    }
+    char p[600];
+    if (xt_mkdirs(path, p, sizeof p))
+        return xt_fail(e, XT_EIO, "%s: cannot create the output directory: %s; set output_dir to a writable place", p, strerror(errno));
     return 0;
 }
 
