@@ -135,6 +135,23 @@ const char *test_slurp(const char *fmt, ...) {
     return b;
 }
 
+char *test_read_file(const char *path, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    char *buf = NULL;
+    long len = fseek(f, 0, SEEK_END) ? -1 : ftell(f);
+    if (len >= 0 && !fseek(f, 0, SEEK_SET) && (buf = malloc((size_t)len + 1)) &&
+        fread(buf, 1, (size_t)len, f) != (size_t)len) {
+        free(buf);
+        buf = NULL;
+    }
+    fclose(f);
+    if (!buf) return NULL;
+    buf[len] = 0;
+    if (n) *n = (size_t)len;
+    return buf;
+}
+
 const char *test_bin(void) {
     const char *b = getenv("XLATRAIN_BIN");
     return b && *b ? b : "./xlatrain";

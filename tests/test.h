@@ -31,6 +31,10 @@ int test_xl(char *out, size_t cap, const char *fmt, ...) __attribute__((format(p
 /* The whole of a small file ("" when missing), in one of four static
  * buffers of 64 KiB. */
 const char *test_slurp(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The whole of a file of any size, NUL-terminated, malloc'd (the caller
+ * frees it); NULL when it cannot be read. *n (when n is not NULL) gets its
+ * size. */
+char *test_read_file(const char *path, size_t *n);
 /* Path of the xlatrain binary under test ($XLATRAIN_BIN, default ./xlatrain). */
 const char *test_bin(void);
 /* 1 under make asan (it sets XLATRAIN_SANITIZED), where a training step runs

@@ -38,21 +38,8 @@
 #define MAX_ENTRIES 256
 #define NAME_CAP 64
 
-static char *slurp(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) n = 0;
-    if (s) s[n] = 0;
-    fclose(f);
-    return s;
-}
-
 static char *page(const char *path) {
-    char *s = slurp(path);
+    char *s = test_read_file(path, NULL);
     CHECK_MSG(s != NULL, "cannot read %s (run the tests from the repository root)", path);
     return s;
 }
@@ -208,7 +195,7 @@ static int in_env_table(const char *name) {
 static void scan_file(getenv_scan *g, const char *path) {
     size_t n = strlen(path);
     if (n < 2 || (strcmp(path + n - 2, ".c") && strcmp(path + n - 2, ".h"))) return;
-    char *text = slurp(path);
+    char *text = test_read_file(path, NULL);
     if (!text) return;
     for (const char *p = text; (p = strstr(p, "getenv(")); p += 7) {
         const char *q = p + 7;
@@ -371,7 +358,7 @@ TEST(docs_regen_restores_a_damaged_block) {
         static char out[4096];
         snprintf(cmd, sizeof cmd, "sh man/regen.sh %s %s %s", test_bin(), pristine, copy);
         CHECK_MSG(test_run(cmd, out, sizeof out) == 0, "%s: %s", cmd, out);
-        char *x = slurp(pristine), *y = slurp(copy);
+        char *x = test_read_file(pristine, NULL), *y = test_read_file(copy, NULL);
         CHECK_MSG(x && y && !strcmp(x, y), "man/regen.sh left the damaged block of %s different from %s", copy,
                   pristine);
         CHECK_MSG(y && !strstr(y, "stale_key"), "man/regen.sh kept the damaged block's text in %s", copy);

@@ -43,27 +43,9 @@ static const char *small_config(void) {
                            "model: models/fashion_cnn.yaml\n");
 }
 
-/* Read a whole file; NULL if it cannot. *n gets its size. */
-static char *slurp(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)len + 1);
-    if (buf && fread(buf, 1, (size_t)len, f) != (size_t)len) {
-        free(buf);
-        buf = NULL;
-    }
-    fclose(f);
-    if (buf) buf[len] = 0;
-    *n = (size_t)len;
-    return buf;
-}
-
 static int same_file(const char *a, const char *b) {
     size_t na = 0, nb = 0;
-    char *x = slurp(a, &na), *y = slurp(b, &nb);
+    char *x = test_read_file(a, &na), *y = test_read_file(b, &nb);
     int same = x && y && na == nb && !memcmp(x, y, na);
     free(x);
     free(y);
