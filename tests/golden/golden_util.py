@@ -62,6 +62,22 @@ def write_safetensors(path, tensors, metadata):
         f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
 
 
+def steps_setup(seed, batch_sizes):
+    """The seed CNN's starting point for a few-step fixture, from `seed`: its
+    initial state_dict (non-trivial batch-norm affine parameters; no
+    num_batches_tracked) and one random batch of each size, in that order."""
+    torch.set_num_threads(1)
+    torch.manual_seed(seed)
+    model = SeedCNN()
+    with torch.no_grad():  # non-trivial BN affine parameters
+        for bn in (model.bn1, model.bn2):
+            bn.weight.uniform_(0.5, 1.5)
+            bn.bias.uniform_(-0.2, 0.2)
+    init = {k: v.detach().clone() for k, v in model.state_dict().items() if not k.endswith("num_batches_tracked")}
+    batches = [(torch.randn(n, 1, 28, 28), torch.randint(0, 10, (n,))) for n in batch_sizes]
+    return init, batches
+
+
 def steps_inputs(out, init, batches):
     """The initial weights (init.<name>) and the batches (x.<s>, y.<s>) of a steps fixture."""
     for k, v in init.items():

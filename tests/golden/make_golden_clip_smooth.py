@@ -22,7 +22,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from golden_util import SeedCNN, provenance, steps_inputs, steps_variant, write_safetensors  # noqa: E402
+from golden_util import SeedCNN, provenance, steps_inputs, steps_setup, steps_variant, write_safetensors  # noqa: E402
 
 OUT = "tests/golden/seed_cnn_clip_smooth.safetensors"
 BATCH_SIZES = [8, 8, 8, 8, 5]
@@ -34,15 +34,7 @@ VARIANTS = {
     "sgd_nesterov_wd_clip_smooth": ("SGD", dict(lr=0.05, momentum=0.9, nesterov=True, weight_decay=0.01), 1.0, 0.2),
 }
 
-torch.set_num_threads(1)
-torch.manual_seed(7)
-model = SeedCNN()
-with torch.no_grad():  # non-trivial BN affine parameters
-    for bn in (model.bn1, model.bn2):
-        bn.weight.uniform_(0.5, 1.5)
-        bn.bias.uniform_(-0.2, 0.2)
-init = {k: v.detach().clone() for k, v in model.state_dict().items() if not k.endswith("num_batches_tracked")}
-batches = [(torch.randn(n, 1, 28, 28), torch.randint(0, 10, (n,))) for n in BATCH_SIZES]
+init, batches = steps_setup(7, BATCH_SIZES)
 
 
 def train(opt_name, kw, clip, smooth, dtype):

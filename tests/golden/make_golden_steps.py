@@ -22,7 +22,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from golden_util import SeedCNN, provenance, steps_inputs, steps_variant, write_safetensors  # noqa: E402
+from golden_util import SeedCNN, provenance, steps_inputs, steps_setup, steps_variant, write_safetensors  # noqa: E402
 
 OUT = "tests/golden/seed_cnn_steps.safetensors"
 BATCH_SIZES = [8, 8, 8, 8, 5]
@@ -35,15 +35,7 @@ VARIANTS = {
     "adamw": ("AdamW", dict(lr=1e-3, weight_decay=0.1)),
 }
 
-torch.set_num_threads(1)
-torch.manual_seed(1)
-model = SeedCNN()
-with torch.no_grad():  # non-trivial BN affine parameters
-    for bn in (model.bn1, model.bn2):
-        bn.weight.uniform_(0.5, 1.5)
-        bn.bias.uniform_(-0.2, 0.2)
-init = {k: v.detach().clone() for k, v in model.state_dict().items() if not k.endswith("num_batches_tracked")}
-batches = [(torch.randn(n, 1, 28, 28), torch.randint(0, 10, (n,))) for n in BATCH_SIZES]
+init, batches = steps_setup(1, BATCH_SIZES)
 
 
 def train(opt_name, kw, dtype):
