@@ -47,7 +47,6 @@ int xt_eval_open(xt_eval *ev, const xt_run *r, int rank, xt_err *e) {
     /* a shard smaller than a chunk is evaluated whole, unpadded */
     int64_t shard = (r->test.n + r->world - 1) / r->world;
     if (shard >= 1 && shard < ev->chunk) ev->chunk = (int)shard;
-    ev->want_loss = 1; /* every evaluation logs its test loss (metrics.jsonl, curves.png, TensorBoard) */
     ev->pred = malloc((size_t)c->test_batch_size * sizeof *ev->pred);
     if (!ev->pred) return xt_fail(e, XT_ERUNTIME, "out of memory for a test batch of %d", c->test_batch_size);
     ev->classes = c->spec.num_classes;
@@ -58,8 +57,8 @@ int xt_eval_open(xt_eval *ev, const xt_run *r, int rank, xt_err *e) {
     ev->pad_x = calloc((size_t)ev->chunk * image, sizeof *ev->pad_x);
     ev->pad_y = calloc((size_t)ev->chunk, sizeof *ev->pad_y);
     ev->pad_pred = malloc((size_t)ev->chunk * sizeof *ev->pad_pred);
-    ev->pad_logp = ev->want_loss ? malloc((size_t)ev->chunk * (size_t)ev->classes * sizeof *ev->pad_logp) : NULL;
-    if (!ev->pad_x || !ev->pad_y || !ev->pad_pred || (ev->want_loss && !ev->pad_logp))
+    ev->pad_logp = malloc((size_t)ev->chunk * (size_t)ev->classes * sizeof *ev->pad_logp);
+    if (!ev->pad_x || !ev->pad_y || !ev->pad_pred || !ev->pad_logp)
         return xt_fail(e, XT_ERUNTIME, "out of memory for an evaluation chunk of %d", ev->chunk);
     if (xt_sampler_init(&ev->sampler, r->test.n, r->world, rank, 0, (uint64_t)c->seed, 0, e)) return e->code;
     ev->have_sampler = 1;
@@ -119,11 +118,11 @@ static int predict_chunk(xt_eval *ev, xt_run *r, xt_engine *en, const xt_batch *
     xt_t logp = xt_run_trace_logp(r, g, XT_EVAL);
     xt_fetch(g, xt_argmax(g, logp), padded ? ev->pad_pred : ev->pred + off, (size_t)part.n * sizeof *ev->pred);
     /* the same graph padded or not: the loss is summed here, over the real images */
-    if (ev->want_loss) xt_fetch(g, logp, ev->pad_logp, (size_t)part.n * (size_t)K * sizeof *ev->pad_logp);
+    xt_fetch(g, logp, ev->pad_logp, (size_t)part.n * (size_t)K * sizeof *ev->pad_logp);
     int rc = xt_mark_step(en, e);
     if (rc) return rc;
     if (padded) memcpy(ev->pred + off, ev->pad_pred, (size_t)n * sizeof *ev->pred);
-    for (int i = 0; i < n && ev->want_loss; i++) /* a label out of range fails the run's check in xt_eval_run */
+    for (int i = 0; i < n; i++) /* a label out of range fails the run's check in xt_eval_run */
         if (part.y[i] >= 0 && part.y[i] < K) *loss_sum -= (double)ev->pad_logp[(size_t)i * K + (size_t)part.y[i]];
     return 0;
 }

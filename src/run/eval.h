@@ -41,8 +41,7 @@ typedef struct xt_eval {
     int chunk;                      /* images per evaluation step: its one compiled shape (see eval.c) */
     float *pad_x;                   /* (chunk x image) a short last chunk padded to the shape */
     int32_t *pad_y, *pad_pred;      /* (chunk) its labels (padding: 0) and predictions */
-    float *pad_logp;                /* (chunk x classes) a chunk's log-probabilities, for the test loss */
-    int want_loss;                  /* fetch the log-probabilities for the test loss (always, today) */
+    float *pad_logp;                /* (chunk x classes) a chunk's log-probabilities: every evaluation logs its test loss */
     long long *confusion;           /* (classes^2) this shard's [true][predicted] counts of the last pass */
     int classes;
     xt_grid_samples grid;
