@@ -21,7 +21,9 @@
 # machine without the -dev packages can still run `make test`.
 
 PKGS      := yaml-0.1 libpng libjpeg zlib openblas jansson libarchive
-DEB_PKGS  := build-essential pkg-config libyaml-dev libpng-dev zlib1g-dev libopenblas-dev libjansson-dev libarchive-dev libjpeg62-turbo-dev groff-base man-db
+DEB_PKGS  := build-essential pkg-config libyaml-dev libpng-dev zlib1g-dev libopenblas-dev libjansson-dev libarchive-dev libjpeg62-turbo-dev libdnnl-dev groff-base man-db
+# oneDNN ships no pkg-config file on Debian: its header says it is installed
+DNNL_HEADER := /usr/include/oneapi/dnnl/dnnl.h
 PREFIX    ?= /usr/local
 CC        ?= cc
 DATASET   ?= mnist
@@ -36,7 +38,7 @@ endif
 
 WARN      := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wpointer-arith -Wno-unused-parameter
 BASE_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) -Isrc $(shell pkg-config --cflags $(PKGS))
-LIBS        = $(shell pkg-config --libs $(PKGS)) -lpthread -lm -lrt
+LIBS        = $(shell pkg-config --libs $(PKGS)) -ldnnl -lpthread -lm -lrt
 
 # One transport between hosts (src/distributed/cluster.h): Open MPI with
 # MPI=1, else the one-host stub. Everything else is the same source.
@@ -71,7 +73,7 @@ all: deps
 
 # ---- dependencies -----------------------------------------------------------
 deps:
-	@if command -v pkg-config >/dev/null 2>&1 && pkg-config --exists $(PKGS) && command -v cc >/dev/null 2>&1; then :; else \
+	@if command -v pkg-config >/dev/null 2>&1 && pkg-config --exists $(PKGS) && [ -f $(DNNL_HEADER) ] && command -v cc >/dev/null 2>&1; then :; else \
 	  if [ "$$(id -u)" -eq 0 ]; then SUDO=; else SUDO=sudo; fi; \
 	  echo "xlatrain: missing build dependencies; will run: $$SUDO apt-get update && $$SUDO apt-get install -y $(DEB_PKGS)"; \
 	  $$SUDO apt-get update && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y $(DEB_PKGS) || \

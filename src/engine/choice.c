@@ -23,6 +23,7 @@
 #include "kernels/bf16.h"
 #include "kernels/cache.h"
 #include "kernels/impl.h"
+#include "kernels/onednn.h"
 #include "kernels/simd.h"
 #include "util/mkdirs.h"
 
@@ -121,7 +122,17 @@ int xt_choices_load_text(xt_choices *t, const char *text) {
 
 /* ---- the cache on disk ----------------------------------------------------- */
 
-/* "model name | family | model | ISA | L1d/L2": what the timings depend on. */
+/* The candidates there are: a cache written before a row existed (or with
+ * another oneDNN) never stands in for a timing that would include it. */
+static uint64_t candidates_id(void) {
+    uint64_t h = 0x696d706c73ULL;
+    for (int i = 1; i < K_IMPL_COUNT; i++)
+        for (const char *c = k_impls[i].name; *c; c++) h = mix(h, (uint8_t)*c);
+    for (const char *c = k_onednn_version(); *c; c++) h = mix(h, (uint8_t)*c);
+    return h;
+}
+
+/* "model name | family | model | ISA | L1d/L2 | oneDNN | candidates": what the timings depend on. */
 static void cpu_id(char *buf, size_t cap) {
     char model[256] = "unknown", fam[32] = "?", mod[32] = "?", line[512];
     FILE *f = fopen("/proc/cpuinfo", "r");
@@ -139,9 +150,9 @@ static void cpu_id(char *buf, size_t cap) {
     if (f) fclose(f);
     static const char *const levels[] = {"generic", "avx2", "avx512"};
     int lvl = k_simd_level();
-    snprintf(buf, cap, "%s | family %s model %s | %s%s | L1d %zu L2 %zu", model, fam, mod,
-             levels[lvl >= 0 && lvl <= 2 ? lvl : 0], k_bf16_path() != K_BF16_REF ? "+avx512bf16" : "",
-             k_cache_l1d_bytes(), k_cache_l2_bytes());
+    snprintf(buf, cap, "%s | family %s model %s | %s%s | L1d %zu L2 %zu | oneDNN %s | candidates %016llx", model, fam,
+             mod, levels[lvl >= 0 && lvl <= 2 ? lvl : 0], k_bf16_path() != K_BF16_REF ? "+avx512bf16" : "",
+             k_cache_l1d_bytes(), k_cache_l2_bytes(), k_onednn_version(), (unsigned long long)candidates_id());
 }
 
 static int cache_dir(char *buf, size_t cap) {

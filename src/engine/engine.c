@@ -191,20 +191,46 @@ static int note_compile(xt_engine *en, const xt_graph *g, const char *why, xt_er
 /* The log's account of a compile's kernel choices: first how many nodes run
  * in bf16 and in fp32 on which ISA and what was timed, then (when something
  * was timed) a line per node with the candidates' times and the winner. */
-static void log_choices(const xt_engine *en, const xt_plan *p, int timed0, int hits0) {
-    int nbf16 = 0, nfp32 = 0, multi = 0;
+/* "3 on AMX-BF16, 2 on AVX512-BF16" for the nodes of one precision (or "0"). */
+static void isa_counts(const xt_plan *p, int bf16, char *buf, size_t cap) {
+    const char *isa[16];
+    int count[16], n = 0, total = 0;
     for (int k = 0; k < p->nkernels; k++) {
         const xt_choice_rec *c = &p->choice[p->kernels[k].node];
-        if (p->kernels[k].group >= 0 || !c->impl) continue;
-        if (k_impls[c->impl].bf16) nbf16++;
-        else nfp32++;
-        multi += c->ncand > 1;
+        if (p->kernels[k].group >= 0 || !c->impl || k_impls[c->impl].bf16 != bf16) continue;
+        k_op_desc d;
+        xt_choice_op_desc(p, p->kernels[k].node, &d);
+        const char *name = k_impl_node_isa(c->impl, &d);
+        int j = 0;
+        while (j < n && strcmp(isa[j], name)) j++;
+        if (j == n && n < 16) isa[n] = name, count[n++] = 0;
+        if (j < n) count[j]++;
+        total++;
     }
+    size_t o = (size_t)snprintf(buf, cap, "%d", total);
+    for (int j = 0; j < n && o < cap; j++) o += (size_t)snprintf(buf + o, cap - o, "%s%d on %s", j ? ", " : " (", count[j], isa[j]);
+    if (n && o < cap) snprintf(buf + o, cap - o, ")");
+}
+
+/* The log's account of a compile's kernel choices: first how many nodes run
+ * in bf16 and in fp32 on which ISA (what each node's implementation was
+ * generated for: AMX-BF16 shows that oneDNN used the tiles) and what was
+ * timed, then (when something was timed) a line per node with the
+ * candidates' times and the winner. */
+static void log_choices(const xt_engine *en, const xt_plan *p, int timed0, int hits0) {
+    int multi = 0;
+    for (int k = 0; k < p->nkernels; k++) {
+        const xt_choice_rec *c = &p->choice[p->kernels[k].node];
+        if (p->kernels[k].group < 0 && c->impl) multi += c->ncand > 1;
+    }
+    char bf[160], fp[160];
+    isa_counts(p, 1, bf, sizeof bf);
+    isa_counts(p, 0, fp, sizeof fp);
     int timed = en->choices.timed_candidates - timed0, hits = en->choices.cache_hits - hits0;
-    fprintf(stderr, "xlatrain: kernel choice %s (%s graph): %d nodes run bf16 on %s, %d fp32 on %s%s; %d with a "
+    fprintf(stderr, "xlatrain: kernel choice %s (%s graph): nodes run bf16: %s; fp32: %s%s; %d with a "
             "choice, %d candidates timed, %d from the cache%s%s\n",
-            en->choose.measured ? "measured" : "fixed", en->label ? en->label : "a", nbf16, k_impl_isa(1), nfp32,
-            k_impl_isa(0), p->nkept_fp32 ? " (kept fp32 where faster)" : "", multi, timed, hits,
+            en->choose.measured ? "measured" : "fixed", en->label ? en->label : "a", bf, fp,
+            p->nkept_fp32 ? " (kept fp32 where faster)" : "", multi, timed, hits,
             en->choices.cache_state == 1 ? " in " : "", en->choices.cache_state == 1 ? en->choices.cache_path : "");
     if (!timed) return;
     for (int k = 0; k < p->nkernels; k++) {

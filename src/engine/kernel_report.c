@@ -62,8 +62,14 @@ void xt_plan_kernel_report(const xt_plan *p, FILE *f) {
         double us = p->kernel_ns[k] / steps / 1e3, macs = kr->group >= 0 ? 0.0 : xt_kernel_macs_executed(p, n);
         if (macs > 0.0 && us > 0.0) snprintf(rate, sizeof rate, "%.1f", 2.0 * macs / (us * 1e3));
         const xt_choice_rec *c = kr->group >= 0 ? NULL : &p->choice[kr->node];
+        char impl[160] = "";
+        if (c && c->impl) { /* with the library's own name for it: AMX shows as brgconv:avx512_core_amx_bf16 */
+            k_op_desc d;
+            xt_choice_op_desc(p, kr->node, &d);
+            k_impl_describe(c->impl, &d, impl, sizeof impl);
+        }
         fprintf(f, "%4d  %-36s %-20s %-7s %10.1f %6.1f%% %8s  %s\n", k, what, shape, run, us,
-                total > 0.0 ? 100.0 * p->kernel_ns[k] / total : 0.0, rate, c && c->impl ? k_impls[c->impl].name : "");
+                total > 0.0 ? 100.0 * p->kernel_ns[k] / total : 0.0, rate, impl);
     }
     /* the choices behind the implementations: every candidate's time per call */
     for (int k = 0; k < p->nkernels; k++) {

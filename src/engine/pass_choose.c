@@ -133,11 +133,15 @@ static const char *how_name(int how) {
     return how >= 0 && how <= XT_CHOSE_AGREED ? names[how] : "?";
 }
 
+void xt_choice_op_desc(const xt_plan *p, int node, k_op_desc *d) {
+    xt_node_op_desc(p, &p->nodes[node], d);
+    if (d->kind != K_OP_MATMUL) d->s.N = p->choice[node].rows;
+}
+
 void xt_choice_line(const xt_plan *p, int node, char *buf, size_t cap) {
     const xt_choice_rec *c = &p->choice[node];
     k_op_desc d;
-    xt_node_op_desc(p, &p->nodes[node], &d);
-    if (d.kind != K_OP_MATMUL) d.s.N = c->rows;
+    xt_choice_op_desc(p, node, &d);
     char what[128];
     xt_choice_describe(&d, what, sizeof what);
     size_t o = (size_t)snprintf(buf, cap, "%s:", what);
@@ -146,7 +150,9 @@ void xt_choice_line(const xt_plan *p, int node, char *buf, size_t cap) {
         else o += (size_t)snprintf(buf + o, cap - o, " %s", k_impls[c->cand[j]].name);
         if (j + 1 < c->ncand && o < cap) o += (size_t)snprintf(buf + o, cap - o, ",");
     }
-    if (o < cap) snprintf(buf + o, cap - o, " -> %s (%s)", k_impls[c->impl].name, how_name(c->how));
+    char won[160];
+    k_impl_describe(c->impl, &d, won, sizeof won);
+    if (o < cap) snprintf(buf + o, cap - o, " -> %s (%s)", won, how_name(c->how));
 }
 
 int xt_pass_choose(xt_plan *p, const uint8_t *live, const xt_choose_opts *o, xt_err *e) {
@@ -186,8 +192,7 @@ int xt_pass_choose(xt_plan *p, const uint8_t *live, const xt_choose_opts *o, xt_
         xt_choice_rec *c = &p->choice[i];
         if (c->ncand <= 1) continue;
         k_op_desc d;
-        xt_node_op_desc(p, &p->nodes[i], &d);
-        if (d.kind != K_OP_MATMUL) d.s.N = c->rows;
+        xt_choice_op_desc(p, i, &d);
         uint64_t key = xt_choice_key(&d);
         xt_choice_entry *en = xt_choices_find(t, key);
         int impl = 0, how = XT_CHOSE_RULE;
@@ -256,8 +261,7 @@ int xt_pass_choose(xt_plan *p, const uint8_t *live, const xt_choose_opts *o, xt_
                                "kernel_choice: fixed or XLATRAIN_KERNEL_CHOICE=fixed", impl, line);
             }
             k_op_desc d;
-            xt_node_op_desc(p, &p->nodes[i], &d);
-            if (d.kind != K_OP_MATMUL) d.s.N = c->rows;
+            xt_choice_op_desc(p, i, &d);
             if (!o->leader) {
                 c->impl = (uint8_t)impl;
                 c->how = XT_CHOSE_AGREED;

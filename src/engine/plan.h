@@ -17,6 +17,7 @@
 
 #include "engine/choice.h"
 #include "engine/internal.h"
+#include "kernels/impl.h"
 
 /* XT_LOC_COLLECTIVE: the all-reduce's input row (gradients packed there);
  * XT_LOC_COLLECTIVE_RESULT: where the collective leaves the mean, when it is
@@ -102,7 +103,7 @@ typedef struct xt_plan_key {
 /* Which implementation a convolution pass or matrix product runs
  * (kernels/impl.h), decided when the plan compiles (pass_choose.c), and the
  * candidates' times behind it for the kernel report and --dry-run. */
-#define XT_CHOICE_MAX_CANDS 6
+#define XT_CHOICE_MAX_CANDS (K_IMPL_COUNT - 1) /* every row of the table could be valid at once */
 typedef struct xt_choice_rec {
     uint8_t impl;             /* K_IMPL_*; 0: the node has no choice */
     uint8_t how;              /* enum xt_chose */
@@ -208,6 +209,8 @@ int xt_pass_tile(xt_plan *p, size_t cache_bytes);                       /* pass_
 int xt_pass_choose(xt_plan *p, const uint8_t *live, const xt_choose_opts *o, xt_err *e);
 /* pass_choose.c: "conv_fwd fp32 N32 ...: cand 1.0us, ... -> winner (how)" for node's choice */
 void xt_choice_line(const xt_plan *p, int node, char *buf, size_t cap);
+/* The node as its choice was made: a convolution at the rows it was timed at. */
+void xt_choice_op_desc(const xt_plan *p, int node, struct k_op_desc *d);
 /* pass_tile.c: the tile state of each tiled kernel, sized by the implementation chosen for it */
 void xt_pass_tile_states(xt_plan *p);
 int xt_pass_share(xt_plan *p);                                       /* pass_share.c; the pairs given a hand-off */

@@ -7,11 +7,13 @@
  */
 #include "kernels/impl.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "kernels/conv.h"
 #include "kernels/conv_rows.h"
 #include "kernels/conv_sparse.h"
+#include "kernels/onednn.h"
 #include "kernels/simd.h"
 
 static int is_conv(const k_op_desc *d) { return d->kind != K_OP_MATMUL; }
@@ -55,6 +57,15 @@ static int valid_gemm_bf16_ref(const k_op_desc *d) {
     return d->kind == K_OP_MATMUL && d->bf16 && (k_bf16_forced() < 0 || k_bf16_forced() == K_BF16_REF);
 }
 
+static int onednn_variant(int impl) { return impl - K_IMPL_ONEDNN_F32; }
+static int valid_onednn(const k_op_desc *d) { return k_onednn_valid(K_ONEDNN_F32, d); }
+static int valid_onednn_any(const k_op_desc *d) { return k_onednn_valid(K_ONEDNN_F32_ANY, d); }
+/* A forced bf16 path (tests, XLATRAIN_BF16_PATH) leaves oneDNN's bf16 out too. */
+static int valid_onednn_bf16(const k_op_desc *d) { return k_bf16_forced() < 0 && k_onednn_valid(K_ONEDNN_BF16, d); }
+static int valid_onednn_bf16_any(const k_op_desc *d) {
+    return k_bf16_forced() < 0 && k_onednn_valid(K_ONEDNN_BF16_ANY, d);
+}
+
 /* ---- scratch and state ----------------------------------------------------- */
 
 static size_t scratch_f32(int impl, const k_op_desc *d) {
@@ -76,6 +87,8 @@ static size_t scratch_gemm_bf16(int impl, const k_op_desc *d) {
     (void)impl;
     return k_gemm_bf16_scratch(d->M, d->N, d->K);
 }
+static size_t scratch_onednn(int impl, const k_op_desc *d) { return k_onednn_scratch(onednn_variant(impl), d); }
+static size_t state_onednn(int impl, const k_op_desc *d) { return k_onednn_state(onednn_variant(impl), d); }
 static size_t no_state(int impl, const k_op_desc *d) {
     (void)impl, (void)d;
     return 0;
@@ -136,6 +149,9 @@ static void run_gemm_bf16(int impl, const k_op_desc *d, const k_op_args *a) {
                   d->N, a->scratch);
 }
 
+static void run_onednn(int impl, const k_op_desc *d, const k_op_args *a) { k_onednn_run(onednn_variant(impl), d, a); }
+static const char *detail_onednn(int impl, const k_op_desc *d) { return k_onednn_impl(onednn_variant(impl), d); }
+
 const k_impl_info k_impls[K_IMPL_COUNT] = {
     [K_IMPL_F32_IM2COL] = {"fp32-im2col", 0, valid_f32_conv, scratch_f32, state_f32, run_f32},
     [K_IMPL_F32_DIRECT] = {"fp32-direct", 0, valid_f32_conv, scratch_f32, state_f32, run_f32},
@@ -148,6 +164,12 @@ const k_impl_info k_impls[K_IMPL_COUNT] = {
     [K_IMPL_SGEMM_BLAS] = {"fp32-openblas", 0, valid_sgemm_blas, scratch_sgemm, no_state, run_sgemm},
     [K_IMPL_GEMM_BF16] = {"bf16-gemm", 1, valid_gemm_bf16, scratch_gemm_bf16, no_state, run_gemm_bf16},
     [K_IMPL_GEMM_BF16_REF] = {"bf16-widened-gemm", 1, valid_gemm_bf16_ref, scratch_gemm_bf16, no_state, run_gemm_bf16},
+    [K_IMPL_ONEDNN_F32] = {"onednn-fp32", 0, valid_onednn, scratch_onednn, state_onednn, run_onednn, detail_onednn},
+    [K_IMPL_ONEDNN_F32_ANY] = {"onednn-fp32-blocked", 0, valid_onednn_any, scratch_onednn, state_onednn, run_onednn,
+                               detail_onednn},
+    [K_IMPL_ONEDNN_BF16] = {"onednn-bf16", 1, valid_onednn_bf16, scratch_onednn, state_onednn, run_onednn, detail_onednn},
+    [K_IMPL_ONEDNN_BF16_ANY] = {"onednn-bf16-blocked", 1, valid_onednn_bf16_any, scratch_onednn, state_onednn, run_onednn,
+                                detail_onednn},
 };
 
 int k_impl_rule(const k_op_desc *d) {
@@ -176,7 +198,7 @@ int k_impl_by_name(const char *name) {
 
 double k_impl_macs_executed(int impl, const k_op_desc *d) {
     if (d->kind == K_OP_MATMUL) return (double)d->M * d->N * d->K;
-    if (d->bf16) return (double)d->s.N * d->s.Co * d->s.Ho * d->s.Wo * d->s.Ci * d->s.kh * d->s.kw;
+    if (d->bf16 || impl >= K_IMPL_ONEDNN_F32) return (double)d->s.N * d->s.Co * d->s.Ho * d->s.Wo * d->s.Ci * d->s.kh * d->s.kw;
     return k_conv2d_method_macs(method_of(impl), d->kind, &d->s);
 }
 
@@ -193,4 +215,23 @@ const char *k_impl_isa(int bf16) {
     case K_SIMD_AVX2: return "AVX2";
     default: return "x86-64";
     }
+}
+
+const char *k_impl_node_isa(int impl, const k_op_desc *d) {
+    const char *lib = k_impls[impl].detail ? k_impls[impl].detail(impl, d) : NULL;
+    if (lib && *lib) { /* oneDNN names the ISA its code was generated for */
+        if (strstr(lib, "amx")) return "AMX-BF16";
+        if (strstr(lib, "avx512_core_bf16")) return "AVX512-BF16";
+        if (strstr(lib, "avx512")) return "AVX-512";
+        if (strstr(lib, "avx2")) return "AVX2";
+        if (strstr(lib, "sse41")) return "SSE4.1";
+        return k_impl_isa(0); /* gemm:jit and the like: the widest the cap allows */
+    }
+    return k_impl_isa(k_impls[impl].bf16);
+}
+
+void k_impl_describe(int impl, const k_op_desc *d, char *buf, size_t cap) {
+    const char *lib = k_impls[impl].detail ? k_impls[impl].detail(impl, d) : NULL;
+    if (lib && *lib) snprintf(buf, cap, "%s [%s]", k_impls[impl].name, lib);
+    else snprintf(buf, cap, "%s", k_impls[impl].name);
 }

@@ -23,18 +23,8 @@
 
 #include "kernels/bf16.h"
 #include "kernels/kernels.h"
+#include "kernels/op.h"
 
-
-/* One node as its kernel is called: the shape per call (a micro-batch tile's
- * samples in s.N) and what is fused into it. */
-typedef struct k_op_desc {
-    int kind;               /* enum k_op_kind */
-    int bf16;               /* the operands are bf16 */
-    k_conv_shape s;         /* convolutions */
-    int relu;               /* forward: ReLU epilogue; backward-data: a ReLU backward's mask */
-    int prologue;           /* forward / weight gradient (fp32): x read through batch norm's apply (2: and a ReLU) */
-    int M, N, K, tA, tB;    /* matrix products */
-} k_op_desc;
 
 enum k_impl {
     K_IMPL_NONE = 0,
@@ -49,25 +39,12 @@ enum k_impl {
     K_IMPL_SGEMM_BLAS,
     K_IMPL_GEMM_BF16,
     K_IMPL_GEMM_BF16_REF,
+    K_IMPL_ONEDNN_F32,      /* oneDNN (onednn.h), in the order of its enum k_onednn_variant */
+    K_IMPL_ONEDNN_F32_ANY,
+    K_IMPL_ONEDNN_BF16,
+    K_IMPL_ONEDNN_BF16_ANY,
     K_IMPL_COUNT
 };
-
-/* What a run function reads and writes: the operands of the node's kernel
- * (pointers already at the call's first sample). */
-typedef struct k_op_args {
-    void *out;              /* y, dx, dw, C; the pool values for FWD_POOL2 */
-    uint8_t *argmax;        /* FWD_POOL2 */
-    const void *x, *w, *dy; /* by pass; MATMUL: x = A, w = B */
-    const float *bias;      /* forward (or NULL) */
-    const float *relu_mask; /* backward-data (or NULL) */
-    k_unpool2 up;           /* the _UNPOOL2 passes */
-    k_conv_prologue pro;
-    k_conv_packed pk;
-    void *scratch;          /* k_impls[impl].scratch(d) bytes */
-    float *acc;             /* weight gradients over parts: the tile state (or NULL: one part) */
-    int first, last;
-    int lda, ldb;           /* MATMUL */
-} k_op_args;
 
 typedef struct k_impl_info {
     const char *name;                              /* stable: checkpoints and the choice cache record it */
@@ -76,6 +53,7 @@ typedef struct k_impl_info {
     size_t (*scratch)(int impl, const k_op_desc *d); /* bytes */
     size_t (*state)(int impl, const k_op_desc *d);   /* bytes a tiled node keeps from tile to tile */
     void (*run)(int impl, const k_op_desc *d, const k_op_args *a);
+    const char *(*detail)(int impl, const k_op_desc *d); /* a library's own name for what runs d (or NULL) */
 } k_impl_info;
 extern const k_impl_info k_impls[K_IMPL_COUNT];
 
@@ -92,5 +70,10 @@ double k_impl_macs_executed(int impl, const k_op_desc *d);
 size_t k_impl_unpool2_share_floats(const k_conv_shape *s, int data, int weight);
 /* The ISA names for the log: "AVX512-BF16", "AVX-512", "AVX2", "x86-64". */
 const char *k_impl_isa(int bf16);
+/* The ISA impl runs d on: k_impl_isa's, or for a library's row what its
+ * implementation's name says ("AMX-BF16" for oneDNN's avx512_core_amx). */
+const char *k_impl_node_isa(int impl, const k_op_desc *d);
+/* "name", or "name [detail]" where the row has one ("onednn-bf16 [brgconv:avx512_core_amx_bf16]"). */
+void k_impl_describe(int impl, const k_op_desc *d, char *buf, size_t cap);
 
 #endif

@@ -19,6 +19,7 @@
 #include "distributed/shm.h"
 #include "engine/metrics.h"
 #include "io/safetensors.h"
+#include "kernels/onednn.h"
 #include "run/checkpoint.h"
 #include "run/confusion.h"
 #include "run/eval.h"
@@ -122,8 +123,10 @@ static int open_engine(worker *w, xt_err *e) {
         return xt_fail(e, XT_ERUNTIME, "the checkpoint's xlatrain.kernel_choices is not a list of key=kernel pairs of this "
                        "version; the file is damaged, or set kernel_choice: fixed");
     if (w->rank == 0 && r->host == 0)
-        fprintf(stderr, "xlatrain: kernel choice %s (%s)%s\n", c->kernel_choice ? "fixed" : "measured",
-                c->kernel_choice_from, r->resumed_choices && !c->kernel_choice ? ", the checkpoint's choices reused" : "");
+        fprintf(stderr, "xlatrain: kernel choice %s (%s)%s; candidates include oneDNN %s\n",
+                c->kernel_choice ? "fixed" : "measured", c->kernel_choice_from,
+                r->resumed_choices && !c->kernel_choice ? ", the checkpoint's choices reused" : "",
+                *k_onednn_version() ? k_onednn_version() : "(unavailable: no CPU engine)");
     return 0;
 }
 

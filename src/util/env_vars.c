@@ -15,6 +15,8 @@ const xt_env_var xt_env_vars[] = {
      "measured or fixed: how each convolution and matrix product\nchooses its kernel, over the config's kernel_choice"},
     {"XLATRAIN_CACHE_DIR", "engine/choice.c", "where measured kernel choices are cached per CPU model\n(default $XDG_CACHE_HOME/xlatrain)"},
     {"OPENBLAS_NUM_THREADS", "OpenBLAS", "OpenBLAS's thread count; workers use blas_threads"},
+    {"ONEDNN_MAX_CPU_ISA", "oneDNN", "oneDNN's ISA cap (AVX2, AVX512_CORE, ...) for its candidate\nkernels; the kernel report names what it picked"},
+    {"ONEDNN_VERBOSE", "oneDNN", NULL},
     {"XLATRAIN_DATA_MIRROR", "data/download.c", NULL},
     {"XLATRAIN_NO_MEMORY_PLANNER", "engine/engine.c", NULL},
     {"XLATRAIN_NO_TILING", "engine/engine.c", NULL},

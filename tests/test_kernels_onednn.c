@@ -1,0 +1,288 @@
+/* test_kernels_onednn.c — the oneDNN candidates (kernels/onednn.h) against
+ * the reference kernels: every convolution pass and the matrix product, fp32
+ * and bf16, on the engine's own layouts and on oneDNN's blocked ones.
+ *
+ * The references (conv_ref.c, and a plain loop for the matrix product)
+ * accumulate in double. Whatever order a correct kernel sums n products in,
+ * |fast - exact| <= gamma_n * sum|a_k b_k|, gamma_n = n u / (1 - n u),
+ * u = 2^-24 (Higham, 3.1); bf16 operands are exact in fp32 and their products
+ * too, and bf16 hardware flushes denormals (at most 2^-126 a term). The bound
+ * is checked element by element with sum|a_k b_k| from the reference run on
+ * |a| and |b|. Operands are bf16-representable for the bf16 rows, so both
+ * sides read the same values. Outputs start as NaN, scratch is exactly the
+ * advertised size (ASan sees overruns).
+ */
+#include "test.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/bf16.h"
+#include "kernels/impl.h"
+#include "kernels/kernels.h"
+#include "kernels/onednn.h"
+
+static const k_conv_shape shapes[] = {
+    {.N = 4, .Ci = 16, .H = 12, .W = 12, .Co = 32, .kh = 3, .kw = 3, .sh = 1, .sw = 1, .ph = 1, .pw = 1},
+    {.N = 3, .Ci = 16, .H = 11, .W = 9, .Co = 24, .kh = 3, .kw = 3, .sh = 2, .sw = 2, .ph = 1, .pw = 1},
+    {.N = 2, .Ci = 32, .H = 8, .W = 8, .Co = 64, .kh = 1, .kw = 1, .sh = 2, .sw = 2, .ph = 0, .pw = 0},
+    {.N = 5, .Ci = 1, .H = 14, .W = 14, .Co = 10, .kh = 5, .kw = 5, .sh = 1, .sw = 1, .ph = 0, .pw = 0},
+    {.N = 2, .Ci = 3, .H = 10, .W = 10, .Co = 16, .kh = 3, .kw = 3, .sh = 1, .sw = 1, .ph = 1, .pw = 1},
+};
+enum { NSHAPES = sizeof shapes / sizeof *shapes };
+static const int rows[] = {K_IMPL_ONEDNN_F32, K_IMPL_ONEDNN_F32_ANY, K_IMPL_ONEDNN_BF16, K_IMPL_ONEDNN_BF16_ANY};
+
+static unsigned rng = 12345;
+/* values in [-1, 1), bf16-representable when bf is set */
+static void fill(float *a, size_t n, int bf) {
+    for (size_t i = 0; i < n; i++) {
+        rng = rng * 1664525u + 1013904223u;
+        float v = (float)((rng >> 8) & 0xffff) / 32768.0f - 1.0f;
+        a[i] = bf ? k_bf16_to_f32(k_bf16_from_f32(v)) : v;
+    }
+}
+static k_bf16 *to_bf16(const float *a, size_t n) {
+    k_bf16 *b = malloc(n * sizeof *b);
+    for (size_t i = 0; i < n; i++) b[i] = k_bf16_from_f32(a[i]);
+    return b;
+}
+static float *absv(const float *a, size_t n) {
+    float *b = malloc(n * sizeof *b);
+    for (size_t i = 0; i < n; i++) b[i] = fabsf(a[i]);
+    return b;
+}
+static float *nans(size_t n) {
+    float *y = malloc(n * sizeof *y);
+    for (size_t i = 0; i < n; i++) y[i] = NAN;
+    return y;
+}
+
+/* every element within the bound; returns how many are not */
+static int outside_bound(const float *got, const float *ref, const float *mag, size_t n, int terms) {
+    double u = ldexp(1.0, -24), g = (terms + 2) * u / (1 - (terms + 2) * u);
+    int bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        double tol = 2.0 * g * mag[i] + terms * ldexp(1.0, -126);
+        if (!(fabs((double)got[i] - ref[i]) <= tol)) {
+            if (bad < 3) fprintf(stderr, "  [%zu] got %.9g want %.9g (tol %.3g)\n", i, got[i], ref[i], tol);
+            bad++;
+        }
+    }
+    return bad;
+}
+
+typedef struct operands {
+    size_t nx, nw, ny;
+    float *x, *w, *y, *b;      /* fp32 values (bf16-representable for bf16 rows) */
+    k_bf16 *xb, *wb, *yb;
+} operands;
+
+static operands make_operands(const k_conv_shape *s, int bf) {
+    operands o;
+    o.nx = (size_t)s->N * s->Ci * s->H * s->W, o.nw = (size_t)s->Co * s->Ci * s->kh * s->kw;
+    o.ny = (size_t)s->N * s->Co * s->Ho * s->Wo;
+    o.x = malloc(o.nx * 4), o.w = malloc(o.nw * 4), o.y = malloc(o.ny * 4), o.b = malloc((size_t)s->Co * 4);
+    fill(o.x, o.nx, bf), fill(o.w, o.nw, bf), fill(o.y, o.ny, bf), fill(o.b, (size_t)s->Co, 0);
+    o.xb = to_bf16(o.x, o.nx), o.wb = to_bf16(o.w, o.nw), o.yb = to_bf16(o.y, o.ny);
+    return o;
+}
+static void free_operands(operands *o) {
+    free(o->x), free(o->w), free(o->y), free(o->b), free(o->xb), free(o->wb), free(o->yb);
+}
+
+/* One pass of one row on one shape against the reference; returns the bad elements. */
+static int check_pass(int impl, int kind, const k_conv_shape *s0, int relu, int parts) {
+    k_conv_shape s = *s0;
+    k_conv_shape_infer(&s);
+    int bf = k_impls[impl].bf16;
+    k_op_desc d = {.kind = kind, .bf16 = bf, .s = s, .relu = relu};
+    if (!k_impls[impl].valid(&d)) {
+        fprintf(stderr, "  %s not valid for kind %d\n", k_impls[impl].name, kind);
+        return 1;
+    }
+    operands o = make_operands(&s, bf);
+    size_t nout = kind == K_OP_CONV_FWD ? o.ny : kind == K_OP_CONV_BWD_DATA ? o.nx : o.nw;
+    float *ref = calloc(nout, 4), *mag = calloc(nout, 4), *got = nans(nout), *db = calloc((size_t)s.Co, 4);
+    float *ax = absv(o.x, o.nx), *aw = absv(o.w, o.nw), *ay = absv(o.y, o.ny), *ab = absv(o.b, (size_t)s.Co);
+    int terms;
+    if (kind == K_OP_CONV_FWD) {
+        k_conv2d_fwd_ref(&s, ref, o.x, o.w, o.b);
+        k_conv2d_fwd_ref(&s, mag, ax, aw, ab);
+        if (relu)
+            for (size_t i = 0; i < nout; i++) ref[i] = ref[i] > 0 ? ref[i] : 0;
+        terms = s.Ci * s.kh * s.kw + 1;
+    } else if (kind == K_OP_CONV_BWD_DATA) {
+        k_conv2d_bwd_data_ref(&s, ref, o.y, o.w);
+        k_conv2d_bwd_data_ref(&s, mag, ay, aw);
+        if (relu) /* the mask: x's sign, here the reference's own input */
+            for (size_t i = 0; i < nout; i++) ref[i] = o.x[i] > 0 ? ref[i] : 0;
+        terms = s.Co * s.kh * s.kw;
+    } else {
+        k_conv2d_bwd_weight_ref(&s, ref, db, o.x, o.y);
+        k_conv2d_bwd_weight_ref(&s, mag, db, ax, ay);
+        terms = s.N * s.Ho * s.Wo;
+    }
+    int nparts = parts ? s.N : 1;
+    float *acc = parts ? nans(o.nw) : NULL;
+    for (int p = 0; p < nparts; p++) {
+        k_op_desc dp = d;
+        dp.s.N = s.N / nparts;
+        size_t sx = (size_t)dp.s.N * s.Ci * s.H * s.W * p, sy = (size_t)dp.s.N * s.Co * s.Ho * s.Wo * p;
+        size_t bytes = k_impls[impl].scratch(impl, &dp);
+        void *scratch = malloc(bytes ? bytes : 1);
+        k_op_args a = {.scratch = scratch, .acc = acc, .first = p == 0, .last = p == nparts - 1};
+        if (kind == K_OP_CONV_FWD) {
+            a.out = got, a.bias = o.b;
+            a.x = bf ? (const void *)o.xb : o.x, a.w = bf ? (const void *)o.wb : o.w;
+        } else if (kind == K_OP_CONV_BWD_DATA) {
+            a.out = got, a.relu_mask = relu ? o.x : NULL;
+            a.dy = bf ? (const void *)o.yb : o.y, a.w = bf ? (const void *)o.wb : o.w;
+        } else {
+            a.out = got;
+            a.x = bf ? (const void *)(o.xb + sx) : o.x + sx, a.dy = bf ? (const void *)(o.yb + sy) : o.y + sy;
+        }
+        k_impls[impl].run(impl, &dp, &a);
+        free(scratch);
+    }
+    int bad = outside_bound(got, ref, mag, nout, terms);
+    if (bad)
+        fprintf(stderr, "  %s kind %d N%d %dx%dx%d->%d k%d s%d: %d outside\n", k_impls[impl].name, kind, s.N, s.Ci,
+                s.H, s.W, s.Co, s.kh, s.sh, bad);
+    free(ref), free(mag), free(got), free(db), free(ax), free(aw), free(ay), free(ab), free(acc);
+    free_operands(&o);
+    return bad;
+}
+
+static int have_onednn(void) { return *k_onednn_version() != 0; }
+
+TEST(kernels_onednn_every_conv_pass_matches_the_reference_on_every_row) {
+    if (!have_onednn()) test_skip("oneDNN cannot make a CPU engine here");
+    int runs = 0;
+    for (int r = 0; r < 4; r++) {
+        int impl = rows[r];
+        for (int i = 0; i < NSHAPES; i++) {
+            k_conv_shape s = shapes[i];
+            k_conv_shape_infer(&s);
+            static const int kinds[] = {K_OP_CONV_FWD, K_OP_CONV_BWD_DATA, K_OP_CONV_BWD_WEIGHT};
+            for (int k = 0; k < 3; k++) {
+                k_op_desc d = {.kind = kinds[k], .bf16 = k_impls[impl].bf16, .s = s};
+                /* a blocked row is valid only where oneDNN's layout differs from the plain one */
+                if (!k_impls[impl].valid(&d)) {
+                    CHECK_MSG(impl == K_IMPL_ONEDNN_F32_ANY || impl == K_IMPL_ONEDNN_BF16_ANY,
+                              "%s invalid on shape %d kind %d", k_impls[impl].name, i, kinds[k]);
+                    continue;
+                }
+                CHECK_EQ(check_pass(impl, kinds[k], &s, 0, 0), 0);
+                runs++;
+            }
+        }
+    }
+    /* the plain rows run everything: 2 rows x 5 shapes x 3 passes at least */
+    CHECK(runs >= 30);
+}
+
+TEST(kernels_onednn_relu_epilogue_mask_and_weight_gradient_in_parts) {
+    if (!have_onednn()) test_skip("oneDNN cannot make a CPU engine here");
+    for (int r = 0; r < 4; r++) {
+        k_conv_shape s = shapes[0];
+        k_conv_shape_infer(&s);
+        k_op_desc d = {.kind = K_OP_CONV_FWD, .bf16 = k_impls[rows[r]].bf16, .s = s};
+        if (!k_impls[rows[r]].valid(&d)) continue;
+        CHECK_EQ(check_pass(rows[r], K_OP_CONV_FWD, &s, 1, 0), 0);
+        CHECK_EQ(check_pass(rows[r], K_OP_CONV_BWD_DATA, &s, 1, 0), 0);
+        CHECK_EQ(check_pass(rows[r], K_OP_CONV_BWD_WEIGHT, &s, 0, 1), 0); /* one sample per part, summed in order */
+    }
+}
+
+/* C = op(A) op(B) against a double loop, every transpose, dense and padded leading dimensions */
+static int check_matmul(int impl, int tA, int tB, int pad) {
+    int M = 33, N = 20, K = 47, bf = k_impls[impl].bf16;
+    int lda = (tA ? M : K) + pad, ldb = (tB ? K : N) + pad;
+    size_t na = (size_t)(tA ? K : M) * lda, nb = (size_t)(tB ? N : K) * ldb;
+    float *A = malloc(na * 4), *B = malloc(nb * 4), *C = nans((size_t)M * N), *R = calloc((size_t)M * N, 4),
+          *G = calloc((size_t)M * N, 4);
+    fill(A, na, bf), fill(B, nb, bf);
+    k_bf16 *Ab = to_bf16(A, na), *Bb = to_bf16(B, nb);
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            double s = 0, m = 0;
+            for (int k = 0; k < K; k++) {
+                double a = tA ? A[(size_t)k * lda + i] : A[(size_t)i * lda + k];
+                double b = tB ? B[(size_t)j * ldb + k] : B[(size_t)k * ldb + j];
+                s += a * b, m += fabs(a * b);
+            }
+            R[(size_t)i * N + j] = (float)s, G[(size_t)i * N + j] = (float)m;
+        }
+    k_op_desc d = {.kind = K_OP_MATMUL, .bf16 = bf, .M = M, .N = N, .K = K, .tA = tA, .tB = tB};
+    int bad = 1;
+    if (k_impls[impl].valid(&d)) {
+        void *scratch = malloc(k_impls[impl].scratch(impl, &d) + 4096); /* a padded call prepares its own */
+        k_impls[impl].run(impl, &d, &(k_op_args){.out = C, .x = bf ? (void *)Ab : A, .w = bf ? (void *)Bb : B,
+                                                 .lda = lda, .ldb = ldb, .scratch = scratch});
+        bad = outside_bound(C, R, G, (size_t)M * N, K);
+        free(scratch);
+    }
+    free(A), free(B), free(C), free(R), free(G), free(Ab), free(Bb);
+    return bad;
+}
+
+TEST(kernels_onednn_matmul_every_transpose_and_leading_dimension) {
+    if (!have_onednn()) test_skip("oneDNN cannot make a CPU engine here");
+    for (int bf = 0; bf < 2; bf++)
+        for (int t = 0; t < 4; t++)
+            for (int pad = 0; pad <= 3; pad += 3)
+                CHECK_EQ(check_matmul(bf ? K_IMPL_ONEDNN_BF16 : K_IMPL_ONEDNN_F32, t & 1, t >> 1, pad), 0);
+    /* blocked rows are convolutions only: the engine's matrices are read in place */
+    k_op_desc d = {.kind = K_OP_MATMUL, .M = 8, .N = 8, .K = 8};
+    CHECK(!k_impls[K_IMPL_ONEDNN_F32_ANY].valid(&d));
+}
+
+TEST(kernels_onednn_rows_say_what_runs_and_refuse_what_they_cannot_fuse) {
+    if (!have_onednn()) test_skip("oneDNN cannot make a CPU engine here");
+    k_conv_shape s = shapes[0];
+    k_conv_shape_infer(&s);
+    k_op_desc d = {.kind = K_OP_CONV_FWD, .s = s};
+    char buf[200];
+    k_impl_describe(K_IMPL_ONEDNN_F32, &d, buf, sizeof buf);
+    CHECK_STR_CONTAINS(buf, "onednn-fp32 [");
+    CHECK(strstr(buf, "ref") == NULL); /* never oneDNN's reference code */
+    k_impl_describe(K_IMPL_F32_DIRECT, &d, buf, sizeof buf);
+    CHECK_STR_EQ(buf, "fp32-direct");
+    CHECK(strlen(k_onednn_version()) >= 5);
+    /* pooled epilogues, unpooled gradients and batch-norm prologues stay with the own kernels */
+    k_op_desc pool = d, pro = d, unpool = d;
+    pool.kind = K_OP_CONV_FWD_POOL2, pro.prologue = 1, unpool.kind = K_OP_CONV_BWD_WEIGHT_UNPOOL2;
+    for (int r = 0; r < 4; r++) {
+        CHECK(!k_impls[rows[r]].valid(&pool));
+        CHECK(!k_impls[rows[r]].valid(&pro));
+        CHECK(!k_impls[rows[r]].valid(&unpool));
+    }
+    /* a row reads operands of its own precision only */
+    k_op_desc b = d;
+    b.bf16 = 1;
+    CHECK(!k_impls[K_IMPL_ONEDNN_F32].valid(&b));
+    CHECK(!k_impls[K_IMPL_ONEDNN_BF16].valid(&d));
+    /* the ISA a node runs on comes from what oneDNN generated */
+    const char *isa = k_impl_node_isa(K_IMPL_ONEDNN_F32, &d);
+    CHECK(!strcmp(isa, "AVX-512") || !strcmp(isa, "AVX2") || !strcmp(isa, "SSE4.1") || !strcmp(isa, "x86-64"));
+}
+
+/* ONEDNN_MAX_CPU_ISA caps what oneDNN generates (each test is its own
+ * process, so the variable is read before oneDNN's first use): the AMX-less,
+ * AVX-512-less path of a laptop or CI runner, on any CPU that has AVX2. */
+TEST(kernels_onednn_capped_at_avx2_still_matches_and_says_so) {
+    setenv("ONEDNN_MAX_CPU_ISA", "AVX2", 1);
+    if (!have_onednn()) test_skip("oneDNN cannot make a CPU engine here");
+    if (!__builtin_cpu_supports("avx2")) test_skip("this CPU has no AVX2");
+    k_conv_shape s = shapes[0];
+    k_conv_shape_infer(&s);
+    k_op_desc d = {.kind = K_OP_CONV_FWD, .s = s};
+    const char *impl = k_onednn_impl(K_ONEDNN_F32_ANY, &d);
+    fprintf(stderr, "  capped: %s\n", impl);
+    CHECK(strstr(impl, "avx512") == NULL && strstr(impl, "amx") == NULL);
+    CHECK_STR_CONTAINS(impl, "avx2");
+    CHECK_EQ(check_pass(K_IMPL_ONEDNN_F32_ANY, K_OP_CONV_FWD, &s, 1, 0), 0);
+    CHECK_EQ(check_pass(K_IMPL_ONEDNN_F32_ANY, K_OP_CONV_BWD_WEIGHT, &s, 0, 1), 0);
+    CHECK_EQ(check_matmul(K_IMPL_ONEDNN_F32, 1, 0, 0), 0);
+}
