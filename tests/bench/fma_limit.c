@@ -16,7 +16,15 @@
  * of vdpbf16ps (AVX512-BF16: each 512-bit instruction is 32 bf16 products
  * added pairwise into 16 fp32 lanes, 64 FLOPs), printed as a last line
  *   "BF16_LIMIT gflops=... width=512 model=..." (gflops=0 without AVX512-BF16).
- * AMX tiles are not measured: no CPU here has them (see gemm_bf16.c).
+ *
+ * And, where the CPU has AMX (Intel Xeons of the Sapphire Rapids class) and
+ * the kernel grants the tile state (arch_prctl ARCH_REQ_XCOMP_PERM), the
+ * AMX-BF16 limit: tdpbf16ps on 4 independent 16x16 fp32 accumulator tiles
+ * (each instruction 16 x 16 x 32 multiply-adds, 16,384 FLOPs), printed as
+ *   "AMX_LIMIT gflops=... model=..." (gflops=0 without AMX).
+ * ../shared/bench/amx_peak.c is the independent cross-check; the project's
+ * own machines (Zen 5, and Intel VMs without AMX) cannot run this loop, so
+ * the figure comes from the machines that have it.
  *
  * With --cores N (N > 1), also the limit of N cores busy at once: N forked
  * copies run the widest FMA loop (and vdpbf16ps) together, and the mean per
@@ -37,7 +45,10 @@
 #include <unistd.h>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
 #include <immintrin.h>
+#include <stdint.h>
+#include <sys/syscall.h>
 #define HAVE_X86 1
 #endif
 
@@ -104,6 +115,50 @@ static BF16_TGT float dpbf16(long iters) {
     float t = 0;
     for (int k = 0; k < 16; k++) t += out[k];
     return t;
+}
+
+/* AMX: CPUID.(7,0).EDX bit 24 (AMX-TILE) and 22 (AMX-BF16), and the tile
+ * data state granted by the kernel (Linux 5.16+) */
+static int have_amx(void) {
+    unsigned a, b, c, d;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d & (1u << 24)) || !(d & (1u << 22))) return 0;
+    enum { ARCH_REQ_XCOMP_PERM = 0x1023, XFEATURE_XTILEDATA = 18 };
+    return syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0;
+}
+struct tile_config {
+    uint8_t palette, start;
+    uint8_t reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+};
+/* 4 accumulators (tmm0-3) fed by two A tiles and two B tiles (tmm4-7), as
+ * amx_peak.c; operands tiny so the sums stay normal */
+static __attribute__((target("amx-tile,amx-bf16"))) float tdpbf16(long iters) {
+    struct tile_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.palette = 1;
+    for (int i = 0; i < 8; i++) cfg.rows[i] = 16, cfg.colsb[i] = 64;
+    _tile_loadconfig(&cfg);
+    static uint16_t a[16 * 32] __attribute__((aligned(64)));
+    static float o[16 * 16] __attribute__((aligned(64)));
+    for (int i = 0; i < 16 * 32; i++) a[i] = 0x38d1; /* bf16 1e-4 */
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+    _tile_loadd(4, a, 64);
+    _tile_loadd(5, a, 64);
+    _tile_loadd(6, a, 64);
+    _tile_loadd(7, a, 64);
+    for (long i = 0; i < iters; i++) {
+        _tile_dpbf16ps(0, 4, 5);
+        _tile_dpbf16ps(1, 4, 7);
+        _tile_dpbf16ps(2, 6, 5);
+        _tile_dpbf16ps(3, 6, 7);
+    }
+    _tile_stored(0, o, 64);
+    _tile_release();
+    return o[0];
 }
 #endif
 
@@ -217,6 +272,16 @@ int main(int argc, char **argv) {
     }
 #endif
     printf("BF16_LIMIT gflops=%.1f width=512 model=%s\n", bf16, model);
+    double amx = 0;
+#ifdef HAVE_X86
+    if (have_amx()) {
+        amx = measure(tdpbf16, 8192, 4); /* 4 instructions an iteration, 16,384 FLOPs each */
+        printf("tdpbf16ps (AMX-BF16): %7.1f GFLOP/s = %.1fx the fp32 FMA limit\n", amx, best > 0 ? amx / best : 0);
+    } else {
+        printf("tdpbf16ps: not on this CPU (no AMX-BF16, or the kernel did not grant the tile state)\n");
+    }
+#endif
+    printf("AMX_LIMIT gflops=%.1f model=%s\n", amx, model);
 #ifdef HAVE_X86
     if (cores > 1 && best_f) {
         double busy = busy_mean(best_f, best_lanes, 12, cores), busy_bf16 = bf16 > 0 ? busy_mean(dpbf16, 32, 16, cores) : 0;

@@ -8,9 +8,11 @@ over gloo (gradients all-reduced, BN statistics local, as xlatrain's
 workers). The network is tests/golden/resnet_util.py's, the one the golden
 test checks models/resnet20.yaml against. Run with Debian's /usr/bin/python3.
 
-    torch_resnet_ref.py [--model resnet20] [--procs 1] [--batch 128] [--bench-seconds 10]
+    torch_resnet_ref.py [--model resnet20] [--procs 1] [--batch 128] [--bench-seconds 10] [--bf16]
 
-Prints "RESULT model=... procs=... samples_per_s=... median_step_ms=...
+--bf16: the forward and the loss under torch.autocast("cpu", torch.bfloat16),
+as ../shared/bench/torch_ref.py --bf16 (oneDNN then runs AMX where the CPU
+has it). Prints "RESULT model=... precision=... procs=... samples_per_s=... median_step_ms=...
 fwd_macs=... peak_rss_mb=...".
 """
 import argparse
@@ -28,6 +30,7 @@ ap.add_argument("--batch", type=int, default=128)
 ap.add_argument("--bench-seconds", type=float, default=10.0)
 ap.add_argument("--warmup", type=int, default=3)
 ap.add_argument("--seed", type=int, default=1)
+ap.add_argument("--bf16", action="store_true", help="bf16 autocast for the forward and the loss")
 A = ap.parse_args()
 # one thread per process, pinned before torch (and its OpenMP / OpenBLAS) loads
 for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -90,7 +93,8 @@ def worker(rank, port):
         i = it[0] % len(xs)
         it[0] += 1
         opt.zero_grad()
-        loss = F.cross_entropy(model(xs[i]), ys[i])
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=A.bf16):
+            loss = F.cross_entropy(model(xs[i]), ys[i])
         loss.backward()
         opt.step()
         return loss
@@ -115,7 +119,7 @@ def worker(rank, port):
     elapsed = allmax(time.perf_counter() - t0)
     rss = allmax(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0)
     if rank == 0:
-        print(f"RESULT model={A.model} procs={A.procs} batch={A.batch} steps={nsteps} "
+        print(f"RESULT model={A.model} precision={'bf16' if A.bf16 else 'fp32'} procs={A.procs} batch={A.batch} steps={nsteps} "
               f"samples_per_s={A.procs * A.batch * nsteps / elapsed:.1f} "
               f"median_step_ms={1000 * float(np.median(times)):.1f} fwd_macs={fwd_macs(make(), shape)} "
               f"peak_rss_mb={rss:.1f} last_loss={loss.item():.3f} torch={torch.__version__}", flush=True)
