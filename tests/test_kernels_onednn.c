@@ -154,7 +154,7 @@ static int check_pass(int impl, int kind, const k_conv_shape *s0, int relu, int 
     return bad;
 }
 
-static int have_onednn(void) { return *k_onednn_version() != 0; }
+static int have_onednn(void) { return k_onednn_available(); }
 
 TEST(kernels_onednn_every_conv_pass_matches_the_reference_on_every_row) {
     if (!have_onednn()) test_skip("oneDNN cannot make a CPU engine here");
@@ -285,4 +285,26 @@ TEST(kernels_onednn_capped_at_avx2_still_matches_and_says_so) {
     CHECK_EQ(check_pass(K_IMPL_ONEDNN_F32_ANY, K_OP_CONV_FWD, &s, 1, 0), 0);
     CHECK_EQ(check_pass(K_IMPL_ONEDNN_F32_ANY, K_OP_CONV_BWD_WEIGHT, &s, 0, 1), 0);
     CHECK_EQ(check_matmul(K_IMPL_ONEDNN_F32, 1, 0, 0), 0);
+}
+
+/* Through the binary: the log says oneDNN's version and counts the nodes per
+ * precision and ISA; results.json records the version beside the choices. */
+TEST(kernels_onednn_a_run_names_the_library_and_counts_nodes_per_isa) {
+    static char out[1 << 16];
+    const char *d = test_tmpdir();
+    int rc = test_xl(out, sizeof out,
+                     "XLATRAIN_CACHE_DIR=%s/cache $XL --config configs/smoke.yaml --set target_accuracy=0 "
+                     "--set synthetic_train_size=512 --set synthetic_test_size=256 --set num_epochs=1 "
+                     "--set precision=bf16 --set output_dir=%s/a 2>&1",
+                     d, d);
+    CHECK_MSG(rc == 0, "exit %d: %s", rc, out);
+    char want[96];
+    snprintf(want, sizeof want, "candidates include oneDNN %s", k_onednn_version());
+    CHECK_STR_CONTAINS(out, want);
+    CHECK_STR_CONTAINS(out, "nodes run bf16: ");
+    CHECK_STR_CONTAINS(out, "; fp32: ");
+    CHECK(strstr(out, " on AVX-512") || strstr(out, " on AVX2") || strstr(out, " on AVX512-BF16") ||
+          strstr(out, " on AMX-BF16"));
+    snprintf(want, sizeof want, "\"onednn\":\"%s\"", k_onednn_version());
+    CHECK_STR_CONTAINS(test_slurp("%s/a/results.json", d), want);
 }

@@ -33,7 +33,6 @@
 static dnnl_engine_t engine;
 static dnnl_stream_t stream;
 static int engine_state; /* 0: not tried, 1: ready, -1: the library cannot run here */
-static char version[32];
 
 /* oneDNN's OpenMP runtime would start a thread per core in every worker
  * process, each of which already is one core's worth of work: one thread. The
@@ -61,13 +60,22 @@ static int engine_ready(void) {
     cap_isa();
     if (dnnl_engine_create(&engine, dnnl_cpu, 0) != dnnl_success) return 0;
     if (dnnl_stream_create(&stream, engine, dnnl_stream_default_flags) != dnnl_success) return 0;
-    const dnnl_version_t *v = dnnl_version();
-    snprintf(version, sizeof version, "%d.%d.%d", v->major, v->minor, v->patch);
     engine_state = 1;
     return 1;
 }
 
-const char *k_onednn_version(void) { return engine_ready() ? version : ""; }
+int k_onednn_available(void) { return engine_ready(); }
+
+/* The linked library's own: no engine, so the supervising process (results.json,
+ * the choice cache's key) never initializes oneDNN before it forks workers. */
+const char *k_onednn_version(void) {
+    static char version[32];
+    if (!version[0]) {
+        const dnnl_version_t *v = dnnl_version();
+        snprintf(version, sizeof version, "%d.%d.%d", v->major, v->minor, v->patch);
+    }
+    return version;
+}
 
 /* ---- one prepared call ----------------------------------------------------------- */
 

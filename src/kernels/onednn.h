@@ -39,7 +39,9 @@ size_t k_onednn_state(int variant, const k_op_desc *d);
 void k_onednn_run(int variant, const k_op_desc *d, const k_op_args *a);
 /* oneDNN's name for the implementation it picked for d ("brgconv:avx512_core_amx_bf16"), or "". */
 const char *k_onednn_impl(int variant, const k_op_desc *d);
-/* "2.6.3", or "" when the library cannot make an engine. */
+/* The linked library's version, "2.6.3" (creates nothing). */
 const char *k_onednn_version(void);
+/* Whether oneDNN can make a CPU engine here (made on the first call). */
+int k_onednn_available(void);
 
 #endif

@@ -126,7 +126,7 @@ static int open_engine(worker *w, xt_err *e) {
         fprintf(stderr, "xlatrain: kernel choice %s (%s)%s; candidates include oneDNN %s\n",
                 c->kernel_choice ? "fixed" : "measured", c->kernel_choice_from,
                 r->resumed_choices && !c->kernel_choice ? ", the checkpoint's choices reused" : "",
-                *k_onednn_version() ? k_onednn_version() : "(unavailable: no CPU engine)");
+                k_onednn_available() ? k_onednn_version() : "(unavailable: no CPU engine)");
     return 0;
 }
 
