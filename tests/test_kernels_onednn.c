@@ -92,7 +92,19 @@ static void free_operands(operands *o) {
 }
 
 /* One pass of one row on one shape against the reference; returns the bad elements. */
-static int check_pass(int impl, int kind, const k_conv_shape *s0, int relu, int parts) {
+/* x through a batch-norm prologue as the engine fuses it: relu?(x * scale[c] + shift[c]) */
+static void prologue_ref(const k_conv_shape *s, float *x, const float *scale, const float *shift, int relu) {
+    size_t HW = (size_t)s->H * s->W;
+    for (size_t i = 0; i < (size_t)s->N * s->Ci * HW; i++) {
+        int c = (int)(i / HW % (size_t)s->Ci);
+        float t = x[i] * scale[c];
+        t = t + shift[c];
+        x[i] = relu && t < 0 ? 0 : t;
+    }
+}
+
+/* pro: 0, or 1/2 for a prologue without / with its ReLU (fp32 forward and weight gradient) */
+static int check_pass_pro(int impl, int kind, const k_conv_shape *s0, int relu, int parts, int pro) {
     k_conv_shape s = *s0;
     k_conv_shape_infer(&s);
     int bf = k_impls[impl].bf16;
@@ -101,7 +113,15 @@ static int check_pass(int impl, int kind, const k_conv_shape *s0, int relu, int 
         fprintf(stderr, "  %s not valid for kind %d\n", k_impls[impl].name, kind);
         return 1;
     }
+    d.prologue = pro;
     operands o = make_operands(&s, bf);
+    float *scale = malloc((size_t)s.Ci * 4), *shift = malloc((size_t)s.Ci * 4), *xraw = NULL;
+    fill(scale, (size_t)s.Ci, 0), fill(shift, (size_t)s.Ci, 0);
+    if (pro) { /* the references read x through the prologue; the kernel reads the raw x and the pair */
+        xraw = malloc(o.nx * 4);
+        memcpy(xraw, o.x, o.nx * 4);
+        prologue_ref(&s, o.x, scale, shift, pro == 2);
+    }
     size_t nout = kind == K_OP_CONV_FWD ? o.ny : kind == K_OP_CONV_BWD_DATA ? o.nx : o.nw;
     float *ref = calloc(nout, 4), *mag = calloc(nout, 4), *got = nans(nout), *db = calloc((size_t)s.Co, 4);
     float *ax = absv(o.x, o.nx), *aw = absv(o.w, o.nw), *ay = absv(o.y, o.ny), *ab = absv(o.b, (size_t)s.Co);
@@ -142,6 +162,7 @@ static int check_pass(int impl, int kind, const k_conv_shape *s0, int relu, int 
             a.out = got;
             a.x = bf ? (const void *)(o.xb + sx) : o.x + sx, a.dy = bf ? (const void *)(o.yb + sy) : o.y + sy;
         }
+        if (pro) a.x = xraw + sx, a.pro = (k_conv_prologue){scale, shift, pro == 2};
         k_impls[impl].run(impl, &dp, &a);
         free(scratch);
     }
@@ -150,8 +171,13 @@ static int check_pass(int impl, int kind, const k_conv_shape *s0, int relu, int 
         fprintf(stderr, "  %s kind %d N%d %dx%dx%d->%d k%d s%d: %d outside\n", k_impls[impl].name, kind, s.N, s.Ci,
                 s.H, s.W, s.Co, s.kh, s.sh, bad);
     free(ref), free(mag), free(got), free(db), free(ax), free(aw), free(ay), free(ab), free(acc);
+    free(scale), free(shift), free(xraw);
     free_operands(&o);
     return bad;
+}
+
+static int check_pass(int impl, int kind, const k_conv_shape *s, int relu, int parts) {
+    return check_pass_pro(impl, kind, s, relu, parts, 0);
 }
 
 static int have_onednn(void) { return k_onednn_available(); }
@@ -250,12 +276,11 @@ TEST(kernels_onednn_rows_say_what_runs_and_refuse_what_they_cannot_fuse) {
     k_impl_describe(K_IMPL_F32_DIRECT, &d, buf, sizeof buf);
     CHECK_STR_EQ(buf, "fp32-direct");
     CHECK(strlen(k_onednn_version()) >= 5);
-    /* pooled epilogues, unpooled gradients and batch-norm prologues stay with the own kernels */
-    k_op_desc pool = d, pro = d, unpool = d;
-    pool.kind = K_OP_CONV_FWD_POOL2, pro.prologue = 1, unpool.kind = K_OP_CONV_BWD_WEIGHT_UNPOOL2;
+    /* pooled epilogues and unpooled gradients stay with the own kernels */
+    k_op_desc pool = d, unpool = d;
+    pool.kind = K_OP_CONV_FWD_POOL2, unpool.kind = K_OP_CONV_BWD_WEIGHT_UNPOOL2;
     for (int r = 0; r < 4; r++) {
         CHECK(!k_impls[rows[r]].valid(&pool));
-        CHECK(!k_impls[rows[r]].valid(&pro));
         CHECK(!k_impls[rows[r]].valid(&unpool));
     }
     /* a row reads operands of its own precision only */
@@ -266,6 +291,31 @@ TEST(kernels_onednn_rows_say_what_runs_and_refuse_what_they_cannot_fuse) {
     /* the ISA a node runs on comes from what oneDNN generated */
     const char *isa = k_impl_node_isa(K_IMPL_ONEDNN_F32, &d);
     CHECK(!strcmp(isa, "AVX-512") || !strcmp(isa, "AVX2") || !strcmp(isa, "SSE4.1") || !strcmp(isa, "x86-64"));
+}
+
+/* A batch-norm prologue (fp32) is made into the scratch, then the call: the
+ * forward and the weight gradient, whole and in parts, with and without its ReLU */
+TEST(kernels_onednn_batch_norm_prologue_forward_and_weight_gradient) {
+    if (!have_onednn()) test_skip("oneDNN cannot make a CPU engine here");
+    for (int r = 0; r < 2; r++)
+        for (int i = 0; i < NSHAPES; i += 2) {
+            k_conv_shape s = shapes[i];
+            k_conv_shape_infer(&s);
+            k_op_desc d = {.kind = K_OP_CONV_FWD, .s = s, .prologue = 2};
+            if (!k_impls[rows[r]].valid(&d)) {
+                CHECK_MSG(rows[r] == K_IMPL_ONEDNN_F32_ANY, "%s refuses a prologue", k_impls[rows[r]].name);
+                continue;
+            }
+            for (int pro = 1; pro <= 2; pro++) {
+                CHECK_EQ(check_pass_pro(rows[r], K_OP_CONV_FWD, &s, pro == 2, 0, pro), 0);
+                CHECK_EQ(check_pass_pro(rows[r], K_OP_CONV_BWD_WEIGHT, &s, 0, pro == 1, pro), 0);
+            }
+        }
+    /* bf16 operands never carry one, nor does backward-data */
+    k_conv_shape s = shapes[0];
+    k_conv_shape_infer(&s);
+    CHECK(!k_impls[K_IMPL_ONEDNN_BF16].valid(&(k_op_desc){.kind = K_OP_CONV_FWD, .bf16 = 1, .s = s, .prologue = 1}));
+    CHECK(!k_impls[K_IMPL_ONEDNN_F32].valid(&(k_op_desc){.kind = K_OP_CONV_BWD_DATA, .s = s, .prologue = 1}));
 }
 
 /* ONEDNN_MAX_CPU_ISA caps what oneDNN generates (each test is its own

@@ -11,10 +11,12 @@
  *
  * What the engine's own kernels fuse and oneDNN has no counterpart for (a 2x2
  * max pool after the convolution, the pool's gradient scattered into its
- * backward passes, batch norm's apply read into the convolution) leaves the
- * node to the own kernels: those kinds are not valid here. A ReLU after a
- * forward convolution is oneDNN's eltwise post-op; a ReLU's backward after
- * bwd-data is the engine's mask, applied after the call.
+ * backward passes) leaves the node to the own kernels: those kinds are not
+ * valid here. A ReLU after a forward convolution is oneDNN's eltwise post-op;
+ * a ReLU's backward after bwd-data is the engine's mask, applied after the
+ * call; batch norm's apply read into a convolution (the prologue) is made
+ * into the scratch first, one elementwise pass, the measured choice then
+ * weighing that against the own kernels' fused packing.
  */
 #include "kernels/onednn.h"
 
@@ -102,6 +104,7 @@ typedef struct call {
     dnnl_memory_t pad;         /* the scratchpad */
     size_t pad_bytes;
     size_t part_off, part_bytes; /* a weight gradient's part, summed into the tile state */
+    size_t used;               /* bytes from the aligned base: the above */
     size_t scratch;            /* bytes in all, with room to align the base */
     float *zero_bias;          /* a forward call given no bias */
     struct call *next;
@@ -265,7 +268,7 @@ static int prepare_conv(call *c) {
         c->part_bytes = up64((size_t)s->Co * s->Ci * s->kh * s->kw * sizeof(float));
         off += c->part_bytes;
     }
-    c->scratch = off + ALIGN;
+    c->used = off, c->scratch = off + ALIGN;
     return ok;
 }
 
@@ -294,12 +297,15 @@ static int prepare_matmul(call *c) {
     size_t off = up64(c->pad_bytes);
     int ok = add_operand(c, DNNL_ARG_SRC, 0, &am, &am, &off) && add_operand(c, DNNL_ARG_WEIGHTS, 0, &bm, &bm, &off) &&
              add_operand(c, DNNL_ARG_DST, 1, &cm, &cm, &off);
-    c->scratch = off + ALIGN;
+    c->used = off, c->scratch = off + ALIGN;
     return ok;
 }
 
 static int kind_supported(int variant, const k_op_desc *d) {
-    if (d->prologue || !d->bf16 != !is_bf16(variant)) return 0;
+    if (!d->bf16 != !is_bf16(variant)) return 0;
+    /* batch norm's apply (and a ReLU) read into the convolution: made into the
+     * scratch first (fp32 forward and weight gradient, where the engine fuses it) */
+    if (d->prologue && (is_bf16(variant) || (d->kind != K_OP_CONV_FWD && d->kind != K_OP_CONV_BWD_WEIGHT))) return 0;
     switch (d->kind) {
     case K_OP_CONV_FWD:
     case K_OP_CONV_BWD_DATA:
@@ -335,9 +341,14 @@ static call *call_dense(int variant, const k_op_desc *d) {
 
 int k_onednn_valid(int variant, const k_op_desc *d) { return call_dense(variant, d) != NULL; }
 
+/* x through the prologue, after the call's own bytes */
+static size_t prologue_bytes(const k_op_desc *d) {
+    return d->prologue ? up64((size_t)d->s.N * d->s.Ci * d->s.H * d->s.W * sizeof(float)) : 0;
+}
+
 size_t k_onednn_scratch(int variant, const k_op_desc *d) {
     call *c = call_dense(variant, d);
-    return c ? c->scratch : 0;
+    return c ? c->scratch + prologue_bytes(d) : 0;
 }
 
 size_t k_onednn_state(int variant, const k_op_desc *d) {
@@ -352,6 +363,24 @@ const char *k_onednn_impl(int variant, const k_op_desc *d) {
 }
 
 /* ---- running it ------------------------------------------------------------------ */
+
+/* relu?(x * scale[c] + shift[c]) for every value of x, the product and the sum
+ * each rounded to fp32 (never one FMA: -std=c11 does not contract, and the sum
+ * is a statement of its own), as the own kernels' prologue makes them. */
+static const float *through_prologue(const k_conv_shape *s, const k_conv_prologue *pro, const float *x, float *out) {
+    size_t HW = (size_t)s->H * s->W;
+    for (int n = 0; n < s->N; n++)
+        for (int c = 0; c < s->Ci; c++) {
+            const float *xi = x + ((size_t)n * s->Ci + c) * HW;
+            float *o = out + ((size_t)n * s->Ci + c) * HW, sc = pro->scale[c], sh = pro->shift[c];
+            for (size_t i = 0; i < HW; i++) {
+                float t = xi[i] * sc;
+                t = t + sh;
+                o[i] = pro->relu ? (t > 0.0f ? t : 0.0f) : t;
+            }
+        }
+    return out;
+}
 
 static void fail(const call *c, const char *what) {
     fprintf(stderr, "xlatrain: internal error: oneDNN %s failed for %s (a compiled node's primitive)\n", what, c->impl);
@@ -398,6 +427,7 @@ void k_onednn_run(int variant, const k_op_desc *d, const k_op_args *a) {
 
     const void *p[ARG_MAX];
     buffers(c, d, a, p, target);
+    if (d->prologue && a->pro.scale) p[0] = through_prologue(&d->s, &a->pro, a->x, (float *)(base + c->used));
     dnnl_exec_arg_t args[ARG_MAX + 1];
     int n = 0;
     for (int i = 0; i < c->nop; i++) {
