@@ -367,7 +367,7 @@ int main(int argc, char **argv) {
     rc = host_is_idle(&cli) ? 0 : run(&cli, &err);
     /* a failure every host knows of (or success) ends each alone; any other
      * failure of this host takes the whole job down (MPI_Abort) */
-    xt_cluster_exit(rc, rc == 0 || rc == XT_EBELOW || rc == XT_EINTR || xt_hosts_failure_agreed());
+    xt_cluster_exit(rc, rc == 0 || rc == XT_EBELOW || rc == XT_EINTR || xt_hosts_failure_agreed(), err.msg);
     return rc;
 }
 

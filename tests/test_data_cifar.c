@@ -327,7 +327,7 @@ TEST(transform_crop_then_flip_on_three_channels_matches_a_plain_reference) {
         xt_transform_choice(&t0, 2, idx, &dy0, &dx0, &fl0);
         CHECK(dy == dy0 && dx == dx0 && !fl0);
         flips += fl;
-        xt_transform_apply(&t, src, dst, 2, idx);
+        xt_transform_apply(&t, src, dst, 2, idx, NULL);
         for (int c = 0; c < 3; c++)
             for (int y = 0; y < S; y++)
                 for (int x = 0; x < S; x++) {

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "data/dataset.h"
+#include "data/image_resize.h"
 #include "data/loader.h"
 #include "data/sampler.h"
 #include "data/synthetic.h"
@@ -24,7 +25,7 @@ TEST(transform_normalizes_like_torchvision) {
     uint8_t src[784];
     float dst[784];
     for (int i = 0; i < 784; i++) src[i] = (uint8_t)(i * 31);
-    xt_transform_apply(&t, src, dst, 0, 0);
+    xt_transform_apply(&t, src, dst, 0, 0, NULL);
     for (int i = 0; i < 784; i++) CHECK_NEAR(dst[i], t.lut[0][src[i]], 0);
 }
 
@@ -45,7 +46,7 @@ TEST(transform_random_crop_pads_with_zero_and_shifts) {
         CHECK(dy >= 0 && dy <= 2 * P && dx >= 0 && dx <= 2 * P);
         hits[dy][dx]++;
         if (idx < 60) {
-            xt_transform_apply(&t, src, dst, 4, idx);
+            xt_transform_apply(&t, src, dst, 4, idx, NULL);
             for (int y = 0; y < 28; y++)
                 for (int x = 0; x < 28; x++) {
                     int sy = y + dy - P, sx = x + dx - P;
@@ -65,6 +66,92 @@ TEST(transform_random_crop_pads_with_zero_and_shifts) {
         same += a == c && b == d;
     }
     CHECK(same < 30);
+}
+
+/* ---- random resized crop ----------------------------------------------------- */
+
+/* A 28x28 ramp with a bright block: any crop, shift or flip shows. */
+static void ramp(uint8_t *src, int H, int W) {
+    for (int i = 0; i < H * W; i++) src[i] = (uint8_t)((i * 7) % 251);
+    for (int y = 3; y < 9; y++)
+        for (int x = 2; x < 6; x++) src[y * W + x] = 255;
+}
+
+TEST(resized_crop_at_scale_one_ratio_one_is_the_identity) {
+    enum { S = 28 };
+    uint8_t src[S * S];
+    ramp(src, S, S);
+    xt_transform plain, t;
+    xt_transform_init(&plain, 1, S, S, (double[]){0.2}, (double[]){0.3}, 0, 0, 9);
+    xt_transform_init(&t, 1, S, S, (double[]){0.2}, (double[]){0.3}, 0, 0, 9);
+    xt_transform_set_resized_crop(&t, (double[]){1, 1}, (double[]){1, 1});
+    CHECK(xt_transform_scratch_bytes(&t) > 0);
+    CHECK_EQ(xt_transform_scratch_bytes(&plain), 0);
+    void *scratch = malloc(xt_transform_scratch_bytes(&t));
+    float want[S * S], got[S * S];
+    xt_transform_apply(&plain, src, want, 0, 0, NULL);
+    for (int64_t idx = 0; idx < 50; idx++) {
+        int y, x, h, w;
+        xt_transform_resized_box(&t, 3, idx, &y, &x, &h, &w);
+        CHECK(y == 0 && x == 0 && h == S && w == S);
+        xt_transform_apply(&t, src, got, 3, idx, scratch);
+        CHECK_MSG(memcmp(got, want, sizeof want) == 0, "sample %lld is not the image itself", (long long)idx);
+    }
+    free(scratch);
+}
+
+TEST(resized_crop_honours_scale_and_ratio_and_resamples_with_image_resize) {
+    enum { H = 40, W = 48, C = 3 };
+    const double scale[2] = {0.2, 0.5}, ratio[2] = {0.75, 4.0 / 3};
+    static uint8_t src[C * H * W];
+    for (int c = 0; c < C; c++) ramp(src + c * H * W, H, W);
+    xt_transform t;
+    double mean[3] = {0, 0, 0}, sd[3] = {1, 1, 1};
+    xt_transform_init(&t, C, H, W, mean, sd, 0, 1, 21);
+    xt_transform_set_resized_crop(&t, scale, ratio);
+    uint8_t *scratch = malloc(xt_transform_scratch_bytes(&t));
+    double amin = 1, amax = 0;
+    int flips = 0, distinct = 0, py = -1, px = -1;
+    for (int64_t idx = 0; idx < 400; idx++) {
+        int y, x, h, w, dy, dx, fl;
+        xt_transform_resized_box(&t, 2, idx, &y, &x, &h, &w);
+        CHECK(y >= 0 && x >= 0 && h >= 1 && w >= 1 && y + h <= H && x + w <= W);
+        /* the drawn area T and aspect r, up to the rounding of w = sqrt(T r) and
+         * h = sqrt(T / r) to whole pixels */
+        double share = (double)h * w / (H * W);
+        CHECK_MSG((w + 0.5) * (h + 0.5) >= scale[0] * H * W && (w - 0.5) * (h - 0.5) <= scale[1] * H * W,
+                  "sample %lld: %dx%d is %.3f of the area", (long long)idx, h, w, share);
+        CHECK_MSG((w + 0.5) / (h - 0.5) >= ratio[0] && (w - 0.5) / (h + 0.5) <= ratio[1], "sample %lld: %dx%d",
+                  (long long)idx, h, w);
+        amin = share < amin ? share : amin, amax = share > amax ? share : amax;
+        distinct += y != py || x != px, py = y, px = x;
+        /* the same key gives the same window */
+        int y2, x2, h2, w2;
+        xt_transform_resized_box(&t, 2, idx, &y2, &x2, &h2, &w2);
+        CHECK(y2 == y && x2 == x && h2 == h && w2 == w);
+        /* pixels: image_resize.c's filter over the window, then the flip */
+        xt_transform_choice(&t, 2, idx, &dy, &dx, &fl);
+        CHECK(dy == 0 && dx == 0); /* no padded crop alongside */
+        flips += fl;
+        if (idx % 40) continue;
+        static float got[C * H * W];
+        xt_transform_apply(&t, src, got, 2, idx, scratch);
+        for (int c = 0; c < C; c++) {
+            static uint8_t win[H * W], want[H * W];
+            for (int r = 0; r < h; r++) memcpy(win + r * w, src + c * H * W + (y + r) * W + x, (size_t)w);
+            CHECK_EQ(xt_image_resize(win, h, w, want, H, W, 1), 0);
+            int bad = 0;
+            for (int r = 0; r < H; r++)
+                for (int q = 0; q < W; q++)
+                    bad += got[c * H * W + r * W + q] != (float)(want[r * W + (fl ? W - 1 - q : q)] / 255.0);
+            CHECK_MSG(bad == 0, "sample %lld channel %d: %d pixels differ from xt_image_resize of the window", (long long)idx, c, bad);
+        }
+    }
+    /* the draws cover the range and vary; the flip stream is untouched (about half) */
+    CHECK(amin < scale[0] + 0.05 && amax > scale[1] - 0.05);
+    CHECK(distinct > 300);
+    CHECK(flips > 150 && flips < 250);
+    free(scratch);
 }
 
 /* ---- loader ----------------------------------------------------------------- */
@@ -151,6 +238,37 @@ TEST(loader_same_batches_whatever_num_workers) {
     xt_dataset_free(&d);
 }
 
+TEST(loader_resized_crop_same_batches_whatever_num_workers) {
+    xt_dataset d = synth(0, -1);
+    xt_sampler s;
+    xt_err e = {0};
+    CHECK_EQ(xt_sampler_init(&s, d.n, 1, 0, 1, 3, 0, &e), 0);
+    uint64_t ref[32], got[32], plain[32];
+    xt_loader_opts o = lopts(0, 2, 1, 0, 0);
+    o.random_flip = 1;
+    run_epochs(&d, &s, o, plain);
+    o.random_resized_crop = 1;
+    o.resized_scale[0] = 0.3, o.resized_scale[1] = 0.9;
+    o.resized_ratio[0] = 0.75, o.resized_ratio[1] = 4.0 / 3;
+    int nref = run_epochs(&d, &s, o, ref);
+    CHECK_EQ(nref, 20);
+    for (int i = 0; i < nref; i++) CHECK_MSG(ref[i] != plain[i], "batch %d is not cropped", i);
+    const int workers[] = {1, 2, 4};
+    for (int w = 0; w < 3; w++) {
+        xt_loader_opts ow = o;
+        ow.num_workers = workers[w], ow.prefetch_size = 3, ow.max_held = 2;
+        CHECK_EQ(run_epochs(&d, &s, ow, got), nref);
+        for (int i = 0; i < nref; i++) CHECK_MSG(got[i] == ref[i], "workers %d: batch %d differs", workers[w], i);
+    }
+    /* a bad scale is refused, not clamped */
+    xt_loader l;
+    o.resized_scale[0] = 0;
+    CHECK_EQ(xt_loader_open(&l, &d, &s, &o, &e), XT_EUSAGE);
+    CHECK_STR_CONTAINS(e.msg, "need 0 < a <= b <= 1");
+    xt_sampler_free(&s);
+    xt_dataset_free(&d);
+}
+
 TEST(loader_batches_follow_the_sampler) {
     xt_dataset d = synth(0, -1);
     xt_sampler s;
@@ -172,7 +290,7 @@ TEST(loader_batches_follow_the_sampler) {
             int64_t idx = s.indices[pos];
             CHECK_EQ(b->index[j], idx);
             CHECK_EQ(b->y[j], d.labels[idx]);
-            xt_transform_apply(&t, d.images + idx * 784, want, 7, idx);
+            xt_transform_apply(&t, d.images + idx * 784, want, 7, idx, NULL);
             CHECK(memcmp(b->x + j * 784, want, sizeof want) == 0);
         }
         xt_loader_release(&l, b);

@@ -102,11 +102,22 @@ TEST(folder_cli_trains_on_two_workers_and_reuses_the_cache) {
     char *ck = (char *)timg_read(at("runs/a/checkpoint-epoch004.safetensors"), &n);
     CHECK(ck != NULL && memmem(ck, n, "xlatrain.normalize.mean", 23) != NULL);
     free(ck);
-    /* the second run maps the cache: no decoding line */
-    rc = run("--config f.yaml --set output_dir=runs/b --set num_epochs=1 --set target_accuracy=0");
+    /* the second run maps the cache: no decoding line; it crops at random
+     * (the cache holds the images, not the crops) and says so in results.json */
+    rc = run("--config f.yaml --set output_dir=runs/b --set num_epochs=1 --set target_accuracy=0 "
+             "--set random_resized_crop.scale=[0.5,1] --set random_flip=true");
     CHECK_MSG(rc == 0, "exit %d: %s", rc, out);
     CHECK(strstr(out, "decoding") == NULL);
     CHECK_EQ(count_entries(at("runs/folder-cache")), 2);
+    res = (char *)timg_read(at("runs/b/results.json"), &n);
+    CHECK(res != NULL);
+    res = realloc(res, n + 1), res[n] = 0;
+    CHECK_STR_CONTAINS(res, "\"random_flip\":true,\"random_resized_crop\":{\"scale\":[0.5,1],\"ratio\":[0.75,1.33333");
+    free(res);
+    cfg = (char *)timg_read(at("runs/b/config.yaml"), &n);
+    cfg = realloc(cfg, n + 1), cfg[n] = 0;
+    CHECK_STR_CONTAINS(cfg, "random_resized_crop:\n  scale: [0.5, 1]\n");
+    free(cfg);
 }
 
 TEST(folder_cli_bad_files_stop_or_are_skipped_and_counted) {
@@ -154,6 +165,19 @@ TEST(folder_cli_config_errors) {
     CHECK_STR_CONTAINS(out, "resize is [9, 8] but the model's input is 8 x 8; set resize: [8, 8]");
     CHECK_EQ(run("--config a.yaml --set train_dir=x --set val_fraction=0.2 --set on_bad_image=ignore --dry-run"), 2);
     CHECK_STR_CONTAINS(out, "expected one of error, skip");
+    /* random_resized_crop's values: each a clear exit 2 naming the key */
+    static const char *const bad_crop[][2] = {
+        {"random_resized_crop.scale=[0.9,0.3]", "random_resized_crop.scale is [0.9, 0.3] but a must not exceed b; give the smaller share first"},
+        {"random_resized_crop.scale=[0,1]", "random_resized_crop.scale: '0' is out of range; it must be in (0, 1]"},
+        {"random_resized_crop.ratio=[1.5,0.5]", "random_resized_crop.ratio is [1.5, 0.5] but r0 must not exceed r1"},
+        {"random_resized_crop.scale=[0.5,1] --set random_crop_padding=2", "random_crop_padding 2 and random_resized_crop both crop each training image"},
+    };
+    for (size_t i = 0; i < sizeof bad_crop / sizeof bad_crop[0]; i++) {
+        char args[512];
+        snprintf(args, sizeof args, "--config a.yaml --set train_dir=x --set val_fraction=0.2 --set %s --dry-run", bad_crop[i][0]);
+        CHECK_EQ(run(args), 2);
+        CHECK_STR_CONTAINS(out, bad_crop[i][1]);
+    }
     CHECK_EQ(run("--config a.yaml --set train_dir=x --set val_fraction=0.2 --dry-run"), 0);
     CHECK_STR_CONTAINS(out, "resize: [0, 0]\n");
     CHECK_STR_CONTAINS(out, "max_image_pixels: 89478485\n");

@@ -56,6 +56,23 @@ TEST(install_finds_models_by_name_from_another_directory) {
     CHECK_STR_CONTAINS(g_out, "did you mean 'lenet5'?");
 }
 
+/* The installed real_t10k.yaml names its data as ../shared/...: relative to
+ * the working directory, as every data path is. Run from elsewhere, it is
+ * exit 3 naming the key, that directory, and the two ways out (#56 item 8),
+ * before any output directory is claimed. */
+TEST(install_real_t10k_config_names_the_working_directory_of_its_relative_data) {
+    const char *root = install_into_tmp();
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "cd / && %s/usr/bin/xlatrain --config %s/usr/share/xlatrain/configs/real_t10k.yaml "
+             "--set output_dir=%s/run", root, root, test_tmpdir());
+    CHECK_EQ(test_run(cmd, g_out, sizeof g_out), 3);
+    CHECK_STR_CONTAINS(g_out, "../shared/data/mnist-t10k/t10k-images-idx3-ubyte.gz: no such file (the value of "
+                              "train_images, relative to the working directory /); correct train_images where it is set "
+                              "(the config file or --set), or run from the directory that path is relative to");
+    snprintf(cmd, sizeof cmd, "test -e %s/run", test_tmpdir());
+    CHECK(test_run(cmd, NULL, 0) != 0);
+}
+
 /* man finds both installed pages by name, through MANPATH as a user with
  * that prefix would have it, and formats them. */
 TEST(install_man_finds_both_pages) {

@@ -1,7 +1,8 @@
 /* test_mpi.c — multi-host runs of the real binary under mpirun on loopback:
  * 2 ranks x 1 worker reproduce 1 host x 2 workers bit for bit (and a resume
  * across that change of layout too), 2 ranks x 2 workers learn real MNIST
- * digits, a worker killed with SIGKILL or stopped (hung) ends the whole job, SIGTERM to
+ * digits, a worker killed with SIGKILL or stopped (hung) ends the whole job (rank 0
+ * writing results.json with worker_failed and the failed rank's host first), SIGTERM to
  * mpirun checkpoints, and ranks with different datasets stop before training.
  *
  * Skipped (visibly) unless the binary under test was built with `make MPI=1`
@@ -146,11 +147,26 @@ static void hit_rank1_worker(const char *sig, const char *sets) {
     CHECK_STR_CONTAINS(g_out, "MPI rank 1 ("); /* the host that saw it says so before its MPI_Abort */
 }
 
+/* After hit_rank1_worker: rank 0, which holds the run directory, heard
+ * rank 1's failure and wrote results.json before it ended the job: status
+ * worker_failed, exit 4, a message naming rank 1, its host and `what`. */
+static void check_rank0_summary(const char *what) {
+    char host[64] = "?", want[128];
+    gethostname(host, sizeof host - 1);
+    CHECK_STR_CONTAINS(g_out, "rc=4");
+    const char *res = test_slurp("%s/j/results.json", test_tmpdir());
+    CHECK_STR_CONTAINS(res, "\"status\":\"worker_failed\",\"exit_code\":4,");
+    snprintf(want, sizeof want, "MPI rank 1 (%s): %s", host, what);
+    CHECK_STR_CONTAINS(res, want);
+    CHECK_STR_CONTAINS(res, "--resume latest");
+}
+
 TEST(mpi_killed_worker_ends_the_job_without_orphans) {
     need_mpi();
     /* rank 1's first worker is global ordinal 2 */
     hit_rank1_worker("KILL", "--set num_cores=2");
     CHECK_STR_CONTAINS(g_out, "worker xla:2 was killed by signal 9 (SIGKILL)");
+    check_rank0_summary("worker xla:2 was killed by signal 9 (SIGKILL)");
 }
 
 TEST(mpi_hung_worker_ends_the_job) {
@@ -158,8 +174,8 @@ TEST(mpi_hung_worker_ends_the_job) {
     /* SIGSTOP (often while the worker waits for the other host's answer,
      * which must not hide it): its parent names it after worker_timeout */
     hit_rank1_worker("STOP", "--set num_cores=1 --set worker_timeout=3");
-    CHECK_STR_CONTAINS(g_out, "rc=4");
     CHECK_STR_CONTAINS(g_out, "worker xla:1 hung: no progress for 3 s");
+    check_rank0_summary("worker xla:1 hung: no progress for 3 s");
 }
 
 TEST(mpi_sigterm_to_mpirun_checkpoints_on_every_host) {

@@ -373,6 +373,24 @@ static int check_model_fits_data(lctx *x) {
     return 0;
 }
 
+/* random_resized_crop: each pair in order, and not on top of the padded crop
+ * (two crops of one image is no recipe; auto padding gives way instead). */
+static int check_resized_crop(lctx *x) {
+    const xt_config *c = x->c;
+    int ks = xt_key_find("random_resized_crop.scale"), kr = xt_key_find("random_resized_crop.ratio");
+    if (c->rrc_scale[0] > c->rrc_scale[1])
+        return fail_key(x, ks, "random_resized_crop.scale is [%g, %g] but a must not exceed b; give the smaller share "
+                        "first, e.g. scale: [0.08, 1]", c->rrc_scale[0], c->rrc_scale[1]);
+    if (c->rrc_ratio[0] > c->rrc_ratio[1])
+        return fail_key(x, kr, "random_resized_crop.ratio is [%g, %g] but r0 must not exceed r1; give the smaller "
+                        "ratio first, e.g. ratio: [0.75, 1.3333]", c->rrc_ratio[0], c->rrc_ratio[1]);
+    if (c->rrc_scale[0] < 1 && c->random_crop_padding > 0)
+        return fail_key(x, xt_key_find("random_crop_padding"), "random_crop_padding %d and random_resized_crop both crop "
+                        "each training image; set random_crop_padding: 0 or random_resized_crop.scale: [1, 1]",
+                        c->random_crop_padding);
+    return 0;
+}
+
 static int validate(lctx *x) {
     xt_config *c = x->c;
     int rc;
@@ -408,6 +426,7 @@ static int validate(lctx *x) {
         c->warmup_epochs = 0;
         c->target_accuracy = 0; /* one step learns nothing: the verdict is whether every output worked */
     }
+    if ((rc = check_resized_crop(x))) return rc;
     if ((rc = check_model_fits_data(x))) return rc;
     int ko = xt_key_find("output_dir"), kg = xt_key_find("save_graphs");
     c->output_dir_set = x->org[ko].how != 0;

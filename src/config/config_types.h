@@ -60,6 +60,8 @@ typedef struct xt_config {
     double norm_mean, norm_std;/* <0 = the dataset's own (MNIST 0.1307/0.3081) */
     int random_crop_padding;   /* 0 = off; -1 auto (4 for CIFAR-10, 0 for MNIST-shaped sets) */
     int random_flip;           /* -1 auto (on for CIFAR-10, off for MNIST-shaped sets), 0 off, 1 on */
+    double rrc_scale[2];       /* random_resized_crop.scale: [1, 1] = off */
+    double rrc_ratio[2];       /* random_resized_crop.ratio: [3/4, 4/3] */
     int shuffle;               /* true */
     int drop_last;             /* true for training */
     int loader_prefetch_size;  /* 8 */

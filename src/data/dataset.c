@@ -70,6 +70,17 @@ void xt_data_augment_defaults(xt_data_kind kind, int *crop_padding, int *flip) {
 
 static int set(const char *s) { return s && *s; }
 
+/* A file named by key that is not there. A relative path is taken from the
+ * working directory, not from the config's folder (an installed
+ * share/xlatrain/configs/real_t10k.yaml's ../shared, say): name it. */
+static int missing_file(const char *path, const char *key, xt_err *e) {
+    char cwd[480] = "";
+    int rel = path[0] != '/' && getcwd(cwd, sizeof cwd);
+    return xt_fail(e, XT_EDATA, "%s: no such file (the value of %s%s%s); correct %s where it is set (the config file or --set)%s",
+                   path, key, rel ? ", relative to the working directory " : "", rel ? cwd : "", key,
+                   rel ? ", or run from the directory that path is relative to" : "");
+}
+
 /* Resolve one of the four files: the explicit path, else NAME or NAME.gz in
  * datadir. A missing standard file gets the message that tells a new user
  * every way forward. */
@@ -77,7 +88,7 @@ static int locate(const xt_data_opts *o, const char *explicit_path, const char *
                   size_t cap, xt_err *e) {
     if (set(explicit_path)) {
         if (access(explicit_path, F_OK) != 0)
-            return xt_fail(e, XT_EDATA, "%s: no such file (the value of %s); correct %s where it is set (the config file or --set)", explicit_path, key, key);
+            return missing_file(explicit_path, key, e);
         snprintf(out, cap, "%s", explicit_path);
         return 0;
     }
@@ -155,7 +166,7 @@ static int cifar_source(const xt_data_opts *o, int split, char *out, size_t cap,
     const char *key = split == XT_SPLIT_TRAIN ? "train_images" : "test_images";
     if (set(explicit_path)) {
         if (access(explicit_path, F_OK) != 0)
-            return xt_fail(e, XT_EDATA, "%s: no such file (the value of %s); correct %s where it is set (the config file or --set)", explicit_path, key, key);
+            return missing_file(explicit_path, key, e);
         snprintf(out, cap, "%s", explicit_path);
         return 0;
     }

@@ -4,7 +4,10 @@
  * Why precomputed weights per axis: each destination index takes a short,
  * fixed list of (source index, weight) pairs, computed once per call; the
  * pixel loops then only multiply and add. The vertical pass runs first into
- * a float buffer of (dh, sw, c), then the horizontal one into dst.
+ * a float buffer of (dh, sw, c), then the horizontal one into dst. The taps
+ * and that buffer live in caller-given scratch, so the loader's
+ * random_resized_crop (transform.c) resamples with these same filters
+ * without allocating per sample.
  */
 #include "data/image_resize.h"
 
@@ -18,16 +21,23 @@ typedef struct taps {
     float *wt;
 } taps;
 
-static void taps_free(taps *t) {
-    free(t->start), free(t->idx), free(t->wt);
+/* Taps one destination index may take when n_src shrinks (or grows) to
+ * n_dst; it grows with n_src, so the largest source bounds every smaller one. */
+static size_t taps_per(int n_src, int n_dst) {
+    return n_dst < n_src ? (size_t)((n_src + n_dst - 1) / n_dst + 2) : 2;
 }
 
-static int taps_make(taps *t, int n_src, int n_dst) {
-    int per = n_dst < n_src ? (n_src + n_dst - 1) / n_dst + 2 : 2;
-    t->start = malloc(sizeof(int) * (size_t)(n_dst + 1));
-    t->idx = malloc(sizeof(int) * (size_t)n_dst * (size_t)per);
-    t->wt = malloc(sizeof(float) * (size_t)n_dst * (size_t)per);
-    if (!t->start || !t->idx || !t->wt) return taps_free(t), -1;
+/* 4-byte words the taps of an axis of at most max_src into n_dst take. */
+static size_t taps_words(int max_src, int n_dst) {
+    return (size_t)n_dst + 1 + 2 * (size_t)n_dst * taps_per(max_src, n_dst);
+}
+
+/* Lay the taps out in `words` (taps_words of it) and fill them. */
+static void taps_make(taps *t, int32_t *words, int max_src, int n_src, int n_dst) {
+    size_t per = taps_per(max_src, n_dst);
+    t->start = (int *)words;
+    t->idx = t->start + n_dst + 1;
+    t->wt = (float *)(t->idx + (size_t)n_dst * per);
     int k = 0;
     double scale = (double)n_src / n_dst;
     for (int i = 0; i < n_dst; i++) {
@@ -50,22 +60,26 @@ static int taps_make(taps *t, int n_src, int n_dst) {
         }
     }
     t->start[n_dst] = k;
-    return 0;
 }
 
-int xt_image_resize(const uint8_t *src, int sh, int sw, uint8_t *dst, int dh, int dw, int channels) {
-    taps ty = {0}, tx = {0};
-    float *mid = malloc(sizeof(float) * (size_t)dh * (size_t)sw * (size_t)channels);
-    if (!mid || taps_make(&ty, sh, dh) || taps_make(&tx, sw, dw)) {
-        free(mid), taps_free(&ty), taps_free(&tx);
-        return -1;
-    }
+size_t xt_image_resize_scratch(int max_sh, int max_sw, int dh, int dw, int channels) {
+    size_t mid = (size_t)dh * (size_t)max_sw * (size_t)channels;
+    return sizeof(float) * (mid + taps_words(max_sh, dh) + taps_words(max_sw, dw));
+}
+
+void xt_image_resize_window(const uint8_t *src, size_t src_stride, int sh, int sw, int max_sh, int max_sw,
+                            uint8_t *dst, int dh, int dw, int channels, void *scratch) {
+    taps ty, tx;
     const size_t srow = (size_t)sw * (size_t)channels;
+    float *mid = scratch;
+    int32_t *words = (int32_t *)(mid + (size_t)dh * (size_t)max_sw * (size_t)channels);
+    taps_make(&ty, words, max_sh, sh, dh);
+    taps_make(&tx, words + taps_words(max_sh, dh), max_sw, sw, dw);
     for (int y = 0; y < dh; y++) {
         float *m = mid + (size_t)y * srow;
         for (size_t j = 0; j < srow; j++) m[j] = 0;
         for (int k = ty.start[y]; k < ty.start[y + 1]; k++) {
-            const uint8_t *s = src + (size_t)ty.idx[k] * srow;
+            const uint8_t *s = src + (size_t)ty.idx[k] * src_stride;
             float w = ty.wt[k];
             for (size_t j = 0; j < srow; j++) m[j] += w * s[j];
         }
@@ -81,6 +95,12 @@ int xt_image_resize(const uint8_t *src, int sh, int sw, uint8_t *dst, int dh, in
                 d[(size_t)x * (size_t)channels + (size_t)c] = (uint8_t)lrintf(v);
             }
     }
-    free(mid), taps_free(&ty), taps_free(&tx);
+}
+
+int xt_image_resize(const uint8_t *src, int sh, int sw, uint8_t *dst, int dh, int dw, int channels) {
+    void *scratch = malloc(xt_image_resize_scratch(sh, sw, dh, dw, channels));
+    if (!scratch) return -1;
+    xt_image_resize_window(src, (size_t)sw * (size_t)channels, sh, sw, sh, sw, dst, dh, dw, channels, scratch);
+    free(scratch);
     return 0;
 }

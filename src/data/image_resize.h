@@ -13,10 +13,20 @@
 #ifndef XT_DATA_IMAGE_RESIZE_H
 #define XT_DATA_IMAGE_RESIZE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* src (sh, sw, channels) into dst (dh, dw, channels). 0, or -1 when out of
  * memory (the only failure: it needs two rows of floats per call). */
 int xt_image_resize(const uint8_t *src, int sh, int sw, uint8_t *dst, int dh, int dw, int channels);
+
+/* The same filters without allocating, for callers that resample many
+ * windows (random_resized_crop): src is a window of (sh, sw, channels)
+ * whose rows lie src_stride bytes apart, sh <= max_sh and sw <= max_sw;
+ * scratch holds xt_image_resize_scratch(max_sh, max_sw, dh, dw, channels)
+ * bytes, suitably aligned for float (malloc's is). */
+size_t xt_image_resize_scratch(int max_sh, int max_sw, int dh, int dw, int channels);
+void xt_image_resize_window(const uint8_t *src, size_t src_stride, int sh, int sw, int max_sh, int max_sw,
+                            uint8_t *dst, int dh, int dw, int channels, void *scratch);
 
 #endif

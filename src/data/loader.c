@@ -11,6 +11,7 @@
 #include "data/loader.h"
 #include "data/batch_pixels.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,7 +37,7 @@ static void fill(xt_loader *l, int b, int64_t k) {
     xt_batch *bt = &l->bufs[b];
     for (int64_t j = 0; j < count; j++) {
         int64_t idx = l->order[first + j];
-        xt_transform_apply(&l->tf, ds->images + (size_t)idx * px, bt->x + (size_t)j * px, l->epoch, idx);
+        xt_transform_apply(&l->tf, ds->images + (size_t)idx * px, bt->x + (size_t)j * px, l->epoch, idx, bt->scratch);
         bt->y[j] = ds->labels[idx];
         bt->index[j] = idx;
     }
@@ -80,6 +81,12 @@ int xt_loader_open(xt_loader *l, const xt_dataset *ds, const xt_sampler *sampler
                        "loader: batch_size %d, num_workers %d, prefetch %d, max_held %d, crop padding %d; need "
                        "batch_size, prefetch and max_held >= 1, 0 <= num_workers <= 256, padding >= 0",
                        o->batch_size, o->num_workers, o->prefetch_size, o->max_held, o->random_crop_padding);
+    if (o->random_resized_crop &&
+        !(o->resized_scale[0] > 0 && o->resized_scale[0] <= o->resized_scale[1] && o->resized_scale[1] <= 1 &&
+          o->resized_ratio[0] > 0 && o->resized_ratio[0] <= o->resized_ratio[1] && isfinite(o->resized_ratio[1])))
+        return xt_fail(e, XT_EUSAGE, "loader: random resized crop scale [%g, %g], ratio [%g, %g]; need 0 < a <= b <= 1 "
+                       "and 0 < r0 <= r1", o->resized_scale[0], o->resized_scale[1], o->resized_ratio[0],
+                       o->resized_ratio[1]);
     if (sampler->n != ds->n)
         return xt_fail(e, XT_EUSAGE, "loader: the sampler covers %lld samples but the dataset has %lld",
                        (long long)sampler->n, (long long)ds->n);
@@ -91,6 +98,10 @@ int xt_loader_open(xt_loader *l, const xt_dataset *ds, const xt_sampler *sampler
                        XT_TRANSFORM_MAX_CHANNELS);
     xt_transform_init(&l->tf, ds->channels, ds->rows, ds->cols, ds->mean, ds->std, o->random_crop_padding,
                       o->random_flip, o->seed);
+    if (o->random_resized_crop) xt_transform_set_resized_crop(&l->tf, o->resized_scale, o->resized_ratio);
+    /* one scratch per buffer: a buffer is filled by one thread at a time, so
+     * no thread index is needed and nothing is allocated per sample */
+    const size_t scratch = xt_transform_scratch_bytes(&l->tf);
     l->nbuf = o->prefetch_size + o->max_held;
     const size_t px = xt_dataset_image_bytes(ds), B = (size_t)o->batch_size;
     l->bufs = calloc((size_t)l->nbuf, sizeof *l->bufs);
@@ -105,7 +116,8 @@ int xt_loader_open(xt_loader *l, const xt_dataset *ds, const xt_sampler *sampler
         l->bufs[i].x = xt_batch_pixels_alloc(B * px); /* on a 64-byte line: batch_pixels.h */
         l->bufs[i].y = malloc(B * sizeof(int32_t));
         l->bufs[i].index = malloc(B * sizeof(int64_t));
-        ok = l->bufs[i].x && l->bufs[i].y && l->bufs[i].index;
+        l->bufs[i].scratch = scratch ? malloc(scratch) : NULL;
+        ok = l->bufs[i].x && l->bufs[i].y && l->bufs[i].index && (!scratch || l->bufs[i].scratch);
         l->free_stack[l->nfree++] = l->nbuf - 1 - i; /* pop order 0, 1, 2, ... */
         l->ring[i] = -1;
     }
@@ -212,6 +224,7 @@ void xt_loader_close(xt_loader *l) {
         free(l->bufs[i].x);
         free(l->bufs[i].y);
         free(l->bufs[i].index);
+        free(l->bufs[i].scratch);
     }
     free(l->bufs);
     free(l->state);

@@ -38,6 +38,7 @@ typedef struct xt_batch {
     int64_t number;      /* position in the epoch, from 0 */
     int64_t epoch;
     float *x;            /* (n, channels, rows, cols) normalized pixels */
+    void *scratch;       /* the transform's, for whichever thread fills this buffer (NULL when it needs none) */
     int32_t *y;          /* (n) labels */
     int64_t *index;      /* (n) dataset indices (add dataset->first for the file index) */
 } xt_batch;
@@ -50,6 +51,9 @@ typedef struct xt_loader_opts {
     int drop_last;            /* drop the final partial batch */
     int random_crop_padding;  /* P > 0: pad by P and crop back at random; 0 = off */
     int random_flip;          /* 1: flip horizontally with probability 1/2; 0 = off */
+    int random_resized_crop;  /* 1: RandomResizedCrop(scale, ratio) instead of the padded crop; 0 = off */
+    double resized_scale[2];  /* its area share [a, b], 0 < a <= b <= 1 */
+    double resized_ratio[2];  /* its aspect (w/h) range [r0, r1], 0 < r0 <= r1 */
     uint64_t seed;            /* augmentation stream; crops and flips depend on (seed, epoch, index) */
 } xt_loader_opts;
 

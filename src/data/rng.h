@@ -19,6 +19,8 @@ enum {
     XT_RNG_CROP,             /* augmentation: (seed, domain, epoch, index): crop offsets, then the flip */
     XT_RNG_SYNTH_CIFAR,      /* synthetic CIFAR colouring: (seed, domain, split, index) */
     XT_RNG_SPLIT,            /* folder dataset's validation split: (seed, domain, files) */
+    XT_RNG_RESIZED_CROP,     /* random_resized_crop: (seed, domain, epoch, index); its own stream, so the
+                                flip and crop offsets of XT_RNG_CROP do not move when it is turned on */
 };
 
 typedef struct xt_rng {

@@ -61,7 +61,20 @@ void xt_cluster_watch(const _Atomic uint32_t *stop, double grace_s);
  * they agreed on, a failure they all know about): wait for the others
  * (MPI_Finalize), so none is killed while it writes. Otherwise this rank
  * failed alone: MPI_Abort ends every rank's processes with exit code code.
+ * A rank other than 0 first sends `why` (its one-line message) to rank 0,
+ * which holds the run's directory, and waits up to XT_CLUSTER_FAIL_WAIT_S
+ * for rank 0 to write its summary and take the job down itself (see
+ * xt_cluster_failure_note); only then does it abort the job alone.
  * A no-op for a cluster of one. */
-void xt_cluster_exit(int code, int agreed);
+void xt_cluster_exit(int code, int agreed, const char *why);
+
+#define XT_CLUSTER_FAIL_WAIT_S 10.0
+
+/* Rank 0: XT_ERUNTIME with another rank's failure message (as its
+ * xt_cluster_exit sent it) once one has arrived, else 0. Polled by the
+ * uplink between exchanges and by every wait for a collective, so a rank
+ * that failed alone is heard even while rank 0 waits for its part of an
+ * exchange. Other ranks and a cluster of one: always 0. */
+int xt_cluster_failure_note(xt_err *e);
 
 #endif

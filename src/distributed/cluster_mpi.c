@@ -87,7 +87,27 @@ static int64_t now_ns(void) {
     return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-/* Complete req without spinning a core: yield first, then sleep up to 200 us. */
+/* The tag of a failure note (xt_cluster_exit -> rank 0): apart from the
+ * collectives, which use none. */
+enum { TAG_FAILURE = 0x5e1 };
+
+int xt_cluster_failure_note(xt_err *e) {
+    if (!g_joined || g_size == 1 || g_rank != 0) return 0;
+    int flag = 0, len = 0;
+    MPI_Status st;
+    if (MPI_Iprobe(MPI_ANY_SOURCE, TAG_FAILURE, MPI_COMM_WORLD, &flag, &st) != MPI_SUCCESS || !flag) return 0;
+    char note[sizeof e->msg];
+    MPI_Get_count(&st, MPI_CHAR, &len);
+    if (len < 1 || len > (int)sizeof note) len = (int)sizeof note;
+    if (MPI_Recv(note, len, MPI_CHAR, st.MPI_SOURCE, TAG_FAILURE, MPI_COMM_WORLD, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+        snprintf(note, sizeof note, "MPI rank %d failed (its message was lost)", st.MPI_SOURCE);
+    note[sizeof note - 1] = 0;
+    return xt_fail(e, XT_ERUNTIME, "%s", note);
+}
+
+/* Complete req without spinning a core: yield first, then sleep up to 200 us.
+ * Rank 0 also listens for another rank's failure note meanwhile: that rank
+ * will never join this collective. */
 static int finish(MPI_Request *req, const char *what, xt_err *e) {
     int64_t stop_seen = 0;
     for (long i = 0;; i++) {
@@ -95,6 +115,7 @@ static int finish(MPI_Request *req, const char *what, xt_err *e) {
         int rc = MPI_Test(req, &done, MPI_STATUS_IGNORE);
         if (rc != MPI_SUCCESS) return mpi_error(rc, what, e);
         if (done) return 0;
+        if ((i & 15) == 15 && xt_cluster_failure_note(e)) return e->code;
         if (g_watch && atomic_load(g_watch) && (i & 63) == 0) {
             int64_t now = now_ns();
             if (!stop_seen) stop_seen = now;
@@ -206,10 +227,29 @@ int xt_cluster_sum_doubles(double *vals, int k, xt_err *e) {
     return rc;
 }
 
-void xt_cluster_exit(int code, int agreed) {
+/* A rank that failed alone: tell rank 0 why, and give it time to write the
+ * run's summary and end the job (its MPI_Abort ends this process too). */
+static void tell_rank0(const char *why) {
+    char note[1024];
+    snprintf(note, sizeof note, "%s", why && *why ? why : "failed (no message)");
+    MPI_Request req;
+    if (MPI_Isend(note, (int)strlen(note) + 1, MPI_CHAR, 0, TAG_FAILURE, MPI_COMM_WORLD, &req) != MPI_SUCCESS) return;
+    int64_t deadline = now_ns() + (int64_t)(XT_CLUSTER_FAIL_WAIT_S * 1e9);
+    while (now_ns() < deadline) {
+        int done = 0;
+        MPI_Test(&req, &done, MPI_STATUS_IGNORE); /* progress the send; rank 0 ends us */
+        struct timespec ts = {0, 2000000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+void xt_cluster_exit(int code, int agreed, const char *why) {
     if (!g_joined) return;
     fflush(NULL);
-    if (!agreed && g_size > 1) MPI_Abort(MPI_COMM_WORLD, code ? code : XT_ERUNTIME);
+    if (!agreed && g_size > 1) {
+        if (g_rank != 0) tell_rank0(why);
+        MPI_Abort(MPI_COMM_WORLD, code ? code : XT_ERUNTIME);
+    }
     /* mpirun tears the job down as soon as one rank exits non-zero (130 after
      * a stop, 6 below target): wait until every rank is done writing first */
     MPI_Request req;

@@ -47,7 +47,13 @@ void xt_cluster_watch(const _Atomic uint32_t *stop, double grace_s) {
     (void)grace_s;
 }
 
-void xt_cluster_exit(int code, int agreed) {
+void xt_cluster_exit(int code, int agreed, const char *why) {
     (void)code;
     (void)agreed;
+    (void)why;
+}
+
+int xt_cluster_failure_note(xt_err *e) {
+    (void)e;
+    return 0;
 }

@@ -91,6 +91,9 @@ static int agree(xt_dist *d, uint32_t *stop, xt_err *e) {
 }
 
 int xt_uplink_serve(xt_dist *d, int64_t wait_ns, xt_err *e) {
+    /* another host failed alone and said so (rank 0 only): this host stops
+     * too, and its summary carries that host's message */
+    if (xt_cluster_failure_note(e)) return e->code;
     uint32_t done = atomic_load(&d->up_done);
     if (xt_wait_eq(&d->up_req, done + 1, &d->abort, 0, wait_ns) != XT_WAIT_OK) return 0;
     uint32_t stop = 0;

@@ -103,6 +103,14 @@ static void hyperparameters(const xt_run *r, xt_jsonw *w) {
     xt_run_augmentation(c, &crop, &flip);
     xt_jw_key(w, "random_crop_padding"); xt_jw_int(w, crop);
     xt_jw_key(w, "random_flip"); xt_jw_bool(w, flip);
+    xt_jw_key(w, "random_resized_crop"); /* null when off, else its scale and ratio */
+    if (!xt_run_resized_crop(c)) xt_jw_null(w);
+    else {
+        xt_jw_obj(w);
+        xt_jw_key(w, "scale"); xt_jw_arr(w); xt_jw_num(w, c->rrc_scale[0]); xt_jw_num(w, c->rrc_scale[1]); xt_jw_end(w);
+        xt_jw_key(w, "ratio"); xt_jw_arr(w); xt_jw_num(w, c->rrc_ratio[0]); xt_jw_num(w, c->rrc_ratio[1]); xt_jw_end(w);
+        xt_jw_end(w);
+    }
     xt_jw_key(w, "shuffle"); xt_jw_bool(w, c->shuffle);
     xt_jw_key(w, "drop_last"); xt_jw_bool(w, c->drop_last);
     str_or_null(w, "datadir", c->datadir);

@@ -144,6 +144,9 @@ static int open_train_loader(worker *w, xt_err *e) {
     o.batch_size = c->batch_size;
     o.drop_last = c->drop_last;
     xt_run_augmentation(c, &o.random_crop_padding, &o.random_flip);
+    o.random_resized_crop = xt_run_resized_crop(c);
+    memcpy(o.resized_scale, c->rrc_scale, sizeof o.resized_scale);
+    memcpy(o.resized_ratio, c->rrc_ratio, sizeof o.resized_ratio);
     if (xt_loader_open(&w->loader, &r->train, &w->sampler, &o, e)) return e->code;
     w->have_loader = 1;
     return 0;

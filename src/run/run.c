@@ -40,8 +40,11 @@ xt_data_kind xt_run_data_kind(xt_dataset_kind k) {
 void xt_run_augmentation(const xt_config *c, int *crop_padding, int *flip) {
     xt_data_augment_defaults(xt_run_data_kind(c->dataset), crop_padding, flip);
     if (c->random_crop_padding >= 0) *crop_padding = c->random_crop_padding;
+    else if (xt_run_resized_crop(c)) *crop_padding = 0; /* auto padding gives way to the resized crop */
     if (c->random_flip >= 0) *flip = c->random_flip;
 }
+
+int xt_run_resized_crop(const xt_config *c) { return c->rrc_scale[0] < 1; }
 
 void xt_run_normalization(const xt_config *c, double *mean, double *std) {
     xt_data_norm_defaults(xt_run_data_kind(c->dataset), mean, std);

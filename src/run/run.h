@@ -111,6 +111,8 @@ xt_data_kind xt_run_data_kind(xt_dataset_kind k);
 /* The training augmentation the config asks for, `auto` resolved by dataset
  * (crop padding 4 and flips for CIFAR-10, none for the MNIST family). */
 void xt_run_augmentation(const xt_config *c, int *crop_padding, int *flip);
+/* 1 when random_resized_crop is on (scale below [1, 1]). */
+int xt_run_resized_crop(const xt_config *c);
 /* The per-channel normalization (XT_DATA_MAX_CHANNELS each) the config
  * asks for, `auto` resolved by dataset: what the loader, --predict and an
  * exported model's documentation use. */

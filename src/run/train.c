@@ -158,7 +158,9 @@ static int run_replicas(xt_run *r, xt_err *e) {
      * from here would hide its figures */
     if (xt_dist_summary_written(r->dist)) r->summary_written = 1;
     xt_dist_destroy(r->dist);
-    if (rc && r->hosts > 1 && rc != XT_EINTR && rc != XT_EBELOW) { /* say which host; its MPI_Abort ends the others */
+    /* say which host; rank 0 writes the summary, then its MPI_Abort ends the
+     * others (a message from another host already names that one) */
+    if (rc && r->hosts > 1 && rc != XT_EINTR && rc != XT_EBELOW && !strstr(e->msg, "MPI rank ")) {
         char msg[sizeof e->msg], host[64] = "?";
         memcpy(msg, e->msg, sizeof msg);
         gethostname(host, sizeof host - 1);

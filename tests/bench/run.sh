@@ -59,8 +59,8 @@ fi
 PEAK=$(grep -i '^sgemm 1024' "$tmp/kernels" 2>/dev/null | awk '{for (i = 2; i <= NF; i++) if ($i == "GFLOP/s") print $(i-1)}')
 [ -n "$PEAK" ] || PEAK=nan
 echo
-echo "== loader (batch 128)"
-[ -x $B/loader_bench ] && $B/loader_bench 2>&1 | tail -n 8
+echo "== loader (batch 128), and the folder dataset's first pass and cache beside IDX (#58)"
+[ -x $B/loader_bench ] && $B/loader_bench 2>&1 | grep -v '^synthetic:' 
 echo
 echo "== all-reduce"
 [ -x $B/allreduce_bench ] && $B/allreduce_bench 2>&1 | tail -n 8
