@@ -293,6 +293,28 @@ TEST(kernels_onednn_rows_say_what_runs_and_refuse_what_they_cannot_fuse) {
     CHECK(!strcmp(isa, "AVX-512") || !strcmp(isa, "AVX2") || !strcmp(isa, "SSE4.1") || !strcmp(isa, "x86-64"));
 }
 
+/* A caller whose scratch is smaller than a call needs (a tile's primitive
+ * wanting more than the whole batch's was planned for) is not overrun: the
+ * call uses a buffer of its own and gives the same bits. */
+TEST(kernels_onednn_a_short_scratch_is_never_overrun) {
+    if (!have_onednn()) test_skip("oneDNN cannot make a CPU engine here");
+    k_conv_shape s = shapes[0];
+    k_conv_shape_infer(&s);
+    k_op_desc d = {.kind = K_OP_CONV_FWD, .s = s};
+    int impl = K_IMPL_ONEDNN_F32_ANY;
+    if (!k_impls[impl].valid(&d)) impl = K_IMPL_ONEDNN_F32;
+    operands o = make_operands(&s, 0);
+    size_t need = k_impls[impl].scratch(impl, &d);
+    float *y1 = nans(o.ny), *y2 = nans(o.ny);
+    void *big = malloc(need), *small = malloc(64);
+    k_impls[impl].run(impl, &d, &(k_op_args){.out = y1, .x = o.x, .w = o.w, .bias = o.b, .scratch = big, .scratch_cap = need});
+    k_impls[impl].run(impl, &d, &(k_op_args){.out = y2, .x = o.x, .w = o.w, .bias = o.b, .scratch = small, .scratch_cap = 64});
+    CHECK(need > 64);
+    CHECK(!memcmp(y1, y2, o.ny * sizeof(float))); /* ASan: the 64 bytes were not written past */
+    free(y1), free(y2), free(big), free(small);
+    free_operands(&o);
+}
+
 /* A batch-norm prologue (fp32) is made into the scratch, then the call: the
  * forward and the weight gradient, whole and in parts, with and without its ReLU */
 TEST(kernels_onednn_batch_norm_prologue_forward_and_weight_gradient) {

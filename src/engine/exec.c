@@ -46,7 +46,7 @@ static int run_kernel(xt_plan *p, const xt_exec_ctx *c, const xt_kernel *kr, voi
     for (int i = 0; i < n->nin; i++) ptrs[i] = tile_ptr(p, c, kr, i, p->operands[n->in_off + i], row0);
     char *states = (char *)scratch + ((p->scratch_bytes + 63) & ~(size_t)63);
     xt_kcall call = {.p = p, .n = n, .in = ptrs, .out = tile_ptr(p, c, kr, n->nin, kr->node, row0), .scratch = scratch,
-                     .ctx = c, .e = e, .row0 = row0, .rows = rows,
+                     .scratch_bytes = p->scratch_bytes, .ctx = c, .e = e, .row0 = row0, .rows = rows,
                      .batch = kr->run >= 0 ? p->runs[kr->run].batch : 0,
                      .state = kr->state_off >= 0 ? states + kr->state_off : NULL,
                      .share = kr->share_off >= 0 ? states + kr->share_off : NULL};

@@ -85,17 +85,19 @@ KERNEL(SUM_TO) {
 /* Operands are bf16 when the precision pass rounded them (pass_precision.c).
  * Every matrix product and convolution pass runs the implementation chosen
  * for its node when the plan compiled (pass_choose.c, kernels/impl.h). */
-static void run_chosen(const xt_plan *p, const xt_node *n, const k_op_desc *d, const k_op_args *a) {
-    int impl = p->choice[n - p->nodes].impl;
+static void run_chosen(const xt_kcall *kc, const k_op_desc *d, const k_op_args *a) {
+    int impl = kc->p->choice[kc->n - kc->p->nodes].impl;
     XT_CHECK(impl > 0 && impl < K_IMPL_COUNT);
-    k_impls[impl].run(impl, d, a);
+    k_op_args told = *a;
+    told.scratch_cap = kc->scratch_bytes;
+    k_impls[impl].run(impl, d, &told);
 }
 
 KERNEL(MATMUL) {
     const xt_node *A = IN(0), *B = IN(1);
     k_op_desc d;
     xt_node_op_desc(p, n, &d);
-    run_chosen(p, n, &d, &(k_op_args){.out = out, .x = in[0], .w = in[1], .lda = A->shape[1], .ldb = B->shape[1], .scratch = scratch});
+    run_chosen(kc, &d, &(k_op_args){.out = out, .x = in[0], .w = in[1], .lda = A->shape[1], .ldb = B->shape[1], .scratch = scratch});
 }
 
 /* tiled (a run's rows of a per-sample value): those rows only */
@@ -183,7 +185,7 @@ static k_op_desc desc_of(const xt_plan *p, const xt_node *n, const xt_kcall *kc)
 
 KERNEL(CONV2D) {
     k_op_desc d = desc_of(p, n, kc);
-    run_chosen(p, n, &d, &(k_op_args){.out = out, .x = in[0], .w = in[1], .bias = conv_bias(n, in), .scratch = scratch,
+    run_chosen(kc, &d, &(k_op_args){.out = out, .x = in[0], .w = in[1], .bias = conv_bias(n, in), .scratch = scratch,
                                       .pk = packed_in(kc), .pro = prologue_of(n, in)});
 }
 /* CONV2D then a 2x2/2 max pool, pooled in the conv's epilogue (pass_conv_epilogue.c);
@@ -199,13 +201,13 @@ KERNEL(CONV2D_POOL2) {
     float *y = out; /* out is void *: index it as floats */
     uint8_t *argmax = tile_argmax(kc, n, y, IN(0)->shape[0]);
     k_op_desc d = desc_of(p, n, kc);
-    run_chosen(p, n, &d, &(k_op_args){.out = y, .argmax = argmax, .x = in[0], .w = in[1], .bias = conv_bias(n, in),
+    run_chosen(kc, &d, &(k_op_args){.out = y, .argmax = argmax, .x = in[0], .w = in[1], .bias = conv_bias(n, in),
                                       .scratch = scratch, .pk = packed_in(kc), .pro = prologue_of(n, in)});
 }
 /* iattr[4]: the ReLU's backward in the epilogue, its mask the last operand (fp32 only) */
 KERNEL(CONV2D_BWD_DATA) {
     k_op_desc d = desc_of(p, n, kc);
-    run_chosen(p, n, &d, &(k_op_args){.out = out, .dy = in[0], .w = in[1], .relu_mask = n->iattr[4] ? in[2] : NULL,
+    run_chosen(kc, &d, &(k_op_args){.out = out, .dy = in[0], .w = in[1], .relu_mask = n->iattr[4] ? in[2] : NULL,
                                       .scratch = scratch, .pk = packed_in(kc)});
 }
 /* Tiled, the sum over the batch runs on across tiles in kc->state (untiled:
@@ -213,7 +215,7 @@ KERNEL(CONV2D_BWD_DATA) {
 KERNEL(CONV2D_BWD_WEIGHT) {
     k_op_desc d = desc_of(p, n, kc);
     int first = kc->row0 == 0, last = !kc->rows || kc->row0 + kc->rows == kc->batch;
-    run_chosen(p, n, &d, &(k_op_args){.out = out, .x = in[0], .dy = in[1], .scratch = scratch, .acc = kc->state,
+    run_chosen(kc, &d, &(k_op_args){.out = out, .x = in[0], .dy = in[1], .scratch = scratch, .acc = kc->state,
                                       .first = first, .last = last, .pro = prologue_of(n, in)});
 }
 
@@ -223,13 +225,13 @@ KERNEL(CONV2D_BWD_WEIGHT) {
  * scattered). */
 KERNEL(CONV2D_BWD_DATA_UNPOOL2) {
     k_op_desc d = desc_of(p, n, kc);
-    run_chosen(p, n, &d, &(k_op_args){.out = out, .up = {in[0], in[1], kc->share}, .w = in[2],
+    run_chosen(kc, &d, &(k_op_args){.out = out, .up = {in[0], in[1], kc->share}, .w = in[2],
                                       .relu_mask = n->iattr[4] ? in[3] : NULL, .scratch = scratch, .pk = packed_in(kc)});
 }
 KERNEL(CONV2D_BWD_WEIGHT_UNPOOL2) {
     k_op_desc d = desc_of(p, n, kc);
     int first = kc->row0 == 0, last = !kc->rows || kc->row0 + kc->rows == kc->batch;
-    run_chosen(p, n, &d, &(k_op_args){.out = out, .x = in[0], .up = {in[1], in[2], kc->share}, .scratch = scratch,
+    run_chosen(kc, &d, &(k_op_args){.out = out, .x = in[0], .up = {in[1], in[2], kc->share}, .scratch = scratch,
                                       .acc = kc->state, .first = first, .last = last, .pro = prologue_of(n, in)});
 }
 

@@ -88,7 +88,7 @@ static int time_node(xt_plan *p, int k, xt_choice_rec *c) {
         !(state = zalloc64(st + 64)))
         goto out;
     int tiled = p->kernels[k].run >= 0;
-    xt_kcall call = {.p = p, .n = n, .in = ptrs, .out = out, .scratch = scratch, .row0 = 0,
+    xt_kcall call = {.p = p, .n = n, .in = ptrs, .out = out, .scratch = scratch, .scratch_bytes = sb + 64, .row0 = 0,
                      .rows = tiled ? c->rows : 0, .batch = tiled ? c->rows : 0, .state = tiled ? state : NULL};
     int keep = p->choice[node].impl;
     for (int j = 0; j < c->ncand; j++) {

@@ -261,6 +261,7 @@ typedef struct xt_kcall {
     void *const *in;         /* operand pointers, n->nin of them */
     void *out;
     void *scratch;           /* the plan's scratch area (scratch_bytes) */
+    size_t scratch_bytes;    /* its size (0: not told) */
     const xt_exec_ctx *ctx;
     xt_err *e;
     /* a micro-batch tile: rows samples from row0 of a batch of `batch`;

@@ -107,6 +107,7 @@ typedef struct call {
     size_t used;               /* bytes from the aligned base: the above */
     size_t scratch;            /* bytes in all, with room to align the base */
     float *zero_bias;          /* a forward call given no bias */
+    void *own_scratch;         /* when the caller's is smaller than this call needs (k_op_args.scratch_cap) */
     struct call *next;
 } call;
 
@@ -419,7 +420,15 @@ void k_onednn_run(int variant, const k_op_desc *d, const k_op_args *a) {
         fprintf(stderr, "xlatrain: internal error: a node compiled for oneDNN has no primitive on this process\n");
         abort();
     }
-    char *base = (char *)(((uintptr_t)a->scratch + ALIGN - 1) & ~(uintptr_t)(ALIGN - 1));
+    /* the plan reserved scratch for the whole batch; a tile's primitive could
+     * (in principle) want more: then a buffer of its own, made once */
+    void *scratch = a->scratch;
+    size_t need = c->scratch + prologue_bytes(d);
+    if (a->scratch_cap && need > a->scratch_cap) {
+        if (!c->own_scratch && !(c->own_scratch = malloc(need))) fail(c, "scratch allocation");
+        scratch = c->own_scratch;
+    }
+    char *base = (char *)(((uintptr_t)scratch + ALIGN - 1) & ~(uintptr_t)(ALIGN - 1));
     /* a weight gradient over tiles: parts summed in batch order in the tile state */
     int parts = d->kind == K_OP_CONV_BWD_WEIGHT && a->acc && !(a->first && a->last);
     float *part = (float *)(base + c->part_off);

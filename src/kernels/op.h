@@ -36,6 +36,8 @@ typedef struct k_op_args {
     k_conv_prologue pro;
     k_conv_packed pk;
     void *scratch;          /* k_impls[impl].scratch(d) bytes */
+    size_t scratch_cap;     /* the bytes at scratch when known (0: not told); a library call whose needs for a
+                               tile's rows exceed what was planned for the whole batch uses a buffer of its own */
     float *acc;             /* weight gradients over parts: the tile state (or NULL: one part) */
     int first, last;
     int lda, ldb;           /* MATMUL */
