@@ -818,3 +818,51 @@ TEST(sum_and_add_runs_agree_at_every_width) {
     CHECK_NEAR(got[0], want, 1e-4);
     CHECK_EQ(y[0][10], 5.0f + x[10]);
 }
+
+/* ---- the ISA cap ------------------------------------------------------------------ */
+
+/* The cap stops detection (and so every kernel's choice of width), clamps
+ * forcing, and takes the AVX512-BF16 path away below AVX-512; the values
+ * parse as XLATRAIN_ISA's, and the reason names what set the cap. */
+TEST(isa_cap_stops_detection_forcing_and_the_bf16_path) {
+    int hw = k_simd_hardware();
+    CHECK_EQ(k_isa_parse("avx512"), K_SIMD_AVX512);
+    CHECK_EQ(k_isa_parse("avx2"), K_SIMD_AVX2);
+    CHECK_EQ(k_isa_parse("generic"), K_SIMD_GENERIC);
+    CHECK_EQ(k_isa_parse("auto"), K_ISA_AUTO);
+    CHECK_EQ(k_isa_parse(""), K_ISA_AUTO);
+    CHECK_EQ(k_isa_parse(NULL), K_ISA_AUTO);
+    CHECK_EQ(k_isa_parse("AVX2"), -2);
+    CHECK_EQ(k_isa_parse("avx"), -2);
+    char why[128];
+    for (int cap = K_SIMD_GENERIC; cap <= K_SIMD_AVX512; cap++) {
+        k_isa_set_cap(cap, "test cap");
+        int want = cap < hw ? cap : hw;
+        CHECK_EQ(k_isa_cap(), cap);
+        CHECK_STR_EQ(k_isa_cap_name(), k_simd_name(cap));
+        CHECK_EQ(k_simd_detect(), want);
+        CHECK_EQ(k_simd_level(), want);
+        CHECK_EQ(k_simd_force(K_SIMD_AVX512), want);
+        k_simd_force(-1);
+        CHECK_EQ(k_isa_reason(why, sizeof why), want);
+        if (cap <= hw) CHECK_STR_EQ(why, "test cap");
+        else CHECK_STR_CONTAINS(why, "above this CPU");
+        if (cap < K_SIMD_AVX512) {
+            CHECK_EQ(k_simd_has_avx512bf16(), 0);
+            CHECK_EQ(k_bf16_detect(), K_BF16_REF);
+            CHECK_EQ(k_bf16_force(K_BF16_DIRECT), K_BF16_REF);
+            k_bf16_force(-1);
+        }
+    }
+    /* a forced level does not outlive a lower cap set after it */
+    k_isa_set_cap(K_ISA_AUTO, "");
+    k_simd_force(hw);
+    k_isa_set_cap(K_SIMD_GENERIC, "test cap");
+    CHECK_EQ(k_simd_level(), K_SIMD_GENERIC);
+    k_simd_force(-1);
+    k_isa_set_cap(K_ISA_AUTO, "");
+    CHECK_EQ(k_simd_detect(), hw);
+    CHECK_STR_EQ(k_isa_cap_name(), "auto");
+    CHECK_EQ(k_isa_reason(why, sizeof why), hw);
+    CHECK_STR_EQ(why, "detected");
+}
