@@ -866,3 +866,35 @@ TEST(isa_cap_stops_detection_forcing_and_the_bf16_path) {
     CHECK_EQ(k_isa_reason(why, sizeof why), hw);
     CHECK_STR_EQ(why, "detected");
 }
+
+/* The convolutions' ReLU epilogue and backward mask (act.c) at every SIMD
+ * level against the formula: NaN and -0 become +0 (as the engine's RELU),
+ * over lengths that leave every tail of 8 and 16 lanes. */
+TEST(relu_and_its_backward_mask_match_the_formula_at_every_level) {
+    enum { N = 53 };
+    static const float special[] = {NAN, -0.0f, 0.0f, INFINITY, -INFINITY, 1e-45f, -1e-45f, 3.5f, -2.0f};
+    float x[N], dy[N], a[N], b[N];
+    unsigned seed = 7;
+    float *r = rand_buf(N, &seed);
+    for (int i = 0; i < N; i++) {
+        x[i] = i % 5 == 0 ? special[(i / 5) % 9] : r[i];
+        dy[i] = r[(i * 7) % N] + 0.5f;
+    }
+    free(r);
+    for (int lvl = 0; lvl <= k_simd_detect(); lvl++) {
+        CHECK_EQ(k_simd_force(lvl), lvl);
+        for (int n = 0; n <= N; n++) {
+            memcpy(a, x, sizeof a);
+            memcpy(b, dy, sizeof b);
+            k_relu_inplace(a, (size_t)n);
+            k_relu_bwd_inplace(b, x, (size_t)n);
+            for (int i = 0; i < N; i++) {
+                float ra = i < n ? (x[i] > 0.0f ? x[i] : 0.0f) : x[i];
+                float rb = i < n ? (x[i] > 0.0f ? dy[i] : 0.0f) : dy[i];
+                CHECK_MSG(!memcmp(&a[i], &ra, 4), "level %d n %d: relu[%d] = %g, want %g", lvl, n, i, a[i], ra);
+                CHECK_MSG(!memcmp(&b[i], &rb, 4), "level %d n %d: mask[%d] = %g, want %g", lvl, n, i, b[i], rb);
+            }
+        }
+    }
+    k_simd_force(-1);
+}
