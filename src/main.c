@@ -18,6 +18,7 @@
 #include "distributed/cluster.h"
 #include "io/ckptdir.h"
 #include "io/safetensors.h"
+#include "kernels/simd.h"
 #include "run/cli.h"
 #include "run/export.h"
 #include "run/hosts.h"
@@ -421,6 +422,8 @@ static int run(xt_cli *cli, xt_err *err) {
         return rc;
     }
     for (int i = 0; i < cfg.nnotes && xt_cluster_rank() == 0; i++) fprintf(stderr, "xlatrain: note: %s\n", cfg.notes[i]);
+    /* the ISA cap before anything runs or chooses a kernel; workers fork later and inherit it */
+    k_isa_set_cap(cfg.isa - 1, cfg.isa_from);
     if (cli->dry_run) {
         rc = dry_run(&cfg, cli);
     } else {

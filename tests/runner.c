@@ -8,7 +8,8 @@
  */
 #include "test.h"
 
-#include "run/log.h" /* xt_wall_s */
+#include "kernels/simd.h" /* the ISA cap make test-isa sets */
+#include "run/log.h"     /* xt_wall_s */
 
 #include <dirent.h>
 #include <errno.h>
@@ -188,13 +189,35 @@ static void rm_rf(const char *path) {
     if (system(cmd) != 0) fprintf(stderr, "warning: could not remove %s\n", path);
 }
 
+/* The test is named by one of the patterns (a substring of its name or
+ * file), or there are none. */
+static int selected(const test_case *t, int npat, char **pat) {
+    int any = 0;
+    for (int i = 0; i < npat; i++) {
+        if (!*pat[i]) continue;
+        any = 1;
+        if (strstr(t->name, pat[i]) || strstr(t->file, pat[i])) return 1;
+    }
+    return !any;
+}
+
 int main(int argc, char **argv) {
-    const char *filter = argc > 1 ? argv[1] : NULL;
     int passed = 0, failed = 0, skipped = 0;
     setvbuf(stdout, NULL, _IOLBF, 0);
+    /* make test-isa runs the suite under a cap: a misspelt one would test the CPU's best level instead */
+    const char *isa = NULL;
+    if (k_isa_env_check(&isa)) {
+        fprintf(stderr, "run_tests: XLATRAIN_ISA=%s: expected avx512, avx2, generic or auto\n", isa);
+        return 2;
+    }
+    if (isa && *isa) {
+        char why[128];
+        int lvl = k_isa_reason(why, sizeof why);
+        printf("isa %s (%s)\n", k_simd_name(lvl), why);
+    }
     for (int i = 0; i < g_ntests; i++) {
         test_case *t = &g_tests[i];
-        if (filter && *filter && !strstr(t->name, filter) && !strstr(t->file, filter)) continue;
+        if (!selected(t, argc - 1, argv + 1)) continue;
         /* the scratch dir name is fixed before fork so the parent can clean it */
         char dir[256];
         const char *base = getenv("TMPDIR");

@@ -10,6 +10,7 @@
 
 #include "engine/plan.h"
 #include "kernels/bf16.h"
+#include "kernels/simd.h"
 #include "run/run.h"
 #include "run/step.h"
 #include "test.h"
@@ -485,6 +486,8 @@ TEST(kernel_choices_handed_over_train_bit_identically) {
 }
 
 TEST(kernel_choices_handed_over_train_bit_identically_bf16) {
+    /* without AVX512-BF16 (the CPU's, or under an ISA cap) every bf16 node has one kernel: nothing to hand over */
+    if (k_bf16_detect() == K_BF16_REF) test_skip("no AVX512-BF16: one bf16 kernel per node, no choice");
     handed_choices_train_identically("models/wide_cnn.yaml", XT_PREC_BF16);
 }
 
@@ -494,7 +497,9 @@ TEST(kernel_choice_cache_makes_a_second_compile_time_nothing) {
     char dir[512];
     snprintf(dir, sizeof dir, "%s/choice-cache", test_tmpdir());
     setenv("XLATRAIN_CACHE_DIR", dir, 1);
-    for (int prec = XT_PREC_FP32; prec <= XT_PREC_BF16; prec++) {
+    /* without AVX512-BF16 every bf16 node has one kernel: nothing is cached */
+    int last = k_bf16_detect() == K_BF16_REF ? XT_PREC_FP32 : XT_PREC_BF16;
+    for (int prec = XT_PREC_FP32; prec <= last; prec++) {
         model_run *a = calloc(1, sizeof *a), *b = calloc(1, sizeof *b);
         xt_engine_opts o = {.fuse = 1, .tile_cache_bytes = 64 * 1024, .precision = prec, .kernel_choice = 1};
         xt_engine *ea = train_with(a, "models/wide_cnn.yaml", 40, &o, NULL);
@@ -513,5 +518,39 @@ TEST(kernel_choice_cache_makes_a_second_compile_time_nothing) {
         model_run_free(a), model_run_free(b);
         free(a), free(b);
     }
+    unsetenv("XLATRAIN_CACHE_DIR");
+}
+
+/* Choices are kept per ISA level: an engine capped one level below the
+ * first one's neither takes the first one's handed-over choices (as a
+ * checkpoint's reach a resumed run) nor its cache on disk, but times its
+ * own; handed back at the first level, the same table is taken untimed. */
+TEST(kernel_choices_of_another_isa_level_are_timed_again) {
+    int top = k_simd_detect();
+    if (top == K_SIMD_GENERIC) test_skip("the CPU (or XLATRAIN_ISA) has no level below this one");
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/choice-cache", test_tmpdir());
+    setenv("XLATRAIN_CACHE_DIR", dir, 1);
+    model_run *a = calloc(1, sizeof *a), *b = calloc(1, sizeof *b), *c = calloc(1, sizeof *c);
+    xt_engine_opts o = {.fuse = 1, .tile_cache_bytes = 64 * 1024, .precision = XT_PREC_FP32, .kernel_choice = 1};
+    xt_engine *ea = train_with(a, "models/wide_cnn.yaml", 40, &o, NULL);
+    char *text = xt_engine_choices_text(ea);
+    CHECK(text && *text);
+    k_isa_set_cap(top - 1, "test cap");
+    xt_engine *eb = train_with(b, "models/wide_cnn.yaml", 40, &o, text);
+    xt_exec_stats sb;
+    xt_engine_last_stats(eb, &sb);
+    char *lb = xt_engine_choice_lines(eb);
+    CHECK_MSG(sb.choice_timed > 0, "nothing was timed one level down:\n%s", lb);
+    CHECK_MSG(count_of(lb, "(agreed)") == 0 && count_of(lb, "(cached)") == 0, "%s", lb);
+    k_isa_set_cap(top, "test cap");
+    xt_engine *ec = train_with(c, "models/wide_cnn.yaml", 40, &o, text);
+    xt_exec_stats sc;
+    xt_engine_last_stats(ec, &sc);
+    CHECK_EQ(sc.choice_timed, 0);
+    free(text), free(lb);
+    xt_engine_free(ea), xt_engine_free(eb), xt_engine_free(ec);
+    model_run_free(a), model_run_free(b), model_run_free(c);
+    free(a), free(b), free(c);
     unsetenv("XLATRAIN_CACHE_DIR");
 }

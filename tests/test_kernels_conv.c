@@ -586,6 +586,59 @@ TEST(conv_backward_unpool2_equals_pool_backward_then_the_pass) {
     k_conv_sparse_data_force(-1);
 }
 
+/* The direct method's max pool epilogue and unpooling (conv_direct_simd.h:
+ * pool2_body, unpool_scatter), run at every SIMD width with the method
+ * forced, so the 4-lane flavour is held too (the fixed rules give im2col
+ * there): the pooled values and indices are the bits of the direct forward
+ * then k_maxpool2d_fwd_ref, and the passes fed the pool's gradient and
+ * argmax give the bits of the same passes fed k_maxpool2d_bwd_ref's dy; with
+ * a partial block of images, odd conv outputs (a row and a column no window
+ * reaches), NaN in the input (both pools) and -0 in the gradient. */
+TEST(conv_direct_pool_and_unpool_match_the_pool_twins_at_every_width) {
+    k_conv_shape shapes[] = {SHAPE(19, 1, 28, 28, 10, 5, 5, 1, 1, 0, 0), SHAPE(21, 10, 12, 12, 20, 5, 5, 1, 1, 0, 0),
+                             SHAPE(5, 3, 11, 9, 4, 3, 3, 1, 1, 0, 1)};
+    unsigned seed = 17;
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        k_conv_shape s = shapes[i];
+        CHECK_EQ(k_conv_shape_infer(&s), 0);
+        k_pool_shape ps = pool2_of(&s);
+        size_t xs = (size_t)s.N * s.Ci * s.H * s.W, ys = (size_t)s.N * s.Co * s.Ho * s.Wo;
+        size_t pn = (size_t)ps.N * ps.C * ps.Ho * ps.Wo, ws = (size_t)s.Co * s.Ci * s.kh * s.kw;
+        size_t scr_n = k_conv2d_pool2_scratch(&s) > k_conv2d_unpool2_scratch(&s) ? k_conv2d_pool2_scratch(&s)
+                                                                                   : k_conv2d_unpool2_scratch(&s);
+        float *x = rand_buf(xs, &seed), *w = rand_buf(ws, &seed), *b = rand_buf((size_t)s.Co, &seed);
+        float *g = rand_buf(pn, &seed), *scr = nan_buf(scr_n), *acc = nan_buf(k_conv2d_bwd_weight_acc_floats(&s));
+        x[xs / 3] = NAN;
+        g[3] = -0.0f;
+        for (int lvl = 0; lvl <= k_simd_detect(); lvl++) {
+            CHECK_EQ(k_simd_force(lvl), lvl);
+            for (int relu = 0; relu < 2; relu++) {
+                float *y = nan_buf(ys), *want = nan_buf(pn), *got = nan_buf(pn), *dy = nan_buf(ys);
+                uint8_t *wa = malloc(pn), *ga = malloc(pn);
+                k_conv2d_fwd_act_m(K_CONV_DIRECT, &s, y, x, w, b, relu, scr, K_CONV_PACK_PER_CALL, K_CONV_NO_PROLOGUE);
+                k_maxpool2d_fwd_ref(&ps, want, wa, y);
+                k_conv2d_fwd_pool2_m(K_CONV_DIRECT, &s, got, ga, x, w, b, relu, scr, K_CONV_PACK_PER_CALL,
+                                     K_CONV_NO_PROLOGUE);
+                CHECK_MSG(!memcmp(want, got, pn * sizeof *got), "shape %zu simd %d relu %d: pooled values differ", i, lvl, relu);
+                CHECK_MSG(!memcmp(wa, ga, pn), "shape %zu simd %d relu %d: pooled indices differ", i, lvl, relu);
+                /* the backward passes through this pool's argmax (NaN windows included) */
+                k_maxpool2d_bwd_ref(&ps, dy, g, ga);
+                k_unpool2 up = {.g = g, .argmax = ga};
+                float *dxw = nan_buf(xs), *dxg = nan_buf(xs), *dww = nan_buf(ws), *dwg = nan_buf(ws);
+                k_conv2d_bwd_data_masked_m(K_CONV_DIRECT, &s, dxw, dy, (k_unpool2){0}, w, NULL, scr, K_CONV_PACK_PER_CALL);
+                k_conv2d_bwd_data_masked_m(K_CONV_DIRECT, &s, dxg, NULL, up, w, NULL, scr, K_CONV_PACK_PER_CALL);
+                CHECK_MSG(!memcmp(dxw, dxg, xs * sizeof *dxg), "shape %zu simd %d relu %d: backward-data differs", i, lvl, relu);
+                k_conv2d_bwd_weight_part_m(K_CONV_DIRECT, &s, dww, x, dy, scr, acc, 1, 1, K_CONV_NO_PROLOGUE);
+                k_conv2d_bwd_weight_unpool2_part_m(K_CONV_DIRECT, &s, dwg, x, up, scr, acc, 1, 1, K_CONV_NO_PROLOGUE);
+                CHECK_MSG(!memcmp(dww, dwg, ws * sizeof *dwg), "shape %zu simd %d relu %d: the weight gradient differs", i, lvl, relu);
+                free(y), free(want), free(got), free(dy), free(wa), free(ga), free(dxw), free(dxg), free(dww), free(dwg);
+            }
+        }
+        k_simd_force(-1);
+        free(x), free(w), free(b), free(g), free(scr), free(acc);
+    }
+}
+
 /* The weight gradient under a max pool that visits only the kept pixels
  * (conv_sparse.c), forced on wherever it can run, gives the bits of the
  * direct kernel's dense pass (forced off): in 16-image parts with a partial

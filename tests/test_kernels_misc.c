@@ -818,3 +818,83 @@ TEST(sum_and_add_runs_agree_at_every_width) {
     CHECK_NEAR(got[0], want, 1e-4);
     CHECK_EQ(y[0][10], 5.0f + x[10]);
 }
+
+/* ---- the ISA cap ------------------------------------------------------------------ */
+
+/* The cap stops detection (and so every kernel's choice of width), clamps
+ * forcing, and takes the AVX512-BF16 path away below AVX-512; the values
+ * parse as XLATRAIN_ISA's, and the reason names what set the cap. */
+TEST(isa_cap_stops_detection_forcing_and_the_bf16_path) {
+    int hw = k_simd_hardware();
+    CHECK_EQ(k_isa_parse("avx512"), K_SIMD_AVX512);
+    CHECK_EQ(k_isa_parse("avx2"), K_SIMD_AVX2);
+    CHECK_EQ(k_isa_parse("generic"), K_SIMD_GENERIC);
+    CHECK_EQ(k_isa_parse("auto"), K_ISA_AUTO);
+    CHECK_EQ(k_isa_parse(""), K_ISA_AUTO);
+    CHECK_EQ(k_isa_parse(NULL), K_ISA_AUTO);
+    CHECK_EQ(k_isa_parse("AVX2"), -2);
+    CHECK_EQ(k_isa_parse("avx"), -2);
+    char why[128];
+    for (int cap = K_SIMD_GENERIC; cap <= K_SIMD_AVX512; cap++) {
+        k_isa_set_cap(cap, "test cap");
+        int want = cap < hw ? cap : hw;
+        CHECK_EQ(k_isa_cap(), cap);
+        CHECK_STR_EQ(k_isa_cap_name(), k_simd_name(cap));
+        CHECK_EQ(k_simd_detect(), want);
+        CHECK_EQ(k_simd_level(), want);
+        CHECK_EQ(k_simd_force(K_SIMD_AVX512), want);
+        k_simd_force(-1);
+        CHECK_EQ(k_isa_reason(why, sizeof why), want);
+        if (cap <= hw) CHECK_STR_EQ(why, "test cap");
+        else CHECK_STR_CONTAINS(why, "above this CPU");
+        if (cap < K_SIMD_AVX512) {
+            CHECK_EQ(k_simd_has_avx512bf16(), 0);
+            CHECK_EQ(k_bf16_detect(), K_BF16_REF);
+            CHECK_EQ(k_bf16_force(K_BF16_DIRECT), K_BF16_REF);
+            k_bf16_force(-1);
+        }
+    }
+    /* a forced level does not outlive a lower cap set after it */
+    k_isa_set_cap(K_ISA_AUTO, "");
+    k_simd_force(hw);
+    k_isa_set_cap(K_SIMD_GENERIC, "test cap");
+    CHECK_EQ(k_simd_level(), K_SIMD_GENERIC);
+    k_simd_force(-1);
+    k_isa_set_cap(K_ISA_AUTO, "");
+    CHECK_EQ(k_simd_detect(), hw);
+    CHECK_STR_EQ(k_isa_cap_name(), "auto");
+    CHECK_EQ(k_isa_reason(why, sizeof why), hw);
+    CHECK_STR_EQ(why, "detected");
+}
+
+/* The convolutions' ReLU epilogue and backward mask (act.c) at every SIMD
+ * level against the formula: NaN and -0 become +0 (as the engine's RELU),
+ * over lengths that leave every tail of 8 and 16 lanes. */
+TEST(relu_and_its_backward_mask_match_the_formula_at_every_level) {
+    enum { N = 53 };
+    static const float special[] = {NAN, -0.0f, 0.0f, INFINITY, -INFINITY, 1e-45f, -1e-45f, 3.5f, -2.0f};
+    float x[N], dy[N], a[N], b[N];
+    unsigned seed = 7;
+    float *r = rand_buf(N, &seed);
+    for (int i = 0; i < N; i++) {
+        x[i] = i % 5 == 0 ? special[(i / 5) % 9] : r[i];
+        dy[i] = r[(i * 7) % N] + 0.5f;
+    }
+    free(r);
+    for (int lvl = 0; lvl <= k_simd_detect(); lvl++) {
+        CHECK_EQ(k_simd_force(lvl), lvl);
+        for (int n = 0; n <= N; n++) {
+            memcpy(a, x, sizeof a);
+            memcpy(b, dy, sizeof b);
+            k_relu_inplace(a, (size_t)n);
+            k_relu_bwd_inplace(b, x, (size_t)n);
+            for (int i = 0; i < N; i++) {
+                float ra = i < n ? (x[i] > 0.0f ? x[i] : 0.0f) : x[i];
+                float rb = i < n ? (x[i] > 0.0f ? dy[i] : 0.0f) : dy[i];
+                CHECK_MSG(!memcmp(&a[i], &ra, 4), "level %d n %d: relu[%d] = %g, want %g", lvl, n, i, a[i], ra);
+                CHECK_MSG(!memcmp(&b[i], &rb, 4), "level %d n %d: mask[%d] = %g, want %g", lvl, n, i, b[i], rb);
+            }
+        }
+    }
+    k_simd_force(-1);
+}

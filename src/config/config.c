@@ -18,6 +18,7 @@
 #include "config/config_yaml.h"
 #include "config/model_find.h"
 #include "kernels/bf16.h"
+#include "kernels/simd.h"
 
 /* The [C, H, W] each dataset delivers, by xt_dataset_kind (run.c checks the
  * loaded data against the model again). */
@@ -341,6 +342,26 @@ static int resolve_kernel_choice(lctx *x) {
     return 0;
 }
 
+/* isa: XLATRAIN_ISA wins over the config (as XLATRAIN_KERNEL_CHOICE does:
+ * for measuring a cap without editing the config); isa_from says which, for
+ * the log. The values are kernels/simd.h's (k_isa_parse). */
+static int resolve_isa(lctx *x) {
+    xt_config *c = x->c;
+    int kp = xt_key_find("isa");
+    const char *env = NULL;
+    if (k_isa_env_check(&env))
+        return xt_fail(x->e, XT_EUSAGE, "XLATRAIN_ISA=%s: expected avx512, avx2, generic or auto; unset it to use the config's isa",
+                       env);
+    if (env && *env) {
+        c->isa = k_isa_parse(env) + 1;
+        snprintf(c->isa_from, sizeof c->isa_from, "XLATRAIN_ISA=%.24s%s", env, x->org[kp].how ? ", the config's ignored" : "");
+    } else {
+        snprintf(c->isa_from, sizeof c->isa_from, "%s",
+                 x->org[kp].how == FROM_FILE ? "config" : x->org[kp].how ? "--set" : "default");
+    }
+    return 0;
+}
+
 static int check_model_fits_data(lctx *x) {
     const xt_config *c = x->c;
     const xt_spec *s = &c->spec;
@@ -435,6 +456,7 @@ static int validate(lctx *x) {
         return fail_key(x, ko, "output_dir is empty; name a directory for checkpoints and metrics");
     if ((rc = resolve_precision(x))) return rc;
     if ((rc = resolve_kernel_choice(x))) return rc;
+    if ((rc = resolve_isa(x))) return rc;
     const char *env = getenv("XLATRAIN_SAVE_GRAPHS");
     if (!x->org[kg].how && env && *env) {
         if (strlen(env) >= sizeof c->save_graphs)

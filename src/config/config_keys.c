@@ -37,6 +37,8 @@ static const char *const monitors[] = {"test_accuracy", "test_loss", NULL};
 static const char *const modes[] = {"auto", "max", "min", NULL};
 static const char *const precisions[] = {"fp32", "bf16", NULL};
 static const char *const kernel_choices[] = {"measured", "fixed", NULL};
+/* index - 1 is the kernels' level (simd.h: K_ISA_AUTO, K_SIMD_GENERIC, ...) */
+static const char *const isas[] = {"auto", "generic", "avx2", "avx512", NULL};
 
 const xt_key xt_keys[] = {
     /* the seed's FLAGS (PyTorch/XLA test_train_mp_mnist.py) */
@@ -74,6 +76,10 @@ const xt_key xt_keys[] = {
              "measured: time each convolution's and matrix product's candidate kernels on this CPU when a graph "
              "compiles (worker 0 for all; cached per CPU in ~/.cache/xlatrain) and run the fastest; fixed: the "
              "built-in rules; XLATRAIN_KERNEL_CHOICE=fixed|measured wins"),
+    ENUM_KEY("isa", isa, "auto", isas,
+             "the widest vector instructions the kernels may use: auto = the best this CPU has; avx2 or generic "
+             "run the kernels an AVX2-only or older CPU runs (to measure or test them here); a cap above the CPU "
+             "changes nothing; XLATRAIN_ISA=avx512|avx2|generic wins"),
     {"progress", XT_K_TRI, F(progress), 0, 0, "auto", 0, 0, 0, NULL, "progress bar: auto (when stderr is a terminal), true or false"},
 
     /* data */

@@ -49,6 +49,9 @@ typedef struct xt_config {
     char precision_from[64];   /* where it came from, for the log: "config", "XLA_USE_BF16=1", ... */
     int kernel_choice;         /* 0 measured, 1 fixed (today's rules); XLATRAIN_KERNEL_CHOICE wins */
     char kernel_choice_from[64]; /* where it came from, for the log */
+    int isa;                   /* 0 auto, 1 generic, 2 avx2, 3 avx512: the kernels' cap (kernels/simd.h level + 1);
+                                  XLATRAIN_ISA wins */
+    char isa_from[64];         /* where it came from, for the log: "XLATRAIN_ISA=avx2", "config", ... */
 
     /* --- data --- */
     char train_images[512], train_labels[512], test_images[512], test_labels[512];

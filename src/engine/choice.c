@@ -1,8 +1,10 @@
 /* choice.c — the engine's table of kernel choices and the choice cache.
  *
  * Is: the table every compile of this engine consults and adds to (key: a
- * node's description as its kernel runs it, kernels/impl.h's k_op_desc,
- * independent of the CPU; value: the implementation, its time, and whether
+ * node's description as its kernel runs it, kernels/impl.h's k_op_desc, and
+ * the instruction set the kernels run at (the ISA cap: an AVX2-capped run
+ * must not take an AVX-512 run's choices, from a checkpoint or this table),
+ * not the CPU model; value: the implementation, its time, and whether
  * every worker uses it — `agreed`, from worker 0 or a checkpoint); its text
  * form, which checkpoints record and --resume reads back; and the cache on
  * disk, keyed by the CPU (model name, family/model, the ISA flags and cache
@@ -34,10 +36,14 @@ static uint64_t mix(uint64_t h, uint64_t v) {
     return h ^ (h >> 29);
 }
 
+/* The instruction set the kernels run at now (the ISA cap, a forced level,
+ * the bf16 path): 0 .. 5. */
+static int isa_id(void) { return 2 * k_simd_level() + (k_bf16_path() != K_BF16_REF); }
+
 uint64_t xt_choice_key(const k_op_desc *d) {
     const k_conv_shape *s = &d->s;
     int32_t v[] = {d->kind, d->bf16, d->relu, d->prologue, d->M, d->N, d->K, d->tA, d->tB,
-                   s->N, s->Ci, s->H, s->W, s->Co, s->kh, s->kw, s->sh, s->sw, s->ph, s->pw};
+                   s->N, s->Ci, s->H, s->W, s->Co, s->kh, s->kw, s->sh, s->sw, s->ph, s->pw, isa_id()};
     uint64_t h = 0x786c6174636831ULL; /* "xlatch1" */
     for (size_t i = 0; i < sizeof v / sizeof *v; i++) h = mix(h, (uint64_t)(uint32_t)v[i]);
     return h ? h : 1;
@@ -148,11 +154,10 @@ static void cpu_id(char *buf, size_t cap) {
         else if (!strncmp(line, "model\t", 6)) snprintf(mod, sizeof mod, "%s", v), got++;
     }
     if (f) fclose(f);
-    static const char *const levels[] = {"generic", "avx2", "avx512"};
-    int lvl = k_simd_level();
+    int isa = isa_id();
     snprintf(buf, cap, "%s | family %s model %s | %s%s | L1d %zu L2 %zu | oneDNN %s | candidates %016llx", model, fam,
-             mod, levels[lvl >= 0 && lvl <= 2 ? lvl : 0], k_bf16_path() != K_BF16_REF ? "+avx512bf16" : "",
-             k_cache_l1d_bytes(), k_cache_l2_bytes(), k_onednn_version(), (unsigned long long)candidates_id());
+             mod, k_simd_name(isa / 2), isa & 1 ? "+avx512bf16" : "", k_cache_l1d_bytes(), k_cache_l2_bytes(),
+             k_onednn_version(), (unsigned long long)candidates_id());
 }
 
 static int cache_dir(char *buf, size_t cap) {

@@ -1,7 +1,8 @@
 /* bf16.c — the bf16 path choice and the float <-> bf16 conversions; see bf16.h.
  *
- * Is: detection of AVX512-BF16 (cached), the test/bench override, and the two
- * bulk conversions the engine's cast nodes and the reference path use.
+ * Is: the bf16 path (AVX512-BF16 as simd.c detects it under the ISA cap), the
+ * test/bench override, and the two bulk conversions the engine's cast nodes
+ * and the reference path use.
  * Is not: a GEMM or a convolution (gemm_bf16.c, conv_bf16.c).
  *
  * The conversion is written once, branch-free, and compiled twice: for the
@@ -17,23 +18,18 @@
 
 #include "kernels/simd.h"
 
-static int g_detected = -1;
+static int g_env_ref = -1; /* XLATRAIN_BF16_PATH=ref, read once */
 static int g_forced = -1;
 
+/* The hardware check goes through simd.c, which applies the ISA cap: a run
+ * capped below AVX-512 takes the reference path. */
 int k_bf16_detect(void) {
-    if (g_detected < 0) {
-        int p = K_BF16_REF;
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-        __builtin_cpu_init();
-        if (k_simd_detect() == K_SIMD_AVX512 && __builtin_cpu_supports("avx512bf16")) p = K_BF16_AVX512BF16;
-#endif
-        /* the environment can ask for the portable path (benches, bisecting) */
+    if (g_env_ref < 0) { /* the environment can ask for the portable path (benches, bisecting) */
         const char *env = NULL;
         k_bf16_env_check(&env);
-        if (env && !strcmp(env, "ref")) p = K_BF16_REF;
-        g_detected = p;
+        g_env_ref = env && !strcmp(env, "ref");
     }
-    return g_detected;
+    return !g_env_ref && k_simd_has_avx512bf16() ? K_BF16_AVX512BF16 : K_BF16_REF;
 }
 
 int k_bf16_env_check(const char **value) {

@@ -89,6 +89,10 @@ typedef struct {
     nunpack_fn unpack_relu; /* unpack, then max(., 0) in registers */
     nunpack_mask_fn unpack_mask; /* unpack, each value kept where mask > 0, else +0, in registers */
     double (*sum)(const float *p, size_t n);
+    /* a 2x2/2 max pool of a block's conv output, blocked (the forward's pool epilogue) */
+    void (*pool2)(const k_conv_shape *s, const float *yb, int wo_pad, const float *b, int relu, float *pv, int32_t *pa);
+    /* one channel's pooled gradient and argmax scattered into the blocked dy (unpooling) */
+    void (*unpool)(float *t, int Wd, int P, const float *gb, const int32_t *ib, int H, int W);
     const nfwd_cfg *fwd;
     int nfwd;
     const nbww_cfg *bww;
@@ -112,6 +116,7 @@ static void cells_from_blocked_from(int NB, uint8_t *a, size_t img, const int32_
 
 typedef float ngen __attribute__((vector_size(16)));
 typedef float ngen_u __attribute__((vector_size(16), aligned(4), may_alias));
+typedef int32_t ngen_i __attribute__((vector_size(16))); /* a lane mask: all ones or zero */
 #define SFX _gen
 #define TGT
 #define VL 4
@@ -132,6 +137,12 @@ static inline ngen keep_gen(ngen m, ngen v) {
     return v;
 }
 #define VKEEP(m, v) keep_gen(m, v)
+#define vmask ngen_i
+#define VGT(a, b) ((a) > (b))
+#define VNAN(a) ((a) != (a))
+#define VMOR(m, n) ((m) | (n))
+#define VSEL(m, a, b) ((ngen)(((ngen_i)(a) & ~(m)) | ((ngen_i)(b) & (m))))
+#define VEQCELL(a, q) ((ngen_i)(a) == (ngen_i){q, q, q, q})
 #define NFWD_CFGS(X) X(1, 6) X(2, 6) X(2, 4) X(3, 4) X(3, 3) X(4, 3) X(4, 2) X(5, 2) X(6, 2)
 #define NBWW_CFGS(X) X(1, 7) X(2, 5) X(2, 4) X(3, 3) X(3, 2) X(4, 2) X(5, 2) X(6, 2)
 #define NBWD_CFGS(X) X(2) X(4) X(6) X(8) X(10) X(12)
@@ -144,20 +155,7 @@ static inline void transpose_gen(ngen *r) {
     r[3] = __builtin_shufflevector(t1, t3, 2, 3, 6, 7);
 }
 #define NTRANSPOSE(r) transpose_gen(r)
-#include "kernels/conv_direct_simd.h"
-#undef NTRANSPOSE
-#undef SFX
-#undef TGT
-#undef VL
-#undef vec
-#undef VZERO
-#undef VLOAD
-#undef VSTORE
-#undef VSET1
-#undef VFMA
-#undef VHSUM
-#undef VRELU
-#undef VKEEP
+#include "kernels/conv_direct_simd.h" /* undefines the flavour's macros but the tile lists */
 
 #ifdef XT_DIRECT_X86
 __attribute__((target("avx2,fma"))) static inline float nhsum_avx2(__m256 v) {
@@ -178,6 +176,12 @@ __attribute__((target("avx2,fma"))) static inline float nhsum_avx2(__m256 v) {
 #define VHSUM(v) nhsum_avx2(v)
 #define VRELU(v) _mm256_max_ps(v, _mm256_setzero_ps()) /* the second operand (+0) for NaN and for -0 */
 #define VKEEP(m, v) _mm256_and_ps(_mm256_cmp_ps(m, _mm256_setzero_ps(), _CMP_GT_OQ), v) /* false (NaN too): +0 */
+#define vmask __m256
+#define VGT(a, b) _mm256_cmp_ps(a, b, _CMP_GT_OQ)
+#define VNAN(a) _mm256_cmp_ps(a, a, _CMP_UNORD_Q)
+#define VMOR(m, n) _mm256_or_ps(m, n)
+#define VSEL(m, a, b) _mm256_blendv_ps(a, b, m)
+#define VEQCELL(a, q) _mm256_castsi256_ps(_mm256_cmpeq_epi32(_mm256_castps_si256(a), _mm256_set1_epi32(q)))
 /* 8x8: pairs of rows interleaved, then pairs of pairs, then 128-bit halves */
 __attribute__((target("avx2,fma"))) static inline void transpose_avx2(__m256 *r) {
     __m256 t[8], u[8];
@@ -197,20 +201,7 @@ __attribute__((target("avx2,fma"))) static inline void transpose_avx2(__m256 *r)
     }
 }
 #define NTRANSPOSE(r) transpose_avx2(r)
-#include "kernels/conv_direct_simd.h"
-#undef NTRANSPOSE
-#undef SFX
-#undef TGT
-#undef VL
-#undef vec
-#undef VZERO
-#undef VLOAD
-#undef VSTORE
-#undef VSET1
-#undef VFMA
-#undef VHSUM
-#undef VRELU
-#undef VKEEP
+#include "kernels/conv_direct_simd.h" /* undefines the flavour's macros but the tile lists */
 #undef NFWD_CFGS
 #undef NBWW_CFGS
 #undef NBWD_CFGS
@@ -227,25 +218,18 @@ __attribute__((target("avx2,fma"))) static inline void transpose_avx2(__m256 *r)
 #define VHSUM(v) _mm512_reduce_add_ps(v)
 #define VRELU(v) _mm512_max_ps(v, _mm512_setzero_ps()) /* the second operand (+0) for NaN and for -0 */
 #define VKEEP(m, v) _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(m, _mm512_setzero_ps(), _CMP_GT_OQ), v)
+#define vmask __mmask16
+#define VGT(a, b) _mm512_cmp_ps_mask(a, b, _CMP_GT_OQ)
+#define VNAN(a) _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q)
+#define VMOR(m, n) ((m) | (n))
+#define VSEL(m, a, b) _mm512_mask_mov_ps(a, m, b)
+#define VEQCELL(a, q) _mm512_cmpeq_epi32_mask(_mm512_castps_si512(a), _mm512_set1_epi32(q))
 #include "kernels/transpose16.h"
 #define NTRANSPOSE(r) transpose_avx512(r)
 #define NFWD_CFGS(X) X(1, 8) X(2, 8) X(3, 8) X(3, 6) X(4, 6) X(4, 4) X(5, 4) X(6, 4) X(4, 3) X(6, 3) X(8, 3) X(8, 2)
 #define NBWW_CFGS(X) X(1, 8) X(2, 8) X(3, 6) X(3, 3) X(4, 6) X(4, 5) X(4, 3) X(5, 5) X(5, 4) X(6, 4) X(6, 3) X(8, 3)
 #define NBWD_CFGS(X) X(2) X(4) X(6) X(8) X(10) X(12) X(16) X(20) X(24)
-#include "kernels/conv_direct_simd.h"
-#undef NTRANSPOSE
-#undef SFX
-#undef TGT
-#undef VL
-#undef vec
-#undef VZERO
-#undef VLOAD
-#undef VSTORE
-#undef VSET1
-#undef VFMA
-#undef VHSUM
-#undef VRELU
-#undef VKEEP
+#include "kernels/conv_direct_simd.h" /* undefines the flavour's macros but the tile lists */
 
 /* 16 window cells of 16 images at a time, the rest one by one (conv_direct.h);
  * the bytes are read as the packing reads floats, 16 short streams, and ask
@@ -443,45 +427,6 @@ static void zero_unreached(int NB, float *t, int Wd, int P, int H, int W) {
     if (H & 1) memset(t + ((size_t)(H - 1) * Wd + P) * NB, 0, sizeof(float) * NB * W);
 }
 
-/* One channel: blocked t[(h*Wd + P + w)*NB] for h < H, w < W <- the pooled
- * gradient gb and argmax ib (each window's kept cell, 0-3), blocked
- * [(r*Wq + q)*NB]. Every interior cell is written once. */
-static void unpool_scatter(int NB, float *t, int Wd, int P, const float *gb, const int32_t *ib, int H, int W) {
-    int Hq = H / 2, Wq = W / 2;
-    for (int r = 0; r < Hq; r++)
-        for (int q = 0; q < Wq; q++) {
-            const float *v = gb + ((size_t)r * Wq + q) * NB;
-            const int32_t *a = ib + ((size_t)r * Wq + q) * NB;
-            for (int c = 0; c < 4; c++) {
-                int oh = 2 * r + (c >> 1), ow = 2 * q + (c & 1);
-                float *o = t + ((size_t)oh * Wd + P + ow) * NB;
-                for (int l = 0; l < NB; l++) o[l] = a[l] == c ? v[l] : 0.0f;
-            }
-        }
-    zero_unreached(NB, t, Wd, P, H, W);
-}
-
-#ifdef XT_DIRECT_X86
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq"))) static void unpool_scatter16(
-    float *t, int Wd, int P, const float *gb, const int32_t *ib, int H, int W) {
-    int Hq = H / 2, Wq = W / 2;
-    const __m512i c0 = _mm512_setzero_si512(), c1 = _mm512_set1_epi32(1), c2 = _mm512_set1_epi32(2),
-                  c3 = _mm512_set1_epi32(3);
-    for (int r = 0; r < Hq; r++) {
-        float *o0 = t + ((size_t)(2 * r) * Wd + P) * 16, *o1 = o0 + (size_t)Wd * 16;
-        for (int q = 0; q < Wq; q++, o0 += 32, o1 += 32) {
-            __m512 v = _mm512_loadu_ps(gb + ((size_t)r * Wq + q) * 16);
-            __m512i a = _mm512_loadu_si512(ib + ((size_t)r * Wq + q) * 16);
-            _mm512_storeu_ps(o0, _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(a, c0), v));
-            _mm512_storeu_ps(o0 + 16, _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(a, c1), v));
-            _mm512_storeu_ps(o1, _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(a, c2), v));
-            _mm512_storeu_ps(o1 + 16, _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(a, c3), v));
-        }
-    }
-    zero_unreached(16, t, Wd, P, H, W);
-}
-#endif
-
 /* floats of one image's pooled gradient (and bytes of its argmax), plain */
 static size_t pooled_img(const k_conv_shape *s) { return (size_t)s->Co * (s->Ho / 2) * (s->Wo / 2); }
 
@@ -534,13 +479,8 @@ static void dy_to_blocked(const nisa *isa, float *t, size_t cstride, const dy_so
         for (int l = 0; l < NB; l++) from[l] = l < nb ? g + l * img_g + c * plane : zeros;
         isa->pack(gb, from, Hq, Wq, Wq, 0, 0);
         cells_to_blocked(NB, (int32_t *)ib, a + c * plane, img_g, nb, (int)plane);
-#ifdef XT_DIRECT_X86
-        if (NB == 16) {
-            unpool_scatter16(t + c * cstride, Wd, P, gb, (const int32_t *)ib, s->Ho, s->Wo);
-            continue;
-        }
-#endif
-        unpool_scatter(NB, t + c * cstride, Wd, P, gb, (const int32_t *)ib, s->Ho, s->Wo);
+        isa->unpool(t + c * cstride, Wd, P, gb, (const int32_t *)ib, s->Ho, s->Wo);
+        zero_unreached(NB, t + c * cstride, Wd, P, s->Ho, s->Wo);
     }
 }
 
@@ -649,79 +589,6 @@ void k_conv_direct_fwd(const k_conv_shape *s, float *y, const float *x, const fl
     k_conv_direct_fwd_act(s, y, x, w, b, 0, scratch, K_CONV_PACK_PER_CALL, K_CONV_NO_PROLOGUE);
 }
 
-/* The blocked conv output yb of one block -> its 2x2 max pool, blocked:
- * per lane, the window's values (+ bias, relu) compared in the order
- * (0,0) (0,1) (1,0) (1,1), a candidate taken when strictly greater or NaN,
- * as k_maxpool2d_fwd does; argmax is the window's cell, 0-3 row-major. */
-#ifdef XT_DIRECT_X86
-/* relu is a constant once inlined: with it, max(c, +0) is the engine's RELU
- * (NaN and -0 give +0, as x > 0 ? x : +0 does), and no candidate is NaN any
- * more, so "greater or NaN" is "greater" and one compare decides a cell.
- * That made the seed CNN's conv1 forward with its pool faster, and whole
- * steps of both models slightly so (make bench's kernel table, train_bench
- * --kernels). */
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq"), always_inline)) static inline void pool_blocked16_body(
-    const k_conv_shape *s, const float *yb, int wo_pad, const float *b, const int relu, float *pv, int32_t *pa) {
-    int Hp = pool2_out(s->Ho), Wp = pool2_out(s->Wo);
-    for (int co = 0; co < s->Co; co++) {
-        __m512 bv = _mm512_set1_ps(b ? b[co] : -0.0f), zero = _mm512_setzero_ps();
-        for (int ph = 0; ph < Hp; ph++)
-            for (int pw = 0; pw < Wp; pw++) {
-                __m512 v = zero;
-                __m512i a = _mm512_setzero_si512();
-XT_UNROLL
-                for (int q = 0; q < 4; q++) {
-                    int oh = 2 * ph + (q >> 1), ow = 2 * pw + (q & 1);
-                    __m512 c = _mm512_add_ps(_mm512_loadu_ps(yb + (((size_t)co * s->Ho + oh) * wo_pad + ow) * 16), bv);
-                    if (relu) c = _mm512_max_ps(c, zero);
-                    if (q == 0) {
-                        v = c;
-                        continue;
-                    }
-                    __mmask16 t = relu ? _mm512_cmp_ps_mask(c, v, _CMP_GT_OQ)
-                                       : _mm512_cmp_ps_mask(c, v, _CMP_GT_OQ) | _mm512_cmp_ps_mask(c, c, _CMP_UNORD_Q);
-                    v = _mm512_mask_mov_ps(v, t, c);
-                    a = _mm512_mask_mov_epi32(a, t, _mm512_set1_epi32(q));
-                }
-                size_t o = (((size_t)co * Hp + ph) * Wp + pw) * 16;
-                _mm512_storeu_ps(pv + o, v);
-                _mm512_storeu_si512(pa + o, a);
-            }
-    }
-}
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq"))) static void pool_blocked16(
-    const k_conv_shape *s, const float *yb, int wo_pad, const float *b, int relu, float *pv, int32_t *pa) {
-    if (relu) pool_blocked16_body(s, yb, wo_pad, b, 1, pv, pa);
-    else pool_blocked16_body(s, yb, wo_pad, b, 0, pv, pa);
-}
-#endif
-
-static void pool_blocked(const k_conv_shape *s, int NB, const float *yb, int wo_pad, const float *b, int relu,
-                         float *pv, int32_t *pa) {
-#ifdef XT_DIRECT_X86
-    if (NB == 16) {
-        pool_blocked16(s, yb, wo_pad, b, relu, pv, pa);
-        return;
-    }
-#endif
-    int Hp = pool2_out(s->Ho), Wp = pool2_out(s->Wo);
-    for (int co = 0; co < s->Co; co++)
-        for (int ph = 0; ph < Hp; ph++)
-            for (int pw = 0; pw < Wp; pw++) {
-                float *v = pv + (((size_t)co * Hp + ph) * Wp + pw) * NB;
-                int32_t *a = pa + (((size_t)co * Hp + ph) * Wp + pw) * NB;
-                for (int q = 0; q < 4; q++) {
-                    int oh = 2 * ph + (q >> 1), ow = 2 * pw + (q & 1);
-                    const float *y = yb + (((size_t)co * s->Ho + oh) * wo_pad + ow) * NB;
-                    for (int l = 0; l < NB; l++) {
-                        float c = y[l] + (b ? b[co] : -0.0f);
-                        if (relu) c = c > 0.0f ? c : 0.0f;
-                        if (q == 0 || c > v[l] || c != c) v[l] = c, a[l] = q;
-                    }
-                }
-            }
-}
-
 /* Channels c0 .. c0+cn of one block's conv output (yb holds them from its
  * start, planes Ho x wo_pad) -> their pooled values and indices, out of the
  * blocked layout (the conv output itself never leaves it). */
@@ -732,7 +599,7 @@ static void pool_out_channels(const nisa *isa, const k_conv_shape *s, int c0, in
     part.Co = cn;
     int pho = pool2_out(s->Ho), pwo = pool2_out(s->Wo);
     size_t plane = (size_t)pho * pwo, img_p = (size_t)s->Co * plane;
-    pool_blocked(&part, isa->vl, yb, wo_pad, b ? b + c0 : NULL, relu, pooled, pa);
+    isa->pool2(&part, yb, wo_pad, b ? b + c0 : NULL, relu, pooled, pa);
     from_blocked(isa, y + c0 * plane, img_p, pooled, nb, cn, pho, pwo, pwo, NULL, 0, NULL, sink);
     for (int c = 0; c < cn; c++) cells_from_blocked(isa->vl, argmax + (c0 + c) * plane, img_p, pa + c * plane * isa->vl, nb, (int)plane);
 }

@@ -7,7 +7,8 @@
  *   bww tile: acc[c][u] += sum_{pixels} dyb[c][pixel] * xb[off[u] + pixel]    (CT channels x TT taps;
  *             dy rows drow floats apart: its own layout or backward-data's padded one)
  *   bwd tile: dx[ci0+c][h][w] = sum over the taps that land on (h,w)           (CT channels x 1 pixel)
- * the transposes between plain planes and the blocked layout, and the tables of
+ * the transposes between plain planes and the blocked layout, a 2x2 max pool's
+ * epilogue and its backward's scatter in that layout, and the tables of
  * (tile size, function) conv_direct.c chooses from. Tile sizes are compile-time
  * constants (always_inline + constant arguments, loops unrolled by pragma), so
  * the accumulators live in registers; each flavour's lists respect its register
@@ -18,7 +19,9 @@
  * vec (vector type), VZERO(), VLOAD(p), VSTORE(p,v), VSET1(s), VFMA(a,b,c) = a*b+c, VRELU(v) (lanes > 0 kept,
  * the rest, NaN and -0 included, +0: the engine's RELU),
  * VKEEP(m, v) (v where m > 0, else +0: NaN in m gives +0), VHSUM(v), NTRANSPOSE(r) (transpose VL vectors in place) and X-lists NFWD_CFGS,
- * NBWW_CFGS, NBWD_CFGS of the tile sizes to instantiate.
+ * NBWW_CFGS, NBWD_CFGS of the tile sizes to instantiate; for the max pool's epilogue and unpooling, a lane mask
+ * type vmask, VGT(a, b) (a > b, false for NaN), VNAN(a), VMOR(m, n), VSEL(m, a, b) (b where m, else a) and
+ * VEQCELL(a, q) (the lanes whose int32 bits are q). It undefines them all at its end, but the tile lists.
  */
 
 #include "kernels/unroll.h" /* XT_UNROLL */
@@ -230,6 +233,79 @@ static TGT void NFN(unpack_plane_mask)(float *const *dst, const float *src, int 
     NFN(unpack_body)(dst, src, H, W, Wd, -0.0f, 0, mask);
 }
 
+/* The 2x2, stride-2 max pool of one block's conv output yb (Co planes of
+ * Ho x wo_pad pixels, blocked) into pv and its argmax into pa (blocked, the
+ * window's cell 0-3 row-major as int32 bits): per lane, the window's values
+ * (+ bias, then the ReLU when relu) compared in the order (0,0) (0,1) (1,0)
+ * (1,1), a candidate taken when strictly greater or NaN, as k_maxpool2d_fwd
+ * does. relu is a constant once inlined: after max(c, +0) (the engine's RELU:
+ * NaN and -0 give +0) no candidate is NaN, so one compare decides a cell,
+ * which made the seed CNN's conv1 forward with its pool faster (make bench's
+ * kernel table, train_bench --kernels). A scalar loop here cost the AVX2
+ * forward of that layer four times its convolution (perf on kernel_bench
+ * "seed conv1" under XLATRAIN_ISA=avx2). */
+static inline TGT vec NFN(cell_bits)(int q) {
+    float f;
+    memcpy(&f, &q, sizeof f);
+    return VSET1(f);
+}
+static inline __attribute__((always_inline)) TGT void NFN(pool2_body)(const k_conv_shape *s, const float *yb,
+                                                                     int wo_pad, const float *b, const int relu,
+                                                                     float *pv, int32_t *pa) {
+    int Hp = s->Ho / 2, Wp = s->Wo / 2; /* floor mode: a last odd row or column is in no window */
+    vec zero = VZERO();
+    for (int co = 0; co < s->Co; co++) {
+        vec bv = VSET1(b ? b[co] : -0.0f);
+        for (int ph = 0; ph < Hp; ph++) {
+            const float *r0 = yb + ((size_t)co * s->Ho + 2 * ph) * wo_pad * VL, *r1 = r0 + (size_t)wo_pad * VL;
+            size_t o = ((size_t)co * Hp + ph) * Wp * VL;
+            for (int pw = 0; pw < Wp; pw++, r0 += 2 * VL, r1 += 2 * VL, o += VL) {
+                const float *cell[4] = {r0, r0 + VL, r1, r1 + VL};
+                vec v = zero, a = zero; /* cell 0: int32 0 is +0.0f's bits */
+XT_UNROLL
+                for (int q = 0; q < 4; q++) {
+                    vec c = VLOAD(cell[q]) + bv;
+                    if (relu) c = VRELU(c);
+                    if (q == 0) {
+                        v = c;
+                        continue;
+                    }
+                    vmask t = relu ? VGT(c, v) : VMOR(VGT(c, v), VNAN(c));
+                    v = VSEL(t, v, c);
+                    a = VSEL(t, a, NFN(cell_bits)(q));
+                }
+                VSTORE(pv + o, v);
+                VSTORE((float *)pa + o, a);
+            }
+        }
+    }
+}
+static TGT void NFN(pool2_blocked)(const k_conv_shape *s, const float *yb, int wo_pad, const float *b, int relu,
+                                   float *pv, int32_t *pa) {
+    if (relu) NFN(pool2_body)(s, yb, wo_pad, b, 1, pv, pa);
+    else NFN(pool2_body)(s, yb, wo_pad, b, 0, pv, pa);
+}
+
+/* One channel's blocked dy t[(h*Wd + P + w)*VL] for h < H/2*2, w < W/2*2 <-
+ * the pooled gradient gb and argmax ib (each window's kept cell, 0-3),
+ * blocked [(r*Wq + q)*VL]: g in the kept cell, +0 in the window's others, as
+ * k_maxpool2d_bwd scatters it; every cell of a window written once. A last
+ * odd row or column is the caller's (zero_unreached). */
+static TGT void NFN(unpool_scatter)(float *t, int Wd, int P, const float *gb, const int32_t *ib, int H, int W) {
+    int Hq = H / 2, Wq = W / 2;
+    vec zero = VZERO();
+    for (int r = 0; r < Hq; r++) {
+        float *o0 = t + ((size_t)(2 * r) * Wd + P) * VL, *o1 = o0 + (size_t)Wd * VL;
+        for (int q = 0; q < Wq; q++, o0 += 2 * VL, o1 += 2 * VL) {
+            vec v = VLOAD(gb + ((size_t)r * Wq + q) * VL), a = VLOAD((const float *)ib + ((size_t)r * Wq + q) * VL);
+            VSTORE(o0, VSEL(VEQCELL(a, 0), zero, v));
+            VSTORE(o0 + VL, VSEL(VEQCELL(a, 1), zero, v));
+            VSTORE(o1, VSEL(VEQCELL(a, 2), zero, v));
+            VSTORE(o1 + VL, VSEL(VEQCELL(a, 3), zero, v));
+        }
+    }
+}
+
 /* sum of p[0..n), four vector accumulators (an add's latency is 3-4 cycles) */
 static TGT double NFN(sum_floats)(const float *p, size_t n) {
     vec a = VZERO(), b = VZERO(), c = VZERO(), d = VZERO();
@@ -284,6 +360,8 @@ static const nisa NFN(nisa) = {VL,
                                NFN(unpack_plane_relu),
                                NFN(unpack_plane_mask),
                                NFN(sum_floats),
+                               NFN(pool2_blocked),
+                               NFN(unpool_scatter),
                                NFN(nfwd_cfgs),
                                (int)(sizeof NFN(nfwd_cfgs) / sizeof NFN(nfwd_cfgs)[0]),
                                NFN(nbww_cfgs),
@@ -296,3 +374,23 @@ static const nisa NFN(nisa) = {VL,
 #undef NFN
 #undef NCAT
 #undef NCAT_
+/* the includer's flavour, so the next one can define its own (the tile lists stay: a flavour may share them) */
+#undef NTRANSPOSE
+#undef SFX
+#undef TGT
+#undef VL
+#undef vec
+#undef VZERO
+#undef VLOAD
+#undef VSTORE
+#undef VSET1
+#undef VFMA
+#undef VHSUM
+#undef VRELU
+#undef VKEEP
+#undef vmask
+#undef VGT
+#undef VNAN
+#undef VMOR
+#undef VSEL
+#undef VEQCELL

@@ -19,6 +19,7 @@
 #include "io/jsonw.h"
 #include "io/png.h"
 #include "kernels/onednn.h"
+#include "kernels/simd.h"
 #include "run/confusion.h"
 #include "run/log.h"
 #include "run/monitor.h"
@@ -181,6 +182,10 @@ static void results_json(const xt_run *r, xt_jsonw *w, const xt_summary *s) {
     xt_jw_key(w, "dataset"); xt_jw_str(w, xt_data_kind_name(xt_run_data_kind(c->dataset)));
     xt_jw_key(w, "model"); xt_jw_str(w, c->spec.source);
     xt_jw_key(w, "precision"); xt_jw_str(w, c->precision == XT_PRECISION_BF16 ? "bf16" : "fp32");
+    char why[128];
+    int isa = k_isa_reason(why, sizeof why);
+    xt_jw_key(w, "isa"); xt_jw_str(w, k_simd_name(isa)); /* the level the kernels ran at, and what set it */
+    xt_jw_key(w, "isa_from"); xt_jw_str(w, why);
     kernel_choices(w, r);
     xt_jw_key(w, "epochs"); xt_jw_int(w, r->nhist);
     xt_jw_key(w, "global_step"); xt_jw_int(w, r->global_step);

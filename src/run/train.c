@@ -20,6 +20,7 @@
 #include "distributed/uplink.h"
 #include "io/atomic.h"
 #include "io/ckptdir.h"
+#include "kernels/simd.h"
 #include "run/checkpoint.h"
 #include "run/finish.h"
 #include "run/hosts.h"
@@ -99,19 +100,29 @@ static const char *precision_text(const xt_config *c, char *buf, size_t cap) {
     return buf;
 }
 
+/* "isa avx2 (XLATRAIN_ISA=avx2)": the vector instructions the kernels run, and what capped them. */
+static const char *isa_text(char *buf, size_t cap) {
+    char why[128];
+    int isa = k_isa_reason(why, sizeof why);
+    snprintf(buf, cap, "isa %s (%s)", k_simd_name(isa), why);
+    return buf;
+}
+
 static void print_banner(const xt_run *r) {
     const xt_config *c = r->c;
-    char cores[64], prec[96];
+    char cores[64], prec[96], isa[200];
     if (r->host != 0) return; /* said once, by the global master */
     if (r->cli->eval_only) { /* no training data is loaded: say what is evaluated, not "0 train" */
-        fprintf(stderr, "xlatrain: %s: evaluating %s on %s (%lld test samples), %s, %s, output in %s\n", c->name,
+        fprintf(stderr, "xlatrain: %s: evaluating %s on %s (%lld test samples), %s, %s, %s, output in %s\n", c->name,
                 c->spec.source, xt_data_kind_name(xt_run_data_kind(c->dataset)), (long long)r->test.n,
-                cores_text(r, cores, sizeof cores), precision_text(c, prec, sizeof prec), r->outdir);
+                cores_text(r, cores, sizeof cores), isa_text(isa, sizeof isa), precision_text(c, prec, sizeof prec),
+                r->outdir);
         return;
     }
-    fprintf(stderr, "xlatrain: %s: %s on %s (%lld train / %lld test samples), %s, batch %d per core, %s, output in %s\n",
+    fprintf(stderr, "xlatrain: %s: %s on %s (%lld train / %lld test samples), %s, %s, batch %d per core, %s, output in %s\n",
             c->name, c->spec.source, xt_data_kind_name(xt_run_data_kind(c->dataset)), (long long)(r->have_train ? r->train.n : 0),
-            (long long)r->test.n, cores_text(r, cores, sizeof cores), c->batch_size, precision_text(c, prec, sizeof prec), r->outdir);
+            (long long)r->test.n, cores_text(r, cores, sizeof cores), isa_text(isa, sizeof isa), c->batch_size,
+            precision_text(c, prec, sizeof prec), r->outdir);
 }
 
 /* Workers beyond the CPUs this process may run on share them: slower, and

@@ -11,6 +11,8 @@ const xt_env_var xt_env_vars[] = {
      "1: bf16 mixed precision when the config does not set\nprecision (as torch_xla); 0 or unset: fp32"},
     {"XLATRAIN_BF16_PATH", "kernels/bf16.c",
      "ref: the bf16 kernels' portable path even with AVX512-BF16;\nauto or unset: per shape; anything else: usage error"},
+    {"XLATRAIN_ISA", "kernels/simd.c, config/config.c",
+     "avx512, avx2 or generic: the widest vector instructions the\nkernels use, over the config's isa; auto or unset: the CPU's"},
     {"XLATRAIN_KERNEL_CHOICE", "config/config.c",
      "measured or fixed: how each convolution and matrix product\nchooses its kernel, over the config's kernel_choice"},
     {"XLATRAIN_CACHE_DIR", "engine/choice.c", "where measured kernel choices are cached per CPU model\n(default $XDG_CACHE_HOME/xlatrain)"},

@@ -1,10 +1,23 @@
-# lib.sh — what the bench scripts share (sourced by run.sh, ab.sh, bf16.sh):
-# one BLAS thread per worker, a scratch directory removed on exit ($tmp), and
-# the helpers that read train_bench's "RESULT key=value ..." lines and that
-# pin a one-worker run to a CPU.
+# lib.sh — what the bench scripts share (sourced by run.sh, ab.sh, bf16.sh,
+# avx2.sh): one BLAS thread per worker, a scratch directory removed on exit
+# ($tmp), whether the PyTorch reference can run, and the helpers that read
+# train_bench's and PyTorch's "RESULT key=value ..." lines and that pin a
+# one-worker run to a CPU.
 export OPENBLAS_NUM_THREADS=1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+# The PyTorch reference: the script at REF under Debian's python3-torch (/usr/bin/python3); torch_check sets
+# have_torch=1 when both are there (called by the scripts that compare: importing torch takes a second);
+# tmed FILE KEYS -> the median of the first of KEYS (a regex) over its RESULT lines.
+REF=../shared/bench/torch_ref.py
+have_torch=0
+torch_check() {
+    have_torch=0
+    if [ -f "$REF" ] && /usr/bin/python3 -c 'import torch' >/dev/null 2>&1; then have_torch=1; fi
+}
+tmed() {
+    while read -r l; do echo "$l" | tr ' ' '\n' | grep -E "^($2)=" | head -n 1 | cut -d= -f2; done < "$1" | median
+}
 # field NAME LINE -> value of NAME=... in a RESULT line
 field() { echo "$2" | tr ' ' '\n' | sed -n "s/^$1=//p" | head -n 1; }
 median() { sort -g | awk '{a[NR]=$1} END {if (NR) print a[int((NR+1)/2)]; else print "nan"}'; }

@@ -35,7 +35,8 @@
  * tile_rows_max (samples per micro-batch tile, fewest and most), and
  * sample_macs / sample_macs_executed: one training sample's multiply-adds in
  * the step's convolutions and GEMMs, counted dense and as the kernels on this
- * CPU execute them (fewer where a pass skips a max pool's zeros).
+ * CPU execute them (fewer where a pass skips a max pool's zeros), and isa
+ * (the SIMD level the kernels ran at: XLATRAIN_ISA caps it, avx2.sh).
  * --kernels K: before the RESULT line, worker 0 prints the engine's
  * per-kernel profile of the training step over max(K, PROFILED_STEPS_MIN)
  * profiled steps (after the compile): every kernel's microseconds per step, share,
@@ -55,6 +56,7 @@
 #include "distributed/spawn.h"
 #include "engine/metrics.h"
 #include "kernels/bf16.h"
+#include "kernels/simd.h"
 #include "run/run.h"
 #include "run/eval.h"
 #include "run/step.h"
@@ -261,7 +263,7 @@ static int worker(int rank, void *arg) {
                " conv_ms=%.3f gemm_ms=%.3f pool_ms=%.3f norm_ms=%.3f ew_ms=%.3f reduce_ms=%.3f allreduce_ms=%.3f other_ms=%.3f"
                " ir_nodes=%d kernels=%d fused=%d arena_kb=%.1f intermediates_kb=%.1f input_kb=%.1f loss=%.4f fwd_macs=%lld graphs=%d"
                " precision=%s bf16_path=%s convert_ms=%.3f tile_runs=%d tiled_kernels=%d tile_rows=%d tile_rows_max=%d"
-               " sample_macs=%.0f sample_macs_executed=%.0f kernel_choice=%s kept_fp32=%d\n",
+               " sample_macs=%.0f sample_macs_executed=%.0f kernel_choice=%s kept_fp32=%d isa=%s\n",
                r->c->spec.source, n, b->batch, b->steps, (double)b->batch * b->steps * n / step_s, sum[V_INFER_SPS],
                sum[V_RSS] / n, step_s * 1e3 / b->steps, sum[V_TRACE] / n, sum[V_HOST] / n, sum[V_EXEC] / n,
                sum[V_CONV] / n, sum[V_GEMM] / n, sum[V_POOL] / n, sum[V_NORM] / n, sum[V_EW] / n, sum[V_RED] / n,
@@ -269,7 +271,7 @@ static int worker(int rank, void *arg) {
                st.intermediate_bytes / 1024.0, (double)b->batch * (double)px * sizeof(float) / 1024.0, loss, xt_spec_forward_macs(&r->c->spec), st.distinct_graphs,
                xt_precision_name(b->precision), k_bf16_path_name(k_bf16_path()), sum[V_CONVERT] / n, st.tile_runs,
                st.tiled_kernels, st.tile_rows, st.tile_rows_max, st.macs / b->batch, st.macs_executed / b->batch,
-               kernel_choice_measured() ? "measured" : "fixed", st.kept_fp32);
+               kernel_choice_measured() ? "measured" : "fixed", st.kept_fp32, k_simd_name(k_simd_level()));
         fflush(stdout);
     }
     if (rc) fprintf(stderr, "train_bench: xla:%d: %s\n", rank, e.msg);
@@ -285,6 +287,11 @@ int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: train_bench MODEL.yaml [--procs N] [--batch B] [--steps K] [--infer-batch B] [--infer-steps K] "
                         "[--precision fp32|bf16] [--kernels K] [--allreduce copy|in-place] [--batches K]\n");
+        return 2;
+    }
+    const char *isa = NULL; /* the cap avx2.sh sets: a misspelt one would measure the CPU's best level */
+    if (k_isa_env_check(&isa)) {
+        fprintf(stderr, "train_bench: XLATRAIN_ISA=%s: expected avx512, avx2, generic or auto\n", isa);
         return 2;
     }
     static xt_config c;
