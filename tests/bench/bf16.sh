@@ -19,8 +19,7 @@ STEPS_WIDE=${STEPS_WIDE:-30}
 STEPS_R20=${STEPS_R20:-10}
 REF=${REF:-../shared/bench/torch_ref.py}
 . "$(dirname "$0")/lib.sh"
-have_torch=0
-if [ -f "$REF" ] && /usr/bin/python3 -c 'import torch' >/dev/null 2>&1; then have_torch=1; fi
+torch_check
 
 model=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')
 echo "== bf16 mixed precision (issue #18) — $(date -u +%Y-%m-%dT%H:%MZ), $model, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -57,9 +56,6 @@ torch_pair() {
                 --infer-seconds 1 $flag 2>/dev/null
         fi | grep '^RESULT' >> "$tmp/t.$1.$2.$prec"
     done
-}
-tmed() { # file key (the PyTorch scripts' RESULT keys)
-    while read -r l; do field "$2" "$l"; done < "$1" | median
 }
 
 for m in seed_cnn:models/fashion_cnn.yaml:$STEPS_SEED wide_cnn:models/wide_cnn.yaml:$STEPS_WIDE resnet20:models/resnet20.yaml:$STEPS_R20; do
