@@ -17,7 +17,6 @@ REPS=${REPS:-3}
 STEPS_SEED=${STEPS_SEED:-300}
 STEPS_WIDE=${STEPS_WIDE:-30}
 STEPS_R20=${STEPS_R20:-10}
-REF=${REF:-../shared/bench/torch_ref.py}
 . "$(dirname "$0")/lib.sh"
 torch_check
 
