@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "engine/plan.h"
 #include "kernels/bf16.h"
@@ -14,6 +15,7 @@
 #include "run/run.h"
 #include "run/step.h"
 #include "test.h"
+#include "util/build_id.h"
 
 #include "kernels/kernels.h"
 
@@ -519,6 +521,43 @@ TEST(kernel_choice_cache_makes_a_second_compile_time_nothing) {
         free(a), free(b);
     }
     unsetenv("XLATRAIN_CACHE_DIR");
+}
+
+/* The cache on disk is keyed by the build that timed it: its one file names
+ * this executable's GNU build ID as binutils' readelf reads it, and the
+ * file's name is a hash of that header line, so a rebuilt kernel (another
+ * ID) never reads this build's timings. */
+TEST(kernel_choice_cache_is_keyed_by_the_build) {
+    char cmd[1024], readelf_id[160] = "", dir[512];
+    snprintf(cmd, sizeof cmd, "readelf -n /proc/%d/exe 2>/dev/null | sed -n 's/^ *Build ID: *//p'", (int)getpid());
+    FILE *pf = popen(cmd, "r");
+    if (pf) {
+        if (!fgets(readelf_id, sizeof readelf_id, pf)) readelf_id[0] = 0;
+        pclose(pf);
+    }
+    readelf_id[strcspn(readelf_id, "\n")] = 0;
+    if (!readelf_id[0]) test_skip("readelf (binutils) printed no build ID for this executable");
+    CHECK_STR_EQ(xt_build_id(), readelf_id);
+
+    snprintf(dir, sizeof dir, "%s/choice-cache-build", test_tmpdir());
+    setenv("XLATRAIN_CACHE_DIR", dir, 1);
+    model_run *a = calloc(1, sizeof *a);
+    xt_engine_opts o = {.fuse = 1, .tile_cache_bytes = 64 * 1024, .kernel_choice = 1};
+    xt_engine *ea = train_with(a, "models/wide_cnn.yaml", 2, &o, NULL);
+    unsetenv("XLATRAIN_CACHE_DIR");
+    snprintf(cmd, sizeof cmd, "cat %s/kernel-choices-*.txt 2>/dev/null | head -1", dir);
+    pf = popen(cmd, "r");
+    char header[1024] = "";
+    if (pf) {
+        if (!fgets(header, sizeof header, pf)) header[0] = 0;
+        pclose(pf);
+    }
+    char want[200];
+    snprintf(want, sizeof want, "| build %s", readelf_id);
+    CHECK_STR_CONTAINS(header, want);
+    xt_engine_free(ea);
+    model_run_free(a);
+    free(a);
 }
 
 /* Choices are kept per ISA level: an engine capped one level below the

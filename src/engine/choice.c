@@ -8,9 +8,10 @@
  * every worker uses it — `agreed`, from worker 0 or a checkpoint); its text
  * form, which checkpoints record and --resume reads back; and the cache on
  * disk, keyed by the CPU (model name, family/model, the ISA flags and cache
- * sizes the kernels use) in $XLATRAIN_CACHE_DIR, else
- * $XDG_CACHE_HOME/xlatrain, else ~/.cache/xlatrain, written as a temp file
- * renamed over the old one, so concurrent runs never see half a file.
+ * sizes the kernels use) and by the build that timed them
+ * (util/build_id.h), in $XLATRAIN_CACHE_DIR, else $XDG_CACHE_HOME/xlatrain,
+ * else ~/.cache/xlatrain, written as a temp file renamed over the old one,
+ * so concurrent runs never see half a file.
  * Is not: the timing or the exchange between workers (pass_choose.c).
  */
 #include "engine/choice.h"
@@ -27,6 +28,7 @@
 #include "kernels/impl.h"
 #include "kernels/onednn.h"
 #include "kernels/simd.h"
+#include "util/build_id.h"
 #include "util/mkdirs.h"
 
 static uint64_t mix(uint64_t h, uint64_t v) {
@@ -128,8 +130,11 @@ int xt_choices_load_text(xt_choices *t, const char *text) {
 
 /* ---- the cache on disk ----------------------------------------------------- */
 
-/* The candidates there are: a cache written before a row existed (or with
- * another oneDNN) never stands in for a timing that would include it. */
+/* The candidates there are, and the code that runs them: a cache written
+ * before a row existed, with another oneDNN, or by another build of the
+ * kernels (a faster AVX2 GEMM, say) never stands in for a timing that would
+ * include them. The build is the executable's GNU build ID: a hash of its
+ * code, so any rebuilt kernel times anew, once. */
 static uint64_t candidates_id(void) {
     uint64_t h = 0x696d706c73ULL;
     for (int i = 1; i < K_IMPL_COUNT; i++)
@@ -138,7 +143,7 @@ static uint64_t candidates_id(void) {
     return h;
 }
 
-/* "model name | family | model | ISA | L1d/L2 | oneDNN | candidates": what the timings depend on. */
+/* "model name | family | model | ISA | L1d/L2 | oneDNN | candidates | build": what the timings depend on. */
 static void cpu_id(char *buf, size_t cap) {
     char model[256] = "unknown", fam[32] = "?", mod[32] = "?", line[512];
     FILE *f = fopen("/proc/cpuinfo", "r");
@@ -155,9 +160,10 @@ static void cpu_id(char *buf, size_t cap) {
     }
     if (f) fclose(f);
     int isa = isa_id();
-    snprintf(buf, cap, "%s | family %s model %s | %s%s | L1d %zu L2 %zu | oneDNN %s | candidates %016llx", model, fam,
-             mod, k_simd_name(isa / 2), isa & 1 ? "+avx512bf16" : "", k_cache_l1d_bytes(), k_cache_l2_bytes(),
-             k_onednn_version(), (unsigned long long)candidates_id());
+    const char *build = xt_build_id();
+    snprintf(buf, cap, "%s | family %s model %s | %s%s | L1d %zu L2 %zu | oneDNN %s | candidates %016llx | build %s",
+             model, fam, mod, k_simd_name(isa / 2), isa & 1 ? "+avx512bf16" : "", k_cache_l1d_bytes(),
+             k_cache_l2_bytes(), k_onednn_version(), (unsigned long long)candidates_id(), *build ? build : "unknown");
 }
 
 static int cache_dir(char *buf, size_t cap) {
