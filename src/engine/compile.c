@@ -130,17 +130,28 @@ static int copy_run_graph(xt_plan *p, const xt_graph *r, const int32_t *map) {
     return 0;
 }
 
+/* Whether kernel node c runs convolution j with a 2x2 pool fused into its
+ * epilogue (pass_conv_epilogue.c): the pool's node takes the convolution's
+ * operands, and then (fp32) batch norm's apply may replace its input
+ * (pass_conv_prologue.c), so the weight, never rewritten, names the
+ * convolution; no other forward pass reads it. */
+static int runs_pooled(const xt_plan *p, int c, int j) {
+    const xt_node *n = &p->nodes[c], *conv = &p->nodes[j];
+    if (n->in_off == conv->in_off) return 1;
+    return n->op == XT_OP_CONV2D_POOL2 && conv->op == XT_OP_CONV2D && xt_plan_operand(p, c, 1) == xt_plan_operand(p, j, 1);
+}
+
 /* The time per step of the kernel that runs traced node i in p (us; < 0:
  * not known): its chosen candidate's time per call, times the calls a step
  * makes. A pool fused into the convolution's epilogue runs at the pool's
- * node with the convolution's operands (pass_conv_epilogue.c). */
+ * node (runs_pooled). */
 static double node_step_us(const xt_plan *p, int i) {
     int j = p->key_map[i];
     if (j < 0 || j >= p->nnodes) return -1;
     if (!p->choice[j].impl)
         for (int k = 0; k < p->nkernels && !p->choice[j].impl; k++) {
             int c = p->kernels[k].node;
-            if (p->kernels[k].group < 0 && p->choice[c].impl && p->nodes[c].in_off == p->nodes[j].in_off) j = c;
+            if (p->kernels[k].group < 0 && p->choice[c].impl && runs_pooled(p, c, j)) j = c;
         }
     const xt_choice_rec *c = &p->choice[j];
     if (!c->impl) return -1;
@@ -164,7 +175,7 @@ static int rounds_operands(int op) {
  * run faster in fp32 on this CPU (keep[i] = 1), from two probing compiles
  * of the graph, one at each precision, timed by the leader and agreed as
  * the kernel choices are (pass_choose.c). */
-static int decide_precision(const xt_graph *g, const xt_compile_opts *o, uint8_t *keep, xt_err *e) {
+static int decide_precision(const xt_graph *g, const xt_compile_opts *o, uint8_t *keep, int *unknown, xt_err *e) {
     const xt_choose_opts *c = o->choose;
     int collective = 0, nbase = 0;
     for (int i = 0; i < g->n; i++) {
@@ -189,6 +200,7 @@ static int decide_precision(const xt_graph *g, const xt_compile_opts *o, uint8_t
             if (!rounds_operands(g->nodes[i].op)) continue;
             double t32 = node_step_us(p32, i), t16 = node_step_us(p16, i);
             keep[i] = t32 >= 0 && t16 >= 0 && t32 < t16;
+            *unknown += t32 < 0 || t16 < 0;
         }
         xt_plan_free(p32);
         xt_plan_free(p16);
@@ -219,7 +231,7 @@ xt_plan *xt_compile(const xt_graph *g, const xt_compile_opts *o, xt_err *e) {
         uint8_t *keep = NULL;
         if (o->choose && o->choose->measured && !o->choose->probe) {
             if (!(keep = calloc((size_t)g->n + 1, 1))) goto oom;
-            if (decide_precision(g, o, keep, e)) {
+            if (decide_precision(g, o, keep, &p->nprec_unknown, e)) {
                 free(keep);
                 goto fail;
             }

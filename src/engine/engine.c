@@ -227,9 +227,12 @@ static void log_choices(const xt_engine *en, const xt_plan *p, int timed0, int h
     isa_counts(p, 1, bf, sizeof bf);
     isa_counts(p, 0, fp, sizeof fp);
     int timed = en->choices.timed_candidates - timed0, hits = en->choices.cache_hits - hits0;
-    fprintf(stderr, "xlatrain: kernel choice %s (%s graph): nodes run bf16: %s; fp32: %s%s; %d with a "
+    char unknown[96] = "";
+    if (p->nprec_unknown)
+        snprintf(unknown, sizeof unknown, " (%d left bf16 without a time at both precisions)", p->nprec_unknown);
+    fprintf(stderr, "xlatrain: kernel choice %s (%s graph): nodes run bf16: %s%s; fp32: %s%s; %d with a "
             "choice, %d candidates timed, %d from the cache%s%s\n",
-            en->choose.measured ? "measured" : "fixed", en->label ? en->label : "a", bf, fp,
+            en->choose.measured ? "measured" : "fixed", en->label ? en->label : "a", bf, unknown, fp,
             p->nkept_fp32 ? " (kept fp32 where faster)" : "", multi, timed, hits,
             en->choices.cache_state == 1 ? " in " : "", en->choices.cache_state == 1 ? en->choices.cache_path : "");
     if (!timed) return;
@@ -376,6 +379,7 @@ int xt_mark_step(xt_engine *en, xt_err *e) {
     en->last.made_in_bf16 = p->made_in_bf16;
     en->last.choice_timed = p->choice_timed;
     en->last.kept_fp32 = p->nkept_fp32;
+    en->last.prec_unknown = p->nprec_unknown;
     en->last.unpool_prologues = p->unpool_prologues;
     en->last.shared_pairs = p->shared_pairs;
     en->last.remat_copies = p->remat_copies;

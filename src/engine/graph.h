@@ -230,6 +230,7 @@ typedef struct xt_exec_stats {
     int made_in_bf16;        /* values their kernel writes in bf16 instead of a cast (pass_bf16_out.c) */
     int choice_timed;        /* kernel candidates timed when it compiled (pass_choose.c) */
     int kept_fp32;           /* bf16: convolutions and products kept fp32, faster so on this CPU */
+    int prec_unknown;        /* bf16: convolutions and products with no time at one precision (left bf16) */
 } xt_exec_stats;
 void xt_engine_last_stats(const xt_engine *en, xt_exec_stats *s);
 

@@ -132,6 +132,7 @@ typedef struct xt_plan {
     int32_t *key_map;        /* per traced node (the key's): its node here */
     int choice_timed;        /* candidates timed when it compiled (0: all from the table or the cache) */
     int nkept_fp32;          /* bf16: convolutions and products kept fp32, their fp32 kernel the faster here */
+    int nprec_unknown;       /* bf16: of those compared, how many lacked a time at one precision (left bf16) */
     xt_kernel *kernels;
     int nkernels;
     xt_ew_group *groups;
