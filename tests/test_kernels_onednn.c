@@ -301,6 +301,34 @@ TEST(kernels_onednn_rows_say_what_runs_and_refuse_what_they_cannot_fuse) {
     CHECK(!strcmp(isa, "AVX-512") || !strcmp(isa, "AVX2") || !strcmp(isa, "SSE4.1") || !strcmp(isa, "x86-64"));
 }
 
+/* A blocked row says which operands it reorders on every call and, once it
+ * has run, the share of its time the reorders took (the kernel report's
+ * "reorders src,dst 21%"); the own rows reorder nothing outside their loops. */
+TEST(kernels_onednn_blocked_rows_name_their_reorders_and_their_share) {
+    if (!have_onednn()) test_skip("oneDNN cannot make a CPU engine here");
+    k_conv_shape s = shapes[0];
+    k_conv_shape_infer(&s);
+    k_op_desc d = {.kind = K_OP_CONV_FWD, .s = s};
+    char buf[64];
+    CHECK(!k_impl_reorders(K_IMPL_F32_DIRECT, &d, buf, sizeof buf));
+    CHECK_STR_EQ(buf, "");
+    if (!k_impls[K_IMPL_ONEDNN_F32_ANY].valid(&d)) test_skip("oneDNN's blocked layouts are the plain ones for this shape here");
+    CHECK(k_impl_reorders(K_IMPL_ONEDNN_F32_ANY, &d, buf, sizeof buf));
+    CHECK_STR_CONTAINS(buf, "src"); /* the NCHW activations go into oneDNN's blocked layout */
+    operands o = make_operands(&s, 0);
+    size_t need = k_impls[K_IMPL_ONEDNN_F32_ANY].scratch(K_IMPL_ONEDNN_F32_ANY, &d);
+    float *y = nans(o.ny);
+    void *scratch = malloc(need);
+    k_impls[K_IMPL_ONEDNN_F32_ANY].run(K_IMPL_ONEDNN_F32_ANY, &d,
+                                       &(k_op_args){.out = y, .x = o.x, .w = o.w, .bias = o.b, .scratch = scratch, .scratch_cap = need});
+    CHECK(k_impl_reorders(K_IMPL_ONEDNN_F32_ANY, &d, buf, sizeof buf));
+    int share = -1;
+    const char *sp = strchr(buf, ' ');
+    CHECK_MSG(sp && sscanf(sp, " %d%%", &share) == 1 && share >= 0 && share <= 100, "%s", buf);
+    free(y), free(scratch);
+    free_operands(&o);
+}
+
 /* A caller whose scratch is smaller than a call needs (a tile's primitive
  * wanting more than the whole batch's was planned for) is not overrun: the
  * call uses a buffer of its own and gives the same bits. */

@@ -7,9 +7,11 @@
  * that cannot be written is skipped (it is a debugging aid, not an output). */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 
 #include "engine/plan.h"
+#include "kernels/impl.h"
 #include "io/atomic.h"
 
 static const char *dtype_tag(int dtype) {
@@ -92,6 +94,14 @@ void xt_dump_plan(const xt_plan *p, const char *dir, const char *stage) {
             if (l->tile_local) fprintf(f, " (one tile)");
             if (p->group_of[i] >= 0) fprintf(f, " fused#%d", p->group_of[i]);
             if (run_of && run_of[i] >= 0) fprintf(f, " tile#%d", run_of[i]);
+            if (p->choice[i].impl) { /* what runs it, and what it reorders per call (no layout pass yet: #55) */
+                k_op_desc d;
+                char impl[160], ro[64];
+                xt_choice_op_desc(p, i, &d);
+                k_impl_describe(p->choice[i].impl, &d, impl, sizeof impl);
+                fprintf(f, " impl=%s", impl);
+                if (k_impl_reorders(p->choice[i].impl, &d, ro, sizeof ro)) fprintf(f, " reorders=%.*s", (int)strcspn(ro, " "), ro);
+            }
             fputc('\n', f);
         }
         for (int i = 0; i < p->nassign; i++) fprintf(f, "assign slot %d <- %%%d\n", p->assigns[i].slot, p->assigns[i].t);

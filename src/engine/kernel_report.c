@@ -17,8 +17,11 @@
  * xt_plan.kernel_ns while `profile` is on), the engine-wide entry points
  * (engine.c: every cached plan's table, and the reset) or the class totals
  * (metrics.c).
- * Each row names the implementation the node runs (pass_choose.c), and the
- * table ends with each choice's candidates and their times per call. */
+ * Each row names the implementation the node runs (pass_choose.c) and, for
+ * a library's, the operands it reorders into its own layout on every call
+ * with the share of its time that takes (the cost a layout pass would
+ * remove); the table ends with each choice's candidates and their times
+ * per call. */
 #include <stdio.h>
 #include <string.h>
 
@@ -50,6 +53,7 @@ void xt_plan_kernel_report(const xt_plan *p, FILE *f) {
             (long long)p->profiled_steps, total / steps / 1e3);
     fprintf(f, "%4s  %-36s %-20s %-7s %10s %7s %8s  %s\n", "#", "kernel", "output", "run", "us/step", "share", "GFLOP/s",
             "implementation");
+    int nreorder = 0;
     for (int k = 0; k < p->nkernels; k++) {
         const xt_kernel *kr = &p->kernels[k];
         const xt_node *n = &p->nodes[kr->node];
@@ -67,10 +71,19 @@ void xt_plan_kernel_report(const xt_plan *p, FILE *f) {
             k_op_desc d;
             xt_choice_op_desc(p, kr->node, &d);
             k_impl_describe(c->impl, &d, impl, sizeof impl);
+            char ro[64];
+            if (k_impl_reorders(c->impl, &d, ro, sizeof ro)) {
+                size_t len = strlen(impl);
+                snprintf(impl + len, sizeof impl - len, " reorders %s", ro);
+                nreorder++;
+            }
         }
         fprintf(f, "%4d  %-36s %-20s %-7s %10.1f %6.1f%% %8s  %s\n", k, what, shape, run, us,
                 total > 0.0 ? 100.0 * p->kernel_ns[k] / total : 0.0, rate, impl);
     }
+    if (nreorder)
+        fprintf(f, "      %d kernels reorder operands on every call (\"reorders src,dst N%%\": the operands, and the share "
+                   "of the library call's time); values are NCHW between kernels\n", nreorder);
     /* the choices behind the implementations: every candidate's time per call */
     for (int k = 0; k < p->nkernels; k++) {
         const xt_kernel *kr = &p->kernels[k];

@@ -230,6 +230,13 @@ const char *k_impl_node_isa(int impl, const k_op_desc *d) {
     return k_impl_isa(k_impls[impl].bf16);
 }
 
+int k_impl_reorders(int impl, const k_op_desc *d, char *buf, size_t cap) {
+    if (impl >= K_IMPL_ONEDNN_F32 && impl < K_IMPL_ONEDNN_F32 + K_ONEDNN_VARIANTS)
+        return k_onednn_reorders(onednn_variant(impl), d, buf, cap);
+    buf[0] = 0;
+    return 0; /* the own kernels reorder as they pack, inside their loops */
+}
+
 void k_impl_describe(int impl, const k_op_desc *d, char *buf, size_t cap) {
     const char *lib = k_impls[impl].detail ? k_impls[impl].detail(impl, d) : NULL;
     if (lib && *lib) snprintf(buf, cap, "%s [%s]", k_impls[impl].name, lib);

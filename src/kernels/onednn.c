@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "kernels/kernels.h"
 #include "kernels/simd.h"
@@ -94,6 +95,8 @@ typedef struct operand {
 
 typedef struct call {
     int variant, lda, ldb;
+    char reordered[40];        /* the operands reordered on every call ("src,dst"), for the kernel report */
+    uint64_t reorder_ns, all_ns; /* time in those reorders, and in whole calls, since the call was made */
     k_op_desc d;
     int ok;                    /* an optimized implementation in the wanted layouts */
     char impl[96];
@@ -144,6 +147,18 @@ static int set_tag(dnnl_memory_desc_t *md, int ndims, const dnnl_dims_t dims, dn
     return dnnl_memory_desc_init_by_tag(md, ndims, dims, t, tag) == dnnl_success;
 }
 
+static const char *arg_name(int arg) {
+    switch (arg) {
+    case DNNL_ARG_SRC: return "src";
+    case DNNL_ARG_WEIGHTS: return "wei";
+    case DNNL_ARG_DST: return "dst";
+    case DNNL_ARG_DIFF_SRC: return "dsrc";
+    case DNNL_ARG_DIFF_DST: return "ddst";
+    case DNNL_ARG_DIFF_WEIGHTS: return "dwei";
+    default: return "bias";
+    }
+}
+
 /* The operand in the engine's layout (user) and as the primitive wants it. */
 static int add_operand(call *c, int arg, int out, const dnnl_memory_desc_t *user_md, const dnnl_memory_desc_t *inner_md,
                        size_t *off) {
@@ -159,6 +174,8 @@ static int add_operand(call *c, int arg, int out, const dnnl_memory_desc_t *user
     dnnl_primitive_desc_destroy(rpd);
     if (st != dnnl_success) return 0;
     if (dnnl_memory_create(&o->inner, inner_md, engine, DNNL_MEMORY_NONE) != dnnl_success) return 0;
+    size_t len = strlen(c->reordered);
+    snprintf(c->reordered + len, sizeof c->reordered - len, "%s%s", len ? "," : "", arg_name(arg));
     o->off = *off;
     *off += up64(dnnl_memory_desc_get_size(inner_md));
     return 1;
@@ -413,7 +430,31 @@ static void buffers(call *c, const k_op_desc *d, const k_op_args *a, const void 
     }
 }
 
+static uint64_t now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* A reorder, timed: the CPU engine runs it before execute returns. */
+static void reorder(call *c, const operand *o, int in) {
+    uint64_t t0 = now_ns();
+    dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, in ? o->user : o->inner}, {DNNL_ARG_TO, in ? o->inner : o->user}};
+    exec(c, o->reorder, 2, args, "reorder");
+    c->reorder_ns += now_ns() - t0;
+}
+
+int k_onednn_reorders(int variant, const k_op_desc *d, char *buf, size_t cap) {
+    call *c = call_dense(variant, d);
+    buf[0] = 0;
+    if (!c || !c->reordered[0]) return 0;
+    if (c->all_ns) snprintf(buf, cap, "%s %.0f%%", c->reordered, 100.0 * (double)c->reorder_ns / (double)c->all_ns);
+    else snprintf(buf, cap, "%s", c->reordered);
+    return 1;
+}
+
 void k_onednn_run(int variant, const k_op_desc *d, const k_op_args *a) {
+    uint64_t t_call = now_ns();
     int dense = d->kind != K_OP_MATMUL || (a->lda == (d->tA ? d->M : d->K) && a->ldb == (d->tB ? d->K : d->N));
     call *c = dense ? call_dense(variant, d) : call_for(variant, d, a->lda, a->ldb);
     if (!c) {
@@ -446,7 +487,7 @@ void k_onednn_run(int variant, const k_op_desc *d, const k_op_args *a) {
         if (o->inner) {
             set_handle(c, o->inner, base + o->off);
             m = o->inner;
-            if (!o->out) exec(c, o->reorder, 2, (dnnl_exec_arg_t[]){{DNNL_ARG_FROM, o->user}, {DNNL_ARG_TO, o->inner}}, "reorder");
+            if (!o->out) reorder(c, o, 1);
         }
         args[n++] = (dnnl_exec_arg_t){o->arg, m};
     }
@@ -457,7 +498,7 @@ void k_onednn_run(int variant, const k_op_desc *d, const k_op_args *a) {
     exec(c, c->prim, n, args, "execute");
     for (int i = 0; i < c->nop; i++) {
         const operand *o = &c->op[i];
-        if (o->inner && o->out) exec(c, o->reorder, 2, (dnnl_exec_arg_t[]){{DNNL_ARG_FROM, o->inner}, {DNNL_ARG_TO, o->user}}, "reorder");
+        if (o->inner && o->out) reorder(c, o, 0);
     }
     if (dnnl_stream_wait(stream) != dnnl_success) fail(c, "stream wait");
 
@@ -469,4 +510,5 @@ void k_onednn_run(int variant, const k_op_desc *d, const k_op_args *a) {
             for (size_t i = 0; i < nw; i++) a->acc[i] += part[i];
         if (a->last) memcpy(a->out, a->acc, nw * sizeof(float));
     }
+    c->all_ns += now_ns() - t_call;
 }

@@ -39,6 +39,13 @@ size_t k_onednn_state(int variant, const k_op_desc *d);
 void k_onednn_run(int variant, const k_op_desc *d, const k_op_args *a);
 /* oneDNN's name for the implementation it picked for d ("brgconv:avx512_core_amx_bf16"), or "". */
 const char *k_onednn_impl(int variant, const k_op_desc *d);
+/* The operands the variant reorders on every call of d (the engine keeps
+ * activations NCHW between nodes: issue #55's layout pass would keep them
+ * blocked), as "src,dst", then the share of the calls' time so far spent in
+ * those reorders ("src,dst 21%"); "" and 0 when it reorders nothing. The
+ * time is per prepared call, which every node of the same description
+ * shares. */
+int k_onednn_reorders(int variant, const k_op_desc *d, char *buf, size_t cap);
 /* The linked library's version, "2.6.3" (creates nothing). */
 const char *k_onednn_version(void);
 /* Whether oneDNN can make a CPU engine here (made on the first call). */
