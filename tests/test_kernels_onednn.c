@@ -151,7 +151,11 @@ static int check_pass_pro(int impl, int kind, const k_conv_shape *s0, int relu, 
         terms = s.N * s.Ho * s.Wo;
     }
     int nparts = parts ? s.N : 1;
-    float *acc = parts ? nans(o.nw) : NULL;
+    /* the tile state as the engine sizes it: a row may keep the sum in its own (padded) layout */
+    k_op_desc dtile = d;
+    dtile.s.N = s.N / nparts;
+    size_t state_floats = parts ? k_impls[impl].state(impl, &dtile) / sizeof(float) : 0;
+    float *acc = parts ? nans(state_floats > o.nw ? state_floats : o.nw) : NULL;
     for (int p = 0; p < nparts; p++) {
         k_op_desc dp = d;
         dp.s.N = s.N / nparts;
@@ -327,6 +331,56 @@ TEST(kernels_onednn_blocked_rows_name_their_reorders_and_their_share) {
     CHECK_MSG(sp && sscanf(sp, " %d%%", &share) == 1 && share >= 0 && share <= 100, "%s", buf);
     free(y), free(scratch);
     free_operands(&o);
+}
+
+/* Tiled, a forward or backward-data call keeps the weights it reordered on
+ * the step's first tile in the node's state and reuses them for the other
+ * tiles (once per step, as the bf16 casts): the later tiles give the same
+ * bits as the whole batch even when the weights' buffer is garbage by then. */
+TEST(kernels_onednn_tiles_reorder_the_weights_once_per_step) {
+    if (!have_onednn()) test_skip("oneDNN cannot make a CPU engine here");
+    int tested = 0;
+    for (int r = 0; r < 4; r++)
+        for (int kind = K_OP_CONV_FWD; kind <= K_OP_CONV_BWD_DATA; kind += K_OP_CONV_BWD_DATA - K_OP_CONV_FWD) {
+            int impl = rows[r], bf = k_impls[impl].bf16;
+            k_conv_shape s = shapes[0];
+            k_conv_shape_infer(&s);
+            k_op_desc whole = {.kind = kind, .s = s, .bf16 = bf}, tile = whole;
+            tile.s.N = 1;
+            if (!k_impls[impl].valid(&whole) || !k_impls[impl].valid(&tile)) continue;
+            size_t state = k_impls[impl].state(impl, &tile);
+            char ro[64];
+            int reorders_w = k_impl_reorders(impl, &tile, ro, sizeof ro) && strstr(ro, "wei");
+            CHECK_MSG(!reorders_w || state > 0, "%s reorders its weights but keeps no state", k_impls[impl].name);
+            if (!state) continue;
+            operands o = make_operands(&s, bf);
+            size_t nout = kind == K_OP_CONV_FWD ? o.ny : o.nx, per = nout / (size_t)s.N;
+            float *want = nans(nout), *got = nans(nout), *keep = malloc(state);
+            size_t sb = k_impls[impl].scratch(impl, &whole), st = k_impls[impl].scratch(impl, &tile);
+            void *scratch = malloc(sb > st ? sb : st);
+            const void *w = bf ? (const void *)o.wb : o.w;
+            size_t wbytes = o.nw * (bf ? 2 : 4);
+            void *w_copy = malloc(wbytes);
+            memcpy(w_copy, w, wbytes);
+            k_op_args a = {.out = want, .w = w_copy, .bias = o.b, .scratch = scratch,
+                           .x = bf ? (const void *)o.xb : o.x, .dy = bf ? (const void *)o.yb : o.y};
+            k_impls[impl].run(impl, &whole, &a);
+            for (int n = 0; n < s.N; n++) {
+                k_op_args t = a;
+                t.out = got + per * n;
+                t.x = bf ? (const void *)(o.xb + (size_t)n * o.nx / s.N) : o.x + (size_t)n * o.nx / s.N;
+                t.dy = bf ? (const void *)(o.yb + (size_t)n * o.ny / s.N) : o.y + (size_t)n * o.ny / s.N;
+                t.pk = (k_conv_packed){keep, n == 0};
+                k_impls[impl].run(impl, &tile, &t);
+                if (n == 0) memset(w_copy, 0xff, wbytes); /* NaNs: only the kept copy may be read now */
+            }
+            CHECK_MSG(!memcmp(want, got, nout * sizeof(float)), "%s kind %d: tiles differ from the whole batch",
+                      k_impls[impl].name, kind);
+            tested++;
+            free(want), free(got), free(keep), free(scratch), free(w_copy);
+            free_operands(&o);
+        }
+    if (!tested) test_skip("no oneDNN row reorders its weights for this shape here");
 }
 
 /* A caller whose scratch is smaller than a call needs (a tile's primitive

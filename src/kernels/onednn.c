@@ -91,6 +91,7 @@ typedef struct operand {
     dnnl_memory_t inner;       /* in the primitive's layout (NULL: the same as user) */
     dnnl_primitive_t reorder;  /* user -> inner for inputs, inner -> user for outputs */
     size_t off;                /* inner's place in the scratch */
+    size_t bytes;              /* inner's size */
 } operand;
 
 typedef struct call {
@@ -177,7 +178,8 @@ static int add_operand(call *c, int arg, int out, const dnnl_memory_desc_t *user
     size_t len = strlen(c->reordered);
     snprintf(c->reordered + len, sizeof c->reordered - len, "%s%s", len ? "," : "", arg_name(arg));
     o->off = *off;
-    *off += up64(dnnl_memory_desc_get_size(inner_md));
+    o->bytes = dnnl_memory_desc_get_size(inner_md);
+    *off += up64(o->bytes);
     return 1;
 }
 
@@ -369,10 +371,26 @@ size_t k_onednn_scratch(int variant, const k_op_desc *d) {
     return c ? c->scratch + prologue_bytes(d) : 0;
 }
 
+/* The weight operand (weights or their gradient) when the call reorders it, else NULL. */
+static const operand *reordered_weight(const call *c) {
+    for (int i = 0; i < c->nop; i++)
+        if ((c->op[i].arg == DNNL_ARG_WEIGHTS || c->op[i].arg == DNNL_ARG_DIFF_WEIGHTS) && c->op[i].inner) return &c->op[i];
+    return NULL;
+}
+
+/* What a tiled node keeps from its step's first tile to its last: the
+ * weights in oneDNN's layout, reordered once per step, not once per tile
+ * (forward, backward-data); the weight gradient's running sum, in oneDNN's
+ * layout when the primitive writes that, so it is reordered once, at the
+ * last tile (the same additions per element, in the same order: the same
+ * bits as summing reordered parts). */
 size_t k_onednn_state(int variant, const k_op_desc *d) {
-    (void)variant;
     const k_conv_shape *s = &d->s;
-    return d->kind == K_OP_CONV_BWD_WEIGHT ? (size_t)s->Co * s->Ci * s->kh * s->kw * sizeof(float) : 0;
+    call *c = d->kind == K_OP_MATMUL ? NULL : call_dense(variant, d);
+    const operand *w = c ? reordered_weight(c) : NULL;
+    size_t plain = (size_t)s->Co * s->Ci * s->kh * s->kw * sizeof(float);
+    if (d->kind == K_OP_CONV_BWD_WEIGHT) return w && w->bytes > plain ? w->bytes : plain;
+    return w ? w->bytes : 0;
 }
 
 const char *k_onednn_impl(int variant, const k_op_desc *d) {
@@ -478,6 +496,8 @@ void k_onednn_run(int variant, const k_op_desc *d, const k_op_args *a) {
     const void *p[ARG_MAX];
     buffers(c, d, a, p, target);
     if (d->prologue && a->pro.scale) p[0] = through_prologue(&d->s, &a->pro, a->x, (float *)(base + c->used));
+    /* a weight gradient over tiles that the primitive writes in its own layout: summed in that layout */
+    const operand *dw = parts ? reordered_weight(c) : NULL;
     dnnl_exec_arg_t args[ARG_MAX + 1];
     int n = 0;
     for (int i = 0; i < c->nop; i++) {
@@ -485,9 +505,13 @@ void k_onednn_run(int variant, const k_op_desc *d, const k_op_args *a) {
         set_handle(c, o->user, p[i]);
         dnnl_memory_t m = o->user;
         if (o->inner) {
-            set_handle(c, o->inner, base + o->off);
+            void *at = base + o->off;
+            int fresh = 1;
+            if (o->arg == DNNL_ARG_WEIGHTS && a->pk.buf) at = a->pk.buf, fresh = a->pk.fresh; /* once per step */
+            if (o == dw && a->first) at = a->acc;
+            set_handle(c, o->inner, at);
             m = o->inner;
-            if (!o->out) reorder(c, o, 1);
+            if (!o->out && fresh) reorder(c, o, 1);
         }
         args[n++] = (dnnl_exec_arg_t){o->arg, m};
     }
@@ -498,13 +522,22 @@ void k_onednn_run(int variant, const k_op_desc *d, const k_op_args *a) {
     exec(c, c->prim, n, args, "execute");
     for (int i = 0; i < c->nop; i++) {
         const operand *o = &c->op[i];
-        if (o->inner && o->out) reorder(c, o, 0);
+        if (o->inner && o->out && o != dw) reorder(c, o, 0);
     }
     if (dnnl_stream_wait(stream) != dnnl_success) fail(c, "stream wait");
 
     if (d->kind == K_OP_CONV_BWD_DATA && a->relu_mask)
         k_relu_bwd_inplace(a->out, a->relu_mask, (size_t)d->s.N * d->s.Ci * d->s.H * d->s.W);
-    if (parts) {
+    if (dw) {
+        const float *part_in = (const float *)(base + dw->off);
+        if (!a->first)
+            for (size_t i = 0; i < dw->bytes / sizeof(float); i++) a->acc[i] += part_in[i];
+        if (a->last) {
+            set_handle(c, dw->inner, a->acc);
+            set_handle(c, dw->user, a->out);
+            reorder(c, dw, 0); /* into the node's output, OIHW */
+        }
+    } else if (parts) {
         size_t nw = (size_t)d->s.Co * d->s.Ci * d->s.kh * d->s.kw;
         if (!a->first)
             for (size_t i = 0; i < nw; i++) a->acc[i] += part[i];
