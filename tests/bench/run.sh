@@ -230,6 +230,10 @@ fi
 echo
 BENCH_DIR=$B REPS=$REPS STEPS_SEED=$STEPS_SEED STEPS_WIDE=$STEPS_WIDE sh tests/bench/bf16.sh
 
+# measured kernel choice beside the fixed rules (issue #55)
+echo
+BENCH_DIR=$B REPS=$REPS STEPS_SEED=$STEPS_SEED STEPS_WIDE=$STEPS_WIDE STEPS_R20=$STEPS_R20 sh tests/bench/choice.sh
+
 # the AVX2-only CPUs most users have, stood in for by capping this one (issue #59)
 echo
 BENCH_DIR=$B REPS=$REPS STEPS_SEED=$STEPS_SEED STEPS_WIDE=$STEPS_WIDE STEPS_R20=$STEPS_R20 sh tests/bench/avx2.sh
