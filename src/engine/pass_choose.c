@@ -176,7 +176,11 @@ int xt_pass_choose(xt_plan *p, const uint8_t *live, const xt_choose_opts *o, xt_
         }
         nmulti += c->ncand > 1;
     }
-    if (!o || !o->measured || !nmulti) return 0;
+    /* A probing compile (compile.c's bf16-or-fp32 decision) times single
+     * candidates too: a node whose one bf16 kernel is the reference one (no
+     * AVX512-BF16, as on every AVX2 CPU) must be compared with its fp32
+     * kernel, or asking for bf16 would run it several times slower. */
+    if (!o || !o->measured || (!nmulti && !o->probe)) return 0;
 
     xt_choices *t = o->table;
     int collective = has_collective(p);
@@ -190,7 +194,7 @@ int xt_pass_choose(xt_plan *p, const uint8_t *live, const xt_choose_opts *o, xt_
         if (p->kernels[k].group >= 0) continue;
         int i = p->kernels[k].node;
         xt_choice_rec *c = &p->choice[i];
-        if (c->ncand <= 1) continue;
+        if (c->ncand < 1 || (c->ncand == 1 && !o->probe)) continue;
         k_op_desc d;
         xt_choice_op_desc(p, i, &d);
         uint64_t key = xt_choice_key(&d);
@@ -234,6 +238,7 @@ int xt_pass_choose(xt_plan *p, const uint8_t *live, const xt_choose_opts *o, xt_
             c->impl = (uint8_t)impl;
             c->how = (uint8_t)how;
         }
+        if (c->ncand == 1) continue; /* timed for the probe only: nothing to exchange */
         if (exchange) v[m] = o->leader ? (double)c->impl : 0.0;
         m++;
     }
