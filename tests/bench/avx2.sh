@@ -81,3 +81,21 @@ if env $XCAP $B/train_bench models/fashion_cnn.yaml --procs 1 --steps 5 --infer-
 else
     echo "train_bench --kernels under $XCAP failed: $(tail -n 1 "$tmp/err")" >&2
 fi
+
+# precision: bf16 where the CPU has no AVX512-BF16: each bf16 node's one kernel
+# is the widening reference, so a measured compile keeps the nodes whose fp32
+# kernel is faster in fp32 (issue #55 item 4: never slower by asking for bf16)
+printf '\n== precision bf16 against fp32 at the AVX2 cap (seed CNN, 1 worker, %s repetitions interleaved, medians)\n' "$REPS"
+i=0
+while [ $i -lt "$REPS" ]; do
+    for prec in fp32 bf16; do
+        on_cpus 1 $i env $XCAP $B/train_bench models/fashion_cnn.yaml --procs 1 --steps "$STEPS_SEED" --infer-steps 0 \
+            --precision $prec >> "$tmp/prec.$prec" 2>>"$tmp/err" || echo "train_bench --precision $prec under $XCAP failed" >&2
+    done
+    i=$((i + 1))
+done
+if [ -s "$tmp/prec.fp32" ] && [ -s "$tmp/prec.bf16" ]; then
+    awk -v a="$(med "$tmp/prec.fp32" train_sps)" -v b="$(med "$tmp/prec.bf16" train_sps)" \
+        -v k="$(field kept_fp32 "$(head -n 1 "$tmp/prec.bf16")")" \
+        'BEGIN{ printf "  fp32 %.1f samples/s, bf16 %.1f (%.2fx of fp32), %s convolutions and products kept fp32\n", a, b, b/a, k }'
+fi
