@@ -7,10 +7,12 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "engine/plan.h"
 #include "kernels/bf16.h"
+#include "kernels/onednn.h"
 #include "kernels/simd.h"
 #include "run/run.h"
 #include "run/step.h"
@@ -598,6 +600,42 @@ TEST(kernel_choice_cache_is_keyed_by_the_build) {
     xt_engine_free(ea);
     model_run_free(a);
     free(a);
+}
+
+/* The graph dump names what runs each chosen node and, for oneDNN's blocked
+ * rows, the operands reordered on every call (values are NCHW between
+ * kernels: what #55's layout pass would remove). ResNet-20 with synthetic
+ * times that prefer the last candidate, oneDNN's blocked row for every
+ * convolution pass: each of its nodes names its reorders. */
+TEST(graph_dump_names_every_nodes_implementation_and_its_reorders) {
+    if (!k_onednn_available()) test_skip("oneDNN cannot make a CPU engine here");
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/dump-reorders", test_tmpdir());
+    mkdir(dir, 0777);
+    model_run *m = calloc(1, sizeof *m);
+    xt_err e = {0};
+    CHECK_MSG(model_run_init(m, "models/resnet20.yaml", 16, &e) == 0, "%s", e.msg);
+    xt_engine_opts o = {.fuse = 1, .tile_cache_bytes = 64 * 1024, .kernel_choice = 1, .choice_skew = 1,
+                        .save_graphs_dir = dir};
+    xt_engine *en = xt_engine_new(&m->r.store, &o);
+    CHECK_MSG(train_steps(m, en, 1, &e) == 0, "%s", e.msg);
+    char out[4096], cmd[1024];
+    /* chosen nodes without impl=; blocked nodes; blocked nodes that name reorders; activations reordered */
+    snprintf(cmd, sizeof cmd,
+             "f=$(ls %s/graph-*.txt); grep -E ' = (CONV2D|MATMUL)' $f | grep -vc ' impl='; "
+             "grep -c 'impl=onednn-fp32-blocked' $f; grep 'impl=onednn-fp32-blocked' $f | grep -c ' reorders=[a-z,]'; "
+             "grep -cE 'reorders=.*(src|ddst)' $f",
+             dir);
+    test_run(cmd, out, sizeof out);
+    int unnamed = -1, blocked = -1, named = -1, acts = -1;
+    CHECK_MSG(sscanf(out, "%d %d %d %d", &unnamed, &blocked, &named, &acts) == 4, "%s", out);
+    CHECK_EQ(unnamed, 0);
+    CHECK_MSG(blocked >= 19, "ResNet-20's 19 forward convolutions and their backward passes on the blocked row: %d", blocked);
+    CHECK_EQ(named, blocked);
+    CHECK_MSG(acts >= 19, "activations reordered per call in %d nodes", acts);
+    xt_engine_free(en);
+    model_run_free(m);
+    free(m);
 }
 
 /* Choices are kept per ISA level: an engine capped one level below the
