@@ -71,7 +71,8 @@ const xt_key xt_keys[] = {
             "writes to its own subdirectory; also --logdir DIR"),
     ENUM_KEY("precision", precision, "fp32", precisions,
              "bf16: convolution and linear operands rounded to bfloat16, fp32 accumulation (weights, optimizer, "
-             "batch norm, loss and checkpoints stay fp32); unset: bf16 when XLA_USE_BF16=1"),
+             "batch norm, loss and checkpoints stay fp32); with kernel_choice: measured, a node whose fp32 kernel is "
+             "faster on this CPU stays fp32 (the log counts both); unset: bf16 when XLA_USE_BF16=1"),
     ENUM_KEY("kernel_choice", kernel_choice, "measured", kernel_choices,
              "measured: time each convolution's and matrix product's candidate kernels on this CPU when a graph "
              "compiles (worker 0 for all; cached per CPU in ~/.cache/xlatrain) and run the fastest; fixed: the "
