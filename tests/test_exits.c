@@ -104,9 +104,13 @@ TEST(exits_metrics_jsonl_nonfinite_is_null) {
 /* ---- item 3: writers never destroy what they are pointed at ---------------- */
 
 /* A one-epoch run in <tmpdir>/run (its checkpoint: checkpoint-epoch001). */
+/* <tmpdir>/run: a SMALL run, trained once for every test that asks (in the
+ * runner's shared directory, by the first one) and copied for each, so that
+ * what one test does to its copy cannot reach another's. */
 static const char *trained_run(void) {
     const char *d = test_tmpdir();
-    int rc = test_xl(g_out, sizeof g_out, "$XL " SMALL " --set output_dir=%s/run", d);
+    int rc = test_xl(g_out, sizeof g_out, "S=%s/exits-run; grep -qs '\"status\":\"ok\"' $S/results.json || { rm -rf $S; $XL " SMALL
+                     " --set output_dir=$S || exit; }; cp -a $S %s/run", test_shared_dir(), d);
     CHECK_MSG(rc == 0, "training the run to export: %s", g_out);
     if (rc) test_skip("no run to export");
     return d;
