@@ -27,6 +27,7 @@
 #include "run/options.h"
 #include "run/predict.h"
 #include "run/record.h"
+#include "run/signals.h"
 #include "run/sweep.h"
 #include "run/train.h"
 #include "util/env_vars.h"
@@ -354,9 +355,13 @@ static int host_is_idle(const xt_cli *cli) {
 static int run(xt_cli *cli, xt_err *err);
 
 int main(int argc, char **argv) {
+    /* first of all: a SIGINT/SIGTERM while the config is read or the data
+     * made is a stop (exit 130, nothing left behind), not the default death */
+    xt_signals_install();
     xt_cli cli = {.argc = argc, .argv = argv};
     int rc = parse_args(argc, argv, &cli);
     if (rc >= 0) {
+        xt_signals_release();
         if (fflush(stdout) != 0 && rc == 0) return XT_EIO;
         return rc;
     }
@@ -411,12 +416,15 @@ static int config_from_checkpoint(xt_config *cfg, xt_cli *cli, xt_err *err) {
 static int run(xt_cli *cli, xt_err *err) {
     int rc;
     if (cli->export_ckpt) {
+        xt_signals_release(); /* it never polls for a stop */
         rc = xt_export_as(cli->export_ckpt, cli->predict_out, cli->export_format, err);
         if (rc && err->msg[0]) fprintf(stderr, "xlatrain: %s\n", err->msg);
         return rc;
     }
     xt_config cfg;
     rc = cli->config_path ? xt_config_load(&cfg, cli->config_path, cli->sets, cli->nset, err) : config_from_checkpoint(&cfg, cli, err);
+    /* only training and --eval-only poll for a stop; --sweep installs its own handlers */
+    if (cli->dry_run || cli->nsweep || cli->predict) xt_signals_release();
     if (rc) {
         fprintf(stderr, "xlatrain: %s\n", err->msg);
         return rc;

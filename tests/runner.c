@@ -35,6 +35,7 @@ static test_case *g_tests;
 static int g_ntests, g_cap;
 static int g_failures;           /* in the child: CHECK failures so far */
 static char g_tmpdir[256];       /* in the child: its scratch dir */
+static char g_shared[256];       /* every test's: made before the first, removed after the last */
 
 void test_register(const char *name, const char *file, test_fn fn) {
     if (g_ntests == g_cap) {
@@ -76,6 +77,8 @@ const char *test_tmpdir(void) {
     }
     return g_tmpdir;
 }
+
+const char *test_shared_dir(void) { return g_shared; }
 
 const char *test_write_file(const char *name, const char *text) {
     static char paths[16][512];
@@ -215,6 +218,12 @@ int main(int argc, char **argv) {
         int lvl = k_isa_reason(why, sizeof why);
         printf("isa %s (%s)\n", k_simd_name(lvl), why);
     }
+    const char *tmp = getenv("TMPDIR");
+    snprintf(g_shared, sizeof g_shared, "%s/xlatrain-shared-XXXXXX", tmp ? tmp : "/tmp");
+    if (!mkdtemp(g_shared)) {
+        perror("mkdtemp");
+        return 1;
+    }
     for (int i = 0; i < g_ntests; i++) {
         test_case *t = &g_tests[i];
         if (!selected(t, argc - 1, argv + 1)) continue;
@@ -261,6 +270,7 @@ int main(int argc, char **argv) {
                 printf("FAIL %s (%s, %.1f s)\n", t->name, t->file, t->seconds);
         }
     }
+    rm_rf(g_shared);
     print_slowest();
     printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
     return failed ? 1 : 0;

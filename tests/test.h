@@ -21,6 +21,10 @@ void test_skip(const char *why) __attribute__((noreturn));
 
 /* A fresh empty directory for this test (removed by the runner afterwards). */
 const char *test_tmpdir(void);
+/* A directory every test of this run of the runner sees (removed by the
+ * runner at its end), for what several tests would otherwise each make the
+ * same way, e.g. one trained run they copy and then use as their own. */
+const char *test_shared_dir(void);
 /* Write `text` to <tmpdir>/<name>; returns the full path (static storage per call slot). */
 const char *test_write_file(const char *name, const char *text);
 /* Run a shell command, capture stdout+stderr (truncated to cap) and return its exit code. */

@@ -219,12 +219,18 @@ TEST(dist_sigterm_stops_all_workers_after_the_master_checkpoints) {
     CHECK_STR_CONTAINS(out, "checkpoint-epoch001-step"); /* mid-epoch: named by its step, not as a finished epoch */
     CHECK(strstr(out, "checkpoint-epoch001.safetensors") == NULL);
     CHECK_STR_CONTAINS(out, "checkpoint written to");
-    /* and the run continues from there */
+    /* and the run continues from there, for a few steps (max_steps is where a run stops, not how it goes:
+     * run_safety_mid_epoch_interrupt_and_resume_match_two_cores resumes such a checkpoint to the end) */
+    const char *at = strstr(out, "checkpoint-epoch001-step");
+    long long until = (at ? atoll(at + strlen("checkpoint-epoch001-step")) : 0) + 4;
     snprintf(cmd, sizeof cmd, "%s --config configs/smoke.yaml --set num_cores=2 --set synthetic_train_size=%d --set synthetic_test_size=256 "
-             "--set num_epochs=1 --set log_steps=0 --set target_accuracy=0 --set output_dir=%s/r --resume latest; echo \"exit=$?\"",
-             test_bin(), test_train_size(60000), d);
+             "--set num_epochs=1 --set log_steps=0 --set target_accuracy=0 --set output_dir=%s/r --set max_steps=%lld --resume latest; echo \"exit=$?\"",
+             test_bin(), test_train_size(60000), d, until);
     test_run(cmd, out, sizeof out);
     CHECK_STR_CONTAINS(out, "resuming from");
+    char want[64];
+    snprintf(want, sizeof want, "stopped at max_steps (%lld)", until); /* 4 steps trained on from the checkpoint's */
+    CHECK_STR_CONTAINS(out, want);
     CHECK_STR_CONTAINS(out, "exit=0");
 }
 

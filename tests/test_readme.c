@@ -97,13 +97,16 @@ static const char *make_scratch(void) {
     if (!w) return NULL;
     fprintf(w,
             "#!/bin/sh\n"
-            "# tests/test_readme.c: the README's commands with small settings\n"
+            "# tests/test_readme.c: the README's commands with small settings: one epoch unless\n"
+            "# they name num_epochs, and a max_time they set 2 s (a bound either way)\n"
             "case \" $* \" in\n"
-            "*\" --config \"*) exec '%s' \"$@\" --set synthetic_train_size=512 "
-            "--set target_accuracy=0 ;;\n"
+            "*\" --config \"*)\n"
+            "  set -- \"$@\" --set synthetic_train_size=512 --set target_accuracy=0\n"
+            "  case \" $* \" in *\" max_time=\"*) set -- \"$@\" --set max_time=2 ;; esac\n"
+            "  case \" $* \" in *\" num_epochs=\"*) ;; *) set -- \"$@\" --set num_epochs=1 ;; esac ;;\n"
             "esac\n"
             "exec '%s' \"$@\"\n",
-            bin, bin);
+            bin);
     fclose(w);
     snprintf(cmd, sizeof cmd, "chmod +x '%s'", wrapper);
     return test_run(cmd, NULL, 0) == 0 ? dir : NULL;

@@ -107,3 +107,35 @@ TEST(train_isa_capped_runs_learn_as_the_uncapped_run) {
         CHECK_MSG(fabs(loss - loss0) <= 0.01 * loss0, "%s: final loss %g against %g uncapped", env, loss, loss0);
     }
 }
+
+/* A checkpoint's kernel choices are keyed by the ISA they were made at. A
+ * resume at a lower cap does not take them (none of them may name a kernel
+ * the cap rules out, as the rows and sparse methods below AVX-512), and its
+ * log says so instead of "reused"; the checkpoint it writes records the new
+ * ISA, whose choices the next resume at that cap does reuse. */
+TEST(train_isa_resume_at_another_isa_says_the_checkpoints_choices_are_not_used) {
+    int hw = k_simd_hardware();
+    if (hw == K_SIMD_GENERIC) test_skip("the CPU has no level below generic to resume at");
+    const char *d = test_tmpdir(), *lower = k_simd_name(hw - 1);
+#define TINY "--config configs/smoke.yaml --set synthetic_train_size=256 --set synthetic_test_size=128 --set log_steps=0 --set target_accuracy=0"
+    int rc = test_xl(g_out, sizeof g_out, XL "$XL " TINY " --set num_epochs=1 --set output_dir=%s/a", d);
+    CHECK_MSG(rc == 0, "exit %d: %s", rc, g_out);
+    rc = test_xl(g_out, sizeof g_out, XL "XLATRAIN_ISA=%s $XL " TINY " --set num_epochs=2 --set output_dir=%s/a --resume latest --allow-config-change",
+                 lower, d);
+    CHECK_MSG(rc == 0, "exit %d: %s", rc, g_out);
+    char want[200];
+    snprintf(want, sizeof want, "the checkpoint's choices not used: they were made at %s", k_simd_name(hw));
+    CHECK_STR_CONTAINS(g_out, want);
+    snprintf(want, sizeof want, "this run is at %s", lower);
+    CHECK_STR_CONTAINS(g_out, want);
+    CHECK(!strstr(g_out, "choices reused"));
+    CHECK_MSG(!strstr(g_out, "(agreed)"), "a choice of the checkpoint was taken:\n%s", g_out);
+    CHECK_STR_CONTAINS(g_out, "(timed)"); /* chosen again, at the cap (this test's own choice cache is empty there) */
+    if (hw - 1 < K_SIMD_AVX512) CHECK(!strstr(g_out, "-> fp32-rows") && !strstr(g_out, "-> fp32-sparse"));
+    rc = test_xl(g_out, sizeof g_out, XL "XLATRAIN_ISA=%s $XL " TINY " --set num_epochs=3 --set output_dir=%s/a --resume latest --allow-config-change",
+                 lower, d);
+    CHECK_MSG(rc == 0, "exit %d: %s", rc, g_out);
+    CHECK_STR_CONTAINS(g_out, "the checkpoint's choices reused;");
+    CHECK(!strstr(g_out, "not used"));
+#undef TINY
+}

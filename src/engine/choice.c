@@ -42,6 +42,11 @@ static uint64_t mix(uint64_t h, uint64_t v) {
  * the bf16 path): 0 .. 5. */
 static int isa_id(void) { return 2 * k_simd_level() + (k_bf16_path() != K_BF16_REF); }
 
+void xt_choice_isa_name(char *buf, size_t cap) {
+    int isa = isa_id();
+    snprintf(buf, cap, "%s%s", k_simd_name(isa / 2), isa & 1 ? "+avx512bf16" : "");
+}
+
 uint64_t xt_choice_key(const k_op_desc *d) {
     const k_conv_shape *s = &d->s;
     int32_t v[] = {d->kind, d->bf16, d->relu, d->prologue, d->M, d->N, d->K, d->tA, d->tB,
@@ -159,11 +164,12 @@ static void cpu_id(char *buf, size_t cap) {
         else if (!strncmp(line, "model\t", 6)) snprintf(mod, sizeof mod, "%s", v), got++;
     }
     if (f) fclose(f);
-    int isa = isa_id();
+    char isa[64];
+    xt_choice_isa_name(isa, sizeof isa);
     const char *build = xt_build_id();
-    snprintf(buf, cap, "%s | family %s model %s | %s%s | L1d %zu L2 %zu | oneDNN %s | candidates %016llx | build %s",
-             model, fam, mod, k_simd_name(isa / 2), isa & 1 ? "+avx512bf16" : "", k_cache_l1d_bytes(),
-             k_cache_l2_bytes(), k_onednn_version(), (unsigned long long)candidates_id(), *build ? build : "unknown");
+    snprintf(buf, cap, "%s | family %s model %s | %s | L1d %zu L2 %zu | oneDNN %s | candidates %016llx | build %s",
+             model, fam, mod, isa, k_cache_l1d_bytes(), k_cache_l2_bytes(), k_onednn_version(),
+             (unsigned long long)candidates_id(), *build ? build : "unknown");
 }
 
 static int cache_dir(char *buf, size_t cap) {

@@ -39,6 +39,8 @@ typedef struct xt_choices {
 } xt_choices;
 
 uint64_t xt_choice_key(const struct k_op_desc *d);
+/* The instruction set the keys are made at now ("avx512+avx512bf16", "avx2", "generic", ...). */
+void xt_choice_isa_name(char *buf, size_t cap);
 void xt_choice_describe(const struct k_op_desc *d, char *buf, size_t cap);
 xt_choice_entry *xt_choices_find(xt_choices *t, uint64_t key);
 xt_choice_entry *xt_choices_put(xt_choices *t, uint64_t key, int impl, float us, int agreed, int from);

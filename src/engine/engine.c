@@ -249,6 +249,8 @@ char *xt_engine_choices_text(const xt_engine *en) { return xt_choices_text(&en->
 
 int xt_engine_load_choices(xt_engine *en, const char *text) { return xt_choices_load_text(&en->choices, text); }
 
+void xt_engine_choice_isa(char *buf, size_t cap) { xt_choice_isa_name(buf, cap); }
+
 char *xt_engine_choice_lines(const xt_engine *en) {
     size_t cap = 1, o = 0;
     for (int i = 0; i < en->ncache; i++) cap += (size_t)en->cache[i]->nkernels * 600;

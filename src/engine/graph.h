@@ -245,6 +245,10 @@ void xt_engine_kernel_report(const xt_engine *en, FILE *f);
  * without timing); returns how many, or -1 if the text is not such a list. */
 char *xt_engine_choices_text(const xt_engine *en);
 int xt_engine_load_choices(xt_engine *en, const char *text);
+/* The instruction set (ISA cap, bf16 path) kernel choices are made and keyed
+ * at now, e.g. "avx512+avx512bf16" or "avx2": checkpoints record it beside
+ * their choices, since a choice made at another one is never taken. */
+void xt_engine_choice_isa(char *buf, size_t cap);
 /* One line per convolution pass or product of every cached plan: its
  * description, the candidates' times and the winner (results.json); malloc'd. */
 char *xt_engine_choice_lines(const xt_engine *en);

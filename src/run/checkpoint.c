@@ -88,6 +88,7 @@ typedef struct position {
     char *part_sum, *part_n;                    /* malloc'd: each replica's loss sums so far in a partial epoch */
     char *model, *class_names;                  /* malloc'd: the spec as YAML, the classes as a JSON list */
     char norm_mean[96], norm_std[96];           /* per channel, "0.4914,0.4822,0.4465" */
+    char choices_isa[64];                       /* the ISA the kernel choices were made at (xt_engine_choice_isa) */
 } position;
 
 /* What a checkpoint needs to stand alone as a model (--export to ONNX reads
@@ -183,6 +184,7 @@ static int write_checkpoint(xt_run *r, int epoch_label, const char *fixed, const
         {"xlatrain.normalize.std", p->norm_std},
         {"xlatrain.class_names", p->class_names},
         {"xlatrain.kernel_choices", choices ? choices : ""}, /* what --resume runs again, untimed (pass_choose.c) */
+        {"xlatrain.kernel_choices.isa", p->choices_isa},    /* the ISA they were made at: another one's are not taken */
     };
     if (fixed) {
         if (xt_st_write(fixed, sv->t, sv->nt, m, (int)(sizeof m / sizeof *m), e)) return e->code;
@@ -208,6 +210,7 @@ static int save(xt_run *r, int epoch_label, int next_epoch, long long step_in_ep
     if (!rc) rc = collect_tensors(r, sv, e);
     if (!rc) rc = position_text(r, next_epoch, step_in_epoch, &p, e);
     char *choices = r->engine ? xt_engine_choices_text(r->engine) : NULL;
+    xt_engine_choice_isa(p.choices_isa, sizeof p.choices_isa);
     if (!rc) rc = write_checkpoint(r, epoch_label, fixed, sv, &p, choices, e);
     free(choices);
     free(p.hist_loss);
@@ -395,6 +398,8 @@ int xt_ckpt_load(xt_run *r, const char *path, xt_err *e) {
     const char *kc = xt_st_meta_get(&f, "xlatrain.kernel_choices");
     free(r->resumed_choices);
     r->resumed_choices = kc && *kc ? strdup(kc) : NULL;
+    const char *kisa = xt_st_meta_get(&f, "xlatrain.kernel_choices.isa");
+    snprintf(r->resumed_choices_isa, sizeof r->resumed_choices_isa, "%s", kisa ? kisa : "");
     const char *rec = xt_st_meta_get(&f, "xlatrain.resolved_config");
     free(r->resumed_config);
     r->resumed_config = rec && *rec ? strdup(rec) : NULL;

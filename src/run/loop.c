@@ -119,13 +119,24 @@ static int open_engine(worker *w, xt_err *e) {
     w->en = xt_engine_new(&r->store, &eo);
     if (!w->en) return xt_fail(e, XT_ERUNTIME, "out of memory creating the engine");
     r->engine = w->en;
-    if (r->resumed_choices && xt_engine_load_choices(w->en, r->resumed_choices) < 0)
+    /* a choice is keyed by the ISA it was made at, so another ISA's (an
+     * AVX-512 run's rows kernels, say, resumed under XLATRAIN_ISA=avx2) would
+     * never be taken anyway: they are not even loaded, and the log says so */
+    char isa[64], reuse[400] = "";
+    xt_engine_choice_isa(isa, sizeof isa);
+    int other_isa = r->resumed_choices && r->resumed_choices_isa[0] && strcmp(r->resumed_choices_isa, isa);
+    if (r->resumed_choices && !other_isa && xt_engine_load_choices(w->en, r->resumed_choices) < 0)
         return xt_fail(e, XT_ERUNTIME, "the checkpoint's xlatrain.kernel_choices is not a list of key=kernel pairs of this "
                        "version; the file is damaged, or set kernel_choice: fixed");
+    if (r->resumed_choices && !c->kernel_choice && other_isa)
+        snprintf(reuse, sizeof reuse, ", the checkpoint's choices not used: they were made at %s and this run is at %s, so its kernels are chosen again at %s (timed, or from the choice cache)",
+                 r->resumed_choices_isa, isa, isa);
+    else if (r->resumed_choices && !c->kernel_choice)
+        snprintf(reuse, sizeof reuse, ", the checkpoint's choices reused%s",
+                 r->resumed_choices_isa[0] ? "" : " where made at this run's ISA (the checkpoint does not record its own)");
     if (w->rank == 0 && r->host == 0)
         fprintf(stderr, "xlatrain: kernel choice %s (%s)%s; candidates include oneDNN %s\n",
-                c->kernel_choice ? "fixed" : "measured", c->kernel_choice_from,
-                r->resumed_choices && !c->kernel_choice ? ", the checkpoint's choices reused" : "",
+                c->kernel_choice ? "fixed" : "measured", c->kernel_choice_from, reuse,
                 k_onednn_available() ? k_onednn_version() : "(unavailable: no CPU engine)");
     return 0;
 }

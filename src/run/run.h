@@ -62,6 +62,7 @@ typedef struct xt_run {
     char *config_yaml;              /* the resolved config as recorded (record.h) */
     char *resumed_config;           /* the one the --resume checkpoint recorded, NULL if none */
     char *resumed_choices;          /* the kernel choices it recorded ("key=impl;..."), NULL if none */
+    char resumed_choices_isa[64];   /* the ISA they were made at ("" in a checkpoint older than that record) */
     struct xt_engine *engine;       /* this worker's while it runs (its kernel choices go into checkpoints) */
     char *kernel_choice_lines;      /* its choices, one line per node, kept when it closes (results.json) */
     double last_loss;               /* of the last training step in this process; NaN before any */

@@ -194,14 +194,14 @@ static int run_replicas(xt_run *r, xt_err *e) {
     return rc;
 }
 
-/* SIGINT/SIGTERM while the run was being set up (its data made, its
- * checkpoint read): it stops before the first step, with its summary once
- * the directory is claimed (train's handlers are installed before that). */
+/* SIGINT/SIGTERM while the run was being set up (its config read, its data
+ * made, its checkpoint read): it stops before the first step, with its
+ * summary once the directory is claimed (main's handlers are installed
+ * before the config is read). */
 static int stopped_before_start(const xt_run *r, xt_err *e) {
     int sig = xt_stop_requested();
     if (!sig) return 0;
-    if (!r->claimed)
-        return xt_fail(e, XT_EINTR, "interrupted by %s before the run started: nothing was trained or written", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    if (!r->claimed) return xt_stopped_before_start(e);
     return xt_fail(e, XT_EINTR, "interrupted by %s before the first step: nothing was trained; run it again%s", sig == SIGINT ? "SIGINT" : "SIGTERM",
                    r->cli->resume ? " with --resume latest" : " (with --overwrite, or another output_dir)");
 }
@@ -247,8 +247,9 @@ int xt_train_main(const xt_config *c, const xt_cli *cli, xt_err *e) {
     warn_cpus(c->num_cores);
     gc = *c;
     gc.num_cores = world;
-    /* a stop from here on ends with a summary once the directory is claimed;
-     * with workers, xt_spawn takes the signals over while they run */
+    /* a stop ends with a summary once the directory is claimed; with
+     * workers, xt_spawn takes the signals over while they run. main has
+     * installed the handlers already (this nests, for other callers) */
     xt_signals_install();
     rc = xt_run_open(&r, &gc, cli, e);
     r.local_world = c->num_cores;
