@@ -13,15 +13,14 @@
 
 #include "kernels/kernels.h"
 
-/* Whether this method can run the shape on this CPU, and should: AVX-512
- * (x86-64 builds), a kernel row's kw*Ci inputs filling at least half of the
- * vectors that hold them, and few enough vectors per kernel (kh rows of them)
- * to keep them in registers. */
+/* Whether this method can run the shape on this CPU, and should: AVX2 or
+ * AVX-512 (x86-64 builds), kernels that cover the kh rows of
+ * ceil(kw*Ci / lanes) vectors (whole, or in slices), and the cost model. */
 int k_conv_sparse_fits(const k_conv_shape *s);
 /* Whether it can run the shape (the above without the cost model): a
  * candidate for a choice measured at compile time (impl.c). */
 int k_conv_sparse_runs(const k_conv_shape *s);
-/* Tests only: mode 1, run wherever it can (AVX-512 and a kernel for the
+/* Tests only: mode 1, run wherever it can (AVX2 and kernels for the
  * shape) whatever the cost model says; 0, never; -1, the cost model.
  * Returns 0 in a build without the method. */
 int k_conv_sparse_force(int mode);
