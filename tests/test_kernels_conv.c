@@ -372,16 +372,16 @@ TEST(conv_choice_for_the_models) {
     CHECK_EQ(k_conv_choose(&w1, K_CONV_BWD_DATA), K_CONV_IM2COL);
     CHECK_EQ(k_conv_choose(&w1, K_CONV_BWD_WEIGHT), one_channel);
     for (int pass = 0; pass < 3; pass++) CHECK_EQ(k_conv_choose(&w2, pass), K_CONV_DIRECT);
-    /* under a 2x2 max pool, with AVX-512: backward-data from the kept pixels
-     * for both conv2s (conv_sparse_data.c), the weight gradient for wide_cnn's;
-     * with AVX2 the weight gradient for both (8 lanes make the dense pass
+    /* under a 2x2 max pool, with AVX2 or AVX-512: backward-data from the kept
+     * pixels for both conv2s (conv_sparse_data.c), the weight gradient for
+     * wide_cnn's; with AVX2 the weight gradient for both (8 lanes make the dense pass
      * twice as dear against the same sparse FMAs: 1375 against 675 us at the
      * seed CNN's conv2, kernel_bench) */
-    int sparse = k_simd_detect() == K_SIMD_AVX512 ? K_CONV_SPARSE : K_CONV_DIRECT;
+    int sparse = k_simd_detect() >= K_SIMD_AVX2 ? K_CONV_SPARSE : K_CONV_DIRECT;
     CHECK_EQ(k_conv_choose_unpool2(&c2, K_CONV_BWD_DATA), sparse);
     CHECK_EQ(k_conv_choose_unpool2(&w2, K_CONV_BWD_DATA), sparse);
     CHECK_EQ(k_conv_choose_unpool2(&c2, K_CONV_BWD_WEIGHT), k_simd_detect() == K_SIMD_AVX2 ? K_CONV_SPARSE : K_CONV_DIRECT);
-    CHECK_EQ(k_conv_choose_unpool2(&w2, K_CONV_BWD_WEIGHT), k_simd_detect() >= K_SIMD_AVX2 ? K_CONV_SPARSE : K_CONV_DIRECT);
+    CHECK_EQ(k_conv_choose_unpool2(&w2, K_CONV_BWD_WEIGHT), sparse);
 }
 
 /* The weight gradient over micro-batch parts (16, 16, then a partial 5)
@@ -719,7 +719,8 @@ TEST(conv_sparse_weight_gradient_gives_the_dense_passs_bits) {
  * the second call on weights packed by the first (k_conv_packed, into a
  * buffer that is not 64-byte aligned; the weights it is given then NaN),
  * gives the bits of one call, and so do the cells of each window summed one
- * at a time instead of side by side in pairs. Shapes: the seed CNN's
+ * at a time instead of side by side in pairs, and the other vector width (8
+ * lanes, AVX2, the kernel rows in slices; 16). Shapes: the seed CNN's
  * conv2, channel counts filling part of a vector or more than one (9, 20, 32,
  * 40), padding, stride 2, an odd conv output, 1x1; with and without the ReLU
  * mask (NaN, -0 and +0 in it); +0 and -0 in g (skipped), and a g of 0 over
@@ -727,7 +728,7 @@ TEST(conv_sparse_weight_gradient_gives_the_dense_passs_bits) {
 static int close_to(float got, double want, double bound) { return fabs((double)got - want) <= bound; }
 
 TEST(conv_sparse_backward_data_matches_the_reference) {
-    if (k_simd_detect() < K_SIMD_AVX512) test_skip("no AVX-512: the sparse backward-data never runs");
+    if (k_simd_detect() < K_SIMD_AVX2) test_skip("no AVX2: the sparse backward-data never runs");
     k_conv_shape shapes[] = {SHAPE(37, 10, 12, 12, 20, 5, 5, 1, 1, 0, 0), SHAPE(21, 32, 14, 14, 16, 3, 3, 1, 1, 0, 0),
                              SHAPE(18, 20, 9, 10, 12, 3, 3, 1, 1, 1, 1),  SHAPE(17, 16, 11, 13, 8, 3, 3, 2, 2, 1, 0),
                              SHAPE(19, 9, 11, 9, 4, 3, 3, 1, 1, 0, 1),    SHAPE(20, 40, 7, 8, 5, 1, 1, 1, 1, 0, 0)};
@@ -736,10 +737,15 @@ TEST(conv_sparse_backward_data_matches_the_reference) {
         k_conv_shape s = shapes[i];
         CHECK_EQ(k_conv_shape_infer(&s), 0);
         k_conv_sparse_data_force(1);
-        CHECK_MSG(k_conv_choose_unpool2(&s, K_CONV_BWD_DATA) == K_CONV_SPARSE, "shape %zu: the sparse pass cannot run", i);
+        for (int lvl = K_SIMD_AVX2; lvl <= k_simd_detect(); lvl++) {
+            k_simd_force(lvl);
+            CHECK_MSG(k_conv_choose_unpool2(&s, K_CONV_BWD_DATA) == K_CONV_SPARSE, "shape %zu simd %d: the sparse pass cannot run", i, lvl);
+        }
+        k_simd_force(-1);
         k_pool_shape ps = pool2_of(&s);
         size_t xi = (size_t)s.Ci * s.H * s.W, yi = (size_t)s.Co * s.Ho * s.Wo, gi = (size_t)ps.C * ps.Ho * ps.Wo;
         size_t ws = (size_t)s.Co * s.Ci * s.kh * s.kw, xs = xi * s.N;
+        float *widths[2] = {NULL, NULL}; /* each mask's dx at the first width, for the others */
         float *w = rand_buf(ws, &seed), *y = rand_buf(yi * s.N, &seed), *g = rand_buf(gi * s.N, &seed);
         float *mask = rand_buf(xs, &seed), *vals = nan_buf(gi * s.N), *dy = nan_buf(yi * s.N);
         float *aw = nan_buf(ws), *ady = nan_buf(yi * s.N), *want = nan_buf(xs), *bound = nan_buf(xs);
@@ -759,10 +765,18 @@ TEST(conv_sparse_backward_data_matches_the_reference) {
         CHECK_EQ(np, k_conv_sparse_data_packed_floats(&s));
         float *pkbuf = nan_buf(np + 1), *pk = pkbuf + 1, *nanw = nan_buf(ws); /* a caller's buffer, not 64-byte aligned */
         k_unpool2 up = {.g = g, .argmax = idx};
+        for (int lvl = K_SIMD_AVX2; lvl <= k_simd_detect(); lvl++)
         for (int masked = 0; masked < 2; masked++) {
+            k_simd_force(lvl);
             const float *m = masked ? mask : NULL;
             float *got = nan_buf(xs), *parts = nan_buf(xs);
             k_conv2d_bwd_data_masked(&s, got, NULL, up, w, m, scr, K_CONV_PACK_PER_CALL);
+            if (!widths[masked]) { /* both widths sum each dx in the same order: the same bits */
+                widths[masked] = nan_buf(xs);
+                memcpy(widths[masked], got, xs * sizeof *got);
+            } else
+                CHECK_MSG(!memcmp(widths[masked], got, xs * sizeof *got), "shape %zu mask %d simd %d: the widths differ",
+                          i, masked, lvl);
             int bad = 0;
             for (size_t j = 0; j < xs && !bad; j++) {
                 double t = masked && !(mask[j] > 0.0f) ? 0.0 : want[j];
@@ -789,6 +803,8 @@ TEST(conv_sparse_backward_data_matches_the_reference) {
                       i, masked, tail.N);
             free(got), free(parts);
         }
+        k_simd_force(-1);
+        free(widths[0]), free(widths[1]);
         k_conv_sparse_data_force(-1);
         free(w), free(y), free(g), free(mask), free(vals), free(dy), free(aw), free(ady), free(want), free(bound);
         free(idx), free(scr), free(scr2), free(pkbuf), free(nanw);

@@ -44,7 +44,7 @@ double k_conv_sparse_executed_macs(const k_conv_shape *s);
 /* Backward-data, dx = conv_transpose(dy, w) with dy the pool's unscattered
  * gradient (up.g, up.argmax; up.share is not used), masked by relu_mask > 0
  * when it is not NULL (k_conv2d_bwd_data_masked). Whether it can run and
- * should (AVX-512, a kernel for kh x kw*ceil(Ci/16) vectors, the cost
+ * should (AVX2, kernels for kh x kw*ceil(Ci/lanes) vectors, the cost
  * model; k_conv_sparse_data_force as k_conv_sparse_force, for tests). */
 int k_conv_sparse_data_fits(const k_conv_shape *s);
 int k_conv_sparse_data_runs(const k_conv_shape *s); /* can run, whatever the cost model says */
