@@ -136,7 +136,7 @@ TEST(tiling_trains_dropout_bit_identically) {
     CHECK_EQ(st.relu_bwd_epilogues, 1); /* conv2's backward-data masks by conv1's ReLU (pass_conv_epilogue.c) */
     /* conv2's scattered dy, across its backward pair (pass_share.c), where
      * the weight gradient scatters it too: not where it visits only the kept
-     * pixels (conv_sparse.c, AVX-512) */
+     * pixels (conv_sparse.c, AVX2 and up) */
     k_conv_shape conv2 = {.N = 16, .Ci = 32, .H = 26, .W = 26, .Co = 64, .kh = 3, .kw = 3, .sh = 1, .sw = 1};
     CHECK_EQ(k_conv_shape_infer(&conv2), 0);
     CHECK_EQ(st.shared_pairs, k_conv2d_unpool2_share_floats(&conv2) > 0);

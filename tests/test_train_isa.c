@@ -91,7 +91,7 @@ TEST(train_isa_cap_is_named_in_the_log_and_results_json) {
 
 /* At every level below the CPU's the run trains and ends where the uncapped
  * one does, within what another summation order moves (the kernels differ:
- * im2col + OpenBLAS below AVX2, no rows or sparse methods below AVX-512). */
+ * im2col + OpenBLAS below AVX2, no rows method below AVX-512, no sparse ones below AVX2). */
 TEST(train_isa_capped_runs_learn_as_the_uncapped_run) {
     char dir[600], env[64];
     run_reports("", LEARN, "auto", "(detected)", k_simd_name(k_simd_hardware()));

@@ -139,7 +139,9 @@ int xt_choices_load_text(xt_choices *t, const char *text) {
  * before a row existed, with another oneDNN, or by another build of the
  * kernels (a faster AVX2 GEMM, say) never stands in for a timing that would
  * include them. The build is the executable's GNU build ID: a hash of its
- * code, so any rebuilt kernel times anew, once. */
+ * code, so any rebuilt kernel times anew, once (a row that starts to run
+ * where it did not, such as the sparse passes at AVX2, included: a choice
+ * timed without it would otherwise be read back forever). */
 static uint64_t candidates_id(void) {
     uint64_t h = 0x696d706c73ULL;
     for (int i = 1; i < K_IMPL_COUNT; i++)

@@ -33,7 +33,8 @@
  * Under a 2x2 max pool the weight gradient may visit only the pixel each
  * window kept (conv_sparse.c; k_conv_choose_unpool2 asks its cost model):
  * the same bits in less time on wide_cnn's conv2, while the seed CNN's conv2
- * stays dense. Backward-data likewise (conv_sparse_data.c, its own cost
+ * stays dense at 16 lanes (at AVX2's 8 the dense pass is twice as dear and
+ * sparse wins there too). Backward-data likewise (conv_sparse_data.c, its own cost
  * model; not the dense pass's bits), faster on both models' conv2 in
  * train_bench --kernels.
  */

@@ -182,24 +182,7 @@ __attribute__((target("avx2,fma"))) static inline float nhsum_avx2(__m256 v) {
 #define VMOR(m, n) _mm256_or_ps(m, n)
 #define VSEL(m, a, b) _mm256_blendv_ps(a, b, m)
 #define VEQCELL(a, q) _mm256_castsi256_ps(_mm256_cmpeq_epi32(_mm256_castps_si256(a), _mm256_set1_epi32(q)))
-/* 8x8: pairs of rows interleaved, then pairs of pairs, then 128-bit halves */
-__attribute__((target("avx2,fma"))) static inline void transpose_avx2(__m256 *r) {
-    __m256 t[8], u[8];
-    for (int i = 0; i < 4; i++) {
-        t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-        t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-    }
-    for (int i = 0; i < 2; i++) {
-        u[4 * i] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
-        u[4 * i + 1] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
-        u[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
-        u[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
-    }
-    for (int m = 0; m < 4; m++) {
-        r[m] = _mm256_permute2f128_ps(u[m], u[4 + m], 0x20);
-        r[4 + m] = _mm256_permute2f128_ps(u[m], u[4 + m], 0x31);
-    }
-}
+#include "kernels/transpose8.h"
 #define NTRANSPOSE(r) transpose_avx2(r)
 #include "kernels/conv_direct_simd.h" /* undefines the flavour's macros but the tile lists */
 #undef NFWD_CFGS

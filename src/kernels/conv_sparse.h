@@ -13,15 +13,14 @@
 
 #include "kernels/kernels.h"
 
-/* Whether this method can run the shape on this CPU, and should: AVX-512
- * (x86-64 builds), a kernel row's kw*Ci inputs filling at least half of the
- * vectors that hold them, and few enough vectors per kernel (kh rows of them)
- * to keep them in registers. */
+/* Whether this method can run the shape on this CPU, and should: AVX2 or
+ * AVX-512 (x86-64 builds), kernels that cover the kh rows of
+ * ceil(kw*Ci / lanes) vectors (whole, or in slices), and the cost model. */
 int k_conv_sparse_fits(const k_conv_shape *s);
 /* Whether it can run the shape (the above without the cost model): a
  * candidate for a choice measured at compile time (impl.c). */
 int k_conv_sparse_runs(const k_conv_shape *s);
-/* Tests only: mode 1, run wherever it can (AVX-512 and a kernel for the
+/* Tests only: mode 1, run wherever it can (AVX2 and kernels for the
  * shape) whatever the cost model says; 0, never; -1, the cost model.
  * Returns 0 in a build without the method. */
 int k_conv_sparse_force(int mode);
@@ -45,7 +44,7 @@ double k_conv_sparse_executed_macs(const k_conv_shape *s);
 /* Backward-data, dx = conv_transpose(dy, w) with dy the pool's unscattered
  * gradient (up.g, up.argmax; up.share is not used), masked by relu_mask > 0
  * when it is not NULL (k_conv2d_bwd_data_masked). Whether it can run and
- * should (AVX-512, a kernel for kh x kw*ceil(Ci/16) vectors, the cost
+ * should (AVX2, kernels for kh x kw*ceil(Ci/lanes) vectors, the cost
  * model; k_conv_sparse_data_force as k_conv_sparse_force, for tests). */
 int k_conv_sparse_data_fits(const k_conv_shape *s);
 int k_conv_sparse_data_runs(const k_conv_shape *s); /* can run, whatever the cost model says */
