@@ -131,7 +131,8 @@ TEST(train_isa_resume_at_another_isa_says_the_checkpoints_choices_are_not_used) 
     CHECK(!strstr(g_out, "choices reused"));
     CHECK_MSG(!strstr(g_out, "(agreed)"), "a choice of the checkpoint was taken:\n%s", g_out);
     CHECK_STR_CONTAINS(g_out, "(timed)"); /* chosen again, at the cap (this test's own choice cache is empty there) */
-    if (hw - 1 < K_SIMD_AVX512) CHECK(!strstr(g_out, "-> fp32-rows") && !strstr(g_out, "-> fp32-sparse"));
+    /* the rows method runs at AVX-512 only (the sparse passes now run at AVX2 too: #59) */
+    if (hw - 1 < K_SIMD_AVX512) CHECK_MSG(!strstr(g_out, "-> fp32-rows"), "%s", g_out);
     rc = test_xl(g_out, sizeof g_out, XL "XLATRAIN_ISA=%s $XL " TINY " --set num_epochs=3 --set output_dir=%s/a --resume latest --allow-config-change",
                  lower, d);
     CHECK_MSG(rc == 0, "exit %d: %s", rc, g_out);
