@@ -698,6 +698,48 @@ TEST(bn_stats_bwd_fused_gives_the_separate_ops_bits) {
     k_simd_force(-1);
 }
 
+/* Written blocked (nChw8c / nChw16c, for the oneDNN rows that read it:
+ * engine/pass_layout.c), the statistics gradient's values are the plain
+ * form's, moved: element (n, c, p) at ((n * C/B + c/B) * HW + p) * B + c%B.
+ * At every SIMD width, for planes of whole vectors (the transposes) and not
+ * (HW = 37: the scalar loops), with the addend and the mask, and with dx
+ * written over the addend (the memory plan may put it there). */
+TEST(bn_stats_bwd_blocked_is_the_plain_one_moved) {
+    enum { N = 3, C = 32, HWMAX = 64, L = N * C * HWMAX };
+    static float x[L], u[L], m[L], plain[L], got[L], planes[16 * HWMAX];
+    float ds[2 * C], st[C];
+    for (int c = 0; c < C; c++) ds[c] = 0.25f * (float)(c % 7) - 0.5f, ds[C + c] = 0.125f * (float)(c % 5) - 0.25f, st[c] = 0.01f * (float)c;
+    for (int i = 0; i < L; i++) {
+        x[i] = (float)((i * 29) % 53) / 7.0f - 3.0f;
+        u[i] = (float)((i * 17) % 41) / 3.0f - 6.5f;
+        m[i] = i % 3 == 0 ? -1.0f : 1.0f;
+    }
+    static const int hws[] = {64, 16, 37};
+    int64_t count = 5 * 64;
+    for (int lvl = 0; lvl <= k_simd_detect(); lvl++) {
+        k_simd_force(lvl);
+        for (int h = 0; h < 3; h++)
+            for (int B = 8; B <= 16; B *= 2) {
+                int HW = hws[h];
+                size_t n = (size_t)N * C * HW;
+                CHECK(k_bn_stats_bwd_blocked_floats(HW, B) <= sizeof planes / sizeof *planes);
+                k_bn_stats_bwd_fused(N, C, HW, count, plain, ds, x, st, u, 1, m);
+                memcpy(got, u, n * sizeof(float)); /* in place: dx is the addend's buffer */
+                k_bn_stats_bwd_fused_blocked(N, C, HW, B, count, got, ds, x, st, got, 1, m, planes);
+                int bad = 0;
+                for (int i = 0; i < N; i++)
+                    for (int c = 0; c < C; c++)
+                        for (int q = 0; q < HW; q++) {
+                            float want = plain[((size_t)i * C + c) * HW + q];
+                            float g = got[(((size_t)i * (C / B) + c / B) * HW + q) * B + c % B];
+                            bad += memcmp(&want, &g, sizeof g) != 0;
+                        }
+                CHECK_MSG(!bad, "level %d, HW %d, block %d: %d values moved wrong or changed", lvl, HW, B, bad);
+            }
+    }
+    k_simd_force(-1);
+}
+
 /* k_sum_runs (16 or 8 runs at a time on AVX-512, their lanes transposed to
  * fold together) gives each run exactly k_sum_run's bits, at every SIMD level,
  * for run lengths below, at and past the 16 lanes, with tails, and run

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "kernels/bf16.h"
+#include "kernels/block_layout.h"
 #include "kernels/impl.h"
 #include "kernels/kernels.h"
 #include "kernels/onednn.h"
@@ -428,6 +429,105 @@ TEST(kernels_onednn_batch_norm_prologue_forward_and_weight_gradient) {
     k_conv_shape_infer(&s);
     CHECK(!k_impls[K_IMPL_ONEDNN_BF16].valid(&(k_op_desc){.kind = K_OP_CONV_FWD, .bf16 = 1, .s = s, .prologue = 1}));
     CHECK(!k_impls[K_IMPL_ONEDNN_F32].valid(&(k_op_desc){.kind = K_OP_CONV_BWD_DATA, .s = s, .prologue = 1}));
+}
+
+/* One call of a row with scratch of the size it asks for. */
+static void run_row(int impl, const k_op_desc *d, k_op_args a) {
+    size_t need = k_impls[impl].scratch(impl, d);
+    a.scratch = malloc(need ? need : 1), a.scratch_cap = need;
+    k_impls[impl].run(impl, d, &a);
+    free(a.scratch);
+}
+
+/* A blocked row writes a batch-norm prologue straight into its blocked src
+ * and reads a backward-data result out of its blocked dsrc through the ReLU's
+ * mask (block_layout.h), instead of a oneDNN reorder beside a pass of its
+ * own: the same bits as the row given the prologue's output (the mask
+ * applied after), and the kernel report no longer names those reorders.
+ * Shapes whose planes are whole vectors (the transposes) and not (the scalar
+ * loops); make test-isa runs it at 8 lanes, where oneDNN picks nChw8c. */
+TEST(kernels_onednn_a_prologue_and_a_mask_change_layouts_on_the_way_bit_for_bit) {
+    if (!have_onednn()) test_skip("oneDNN cannot make a CPU engine here");
+    int impl = K_IMPL_ONEDNN_F32_ANY, fused = 0, tested = 0;
+    for (int i = 0; i < 3; i++) { /* the shapes with 16 or 32 input channels */
+        k_conv_shape s = shapes[i];
+        k_conv_shape_infer(&s);
+        static const int kinds[] = {K_OP_CONV_FWD, K_OP_CONV_BWD_DATA, K_OP_CONV_BWD_WEIGHT};
+        for (int ki = 0; ki < 3; ki++) {
+            int kind = kinds[ki];
+            k_op_desc plain = {.kind = kind, .s = s}, with = plain;
+            if (kind == K_OP_CONV_BWD_DATA) with.relu = 1;
+            else with.prologue = 2;
+            if (!k_impls[impl].valid(&plain) || !k_impls[impl].valid(&with)) continue;
+            operands o = make_operands(&s, 0);
+            float *scale = malloc((size_t)s.Ci * 4), *shift = malloc((size_t)s.Ci * 4), *xp = malloc(o.nx * 4);
+            fill(scale, (size_t)s.Ci, 0), fill(shift, (size_t)s.Ci, 0);
+            memcpy(xp, o.x, o.nx * 4);
+            prologue_ref(&s, xp, scale, shift, 1);
+            size_t nout = kind == K_OP_CONV_FWD ? o.ny : kind == K_OP_CONV_BWD_DATA ? o.nx : o.nw;
+            float *want = nans(nout), *got = nans(nout);
+            k_op_args a = {.out = want, .w = o.w, .bias = o.b, .x = xp, .dy = o.y};
+            run_row(impl, &plain, a);
+            if (kind == K_OP_CONV_BWD_DATA) k_relu_bwd_inplace(want, o.x, nout); /* the mask: x's sign */
+            a.out = got;
+            if (kind == K_OP_CONV_BWD_DATA) a.relu_mask = o.x;
+            else a.x = o.x, a.pro = (k_conv_prologue){scale, shift, 1};
+            run_row(impl, &with, a);
+            CHECK_MSG(!memcmp(want, got, nout * 4), "kind %d shape %d: the fused layout change gave other bits", kind, i);
+            tested++;
+            char r_plain[64], r_with[64];
+            const char *name = kind == K_OP_CONV_BWD_DATA ? "dsrc" : "src";
+            k_impl_reorders(impl, &plain, r_plain, sizeof r_plain);
+            k_impl_reorders(impl, &with, r_with, sizeof r_with);
+            if (strstr(r_plain, name) && !strstr(r_with, name)) fused++;
+            free(scale), free(shift), free(xp), free(want), free(got);
+            free_operands(&o);
+        }
+    }
+    if (!tested) test_skip("oneDNN's blocked layouts are the plain ones for these shapes here");
+    /* oneDNN's AVX2 and AVX-512 convolutions want nChw8c / nChw16c for these shapes */
+    if (k_simd_level() >= K_SIMD_AVX2) CHECK_MSG(fused > 0, "no prologue or mask took the place of a reorder");
+}
+
+/* A backward pass handed dy in the blocked layout it wants (the engine's
+ * layout pass, k_impl_ddst_block) reads it without a reorder and gives the
+ * bits it gives for dy in NCHW; the own rows refuse such a dy. */
+TEST(kernels_onednn_a_blocked_dy_is_read_without_a_reorder_bit_for_bit) {
+    if (!have_onednn()) test_skip("oneDNN cannot make a CPU engine here");
+    int impl = K_IMPL_ONEDNN_F32_ANY, tested = 0;
+    static const int kinds[] = {K_OP_CONV_BWD_DATA, K_OP_CONV_BWD_WEIGHT};
+    for (int i = 0; i < 3; i++)
+        for (int ki = 0; ki < 2; ki++) {
+            k_conv_shape s = shapes[i];
+            k_conv_shape_infer(&s);
+            k_op_desc plain = {.kind = kinds[ki], .s = s}, blocked = plain;
+            if (!k_impls[impl].valid(&plain)) continue;
+            int B = k_impl_ddst_block(impl, &plain);
+            CHECK_EQ(k_impl_ddst_block(K_IMPL_F32_DIRECT, &plain), 0);
+            if (!B) continue;
+            CHECK(B == 8 || B == 16);
+            blocked.ddst_block = B;
+            CHECK(k_impls[impl].valid(&blocked));
+            CHECK(!k_impls[K_IMPL_F32_DIRECT].valid(&blocked));
+            char ro[64];
+            k_impl_reorders(impl, &plain, ro, sizeof ro);
+            CHECK_STR_CONTAINS(ro, "ddst");
+            k_impl_reorders(impl, &blocked, ro, sizeof ro);
+            CHECK_MSG(!strstr(ro, "ddst"), "a blocked dy is still reordered: %s", ro);
+            operands o = make_operands(&s, 0);
+            float *yb = malloc(o.ny * 4);
+            k_block_prologue(s.N, s.Co, s.Ho * s.Wo, B, NULL, o.y, yb);
+            size_t nout = kinds[ki] == K_OP_CONV_BWD_DATA ? o.nx : o.nw;
+            float *want = nans(nout), *got = nans(nout);
+            run_row(impl, &plain, (k_op_args){.out = want, .w = o.w, .x = o.x, .dy = o.y});
+            run_row(impl, &blocked, (k_op_args){.out = got, .w = o.w, .x = o.x, .dy = yb});
+            CHECK_MSG(!memcmp(want, got, nout * 4), "kind %d shape %d: a blocked dy gave other bits", kinds[ki], i);
+            tested++;
+            free(yb), free(want), free(got);
+            free_operands(&o);
+        }
+    if (k_simd_level() >= K_SIMD_AVX2) CHECK_MSG(tested > 0, "no backward pass wants dy blocked here");
+    else if (!tested) test_skip("no backward pass wants dy blocked here");
 }
 
 /* ONEDNN_MAX_CPU_ISA caps what oneDNN generates (each test is its own

@@ -34,7 +34,9 @@ static int bf16_allowed(int impl) {
 
 /* ---- validity ------------------------------------------------------------- */
 
-static int valid_f32_conv(const k_op_desc *d) { return is_conv(d) && !d->bf16; }
+/* The own convolutions read NCHW: a dy the layout pass blocked is for a library row */
+static int own_conv(const k_op_desc *d) { return is_conv(d) && !d->ddst_block; }
+static int valid_f32_conv(const k_op_desc *d) { return own_conv(d) && !d->bf16; }
 static int valid_f32_rows(const k_op_desc *d) {
     return valid_f32_conv(d) && pass_of(d->kind) != K_CONV_BWD_DATA && k_conv_rows_fits(&d->s);
 }
@@ -43,9 +45,9 @@ static int valid_f32_sparse(const k_op_desc *d) {
     if (d->kind == K_OP_CONV_BWD_WEIGHT_UNPOOL2) return k_conv_sparse_runs(&d->s);
     return d->kind == K_OP_CONV_BWD_DATA_UNPOOL2 && k_conv_sparse_data_runs(&d->s);
 }
-static int valid_bf16_ref(const k_op_desc *d) { return is_conv(d) && d->bf16 && bf16_allowed(K_IMPL_BF16_REF); }
-static int valid_bf16_gemm(const k_op_desc *d) { return is_conv(d) && d->bf16 && bf16_allowed(K_IMPL_BF16_GEMM); }
-static int valid_bf16_direct(const k_op_desc *d) { return is_conv(d) && d->bf16 && bf16_allowed(K_IMPL_BF16_DIRECT); }
+static int valid_bf16_ref(const k_op_desc *d) { return own_conv(d) && d->bf16 && bf16_allowed(K_IMPL_BF16_REF); }
+static int valid_bf16_gemm(const k_op_desc *d) { return own_conv(d) && d->bf16 && bf16_allowed(K_IMPL_BF16_GEMM); }
+static int valid_bf16_direct(const k_op_desc *d) { return own_conv(d) && d->bf16 && bf16_allowed(K_IMPL_BF16_DIRECT); }
 static int valid_sgemm_own(const k_op_desc *d) {
     return d->kind == K_OP_MATMUL && !d->bf16 && d->K > 0 && k_sgemm_own(d->M, d->N, d->K);
 }
@@ -228,6 +230,12 @@ const char *k_impl_node_isa(int impl, const k_op_desc *d) {
         return k_impl_isa(0); /* gemm:jit and the like: the widest the cap allows */
     }
     return k_impl_isa(k_impls[impl].bf16);
+}
+
+int k_impl_ddst_block(int impl, const k_op_desc *d) {
+    if (impl >= K_IMPL_ONEDNN_F32 && impl < K_IMPL_ONEDNN_F32 + K_ONEDNN_VARIANTS)
+        return k_onednn_ddst_block(onednn_variant(impl), d);
+    return 0;
 }
 
 int k_impl_reorders(int impl, const k_op_desc *d, char *buf, size_t cap) {

@@ -73,6 +73,9 @@ const char *k_impl_isa(int bf16);
 /* The ISA impl runs d on: k_impl_isa's, or for a library's row what its
  * implementation's name says ("AMX-BF16" for oneDNN's avx512_core_amx). */
 const char *k_impl_node_isa(int impl, const k_op_desc *d);
+/* The channel block in which impl's backward pass of d wants dy handed over
+ * (onednn.h's k_onednn_ddst_block); 0 for the own rows, which read NCHW. */
+int k_impl_ddst_block(int impl, const k_op_desc *d);
 /* What a library row reorders per call and the share of its time that takes
  * (onednn.h's k_onednn_reorders: "src,dst 21%"); 0 and "" for the own rows. */
 int k_impl_reorders(int impl, const k_op_desc *d, char *buf, size_t cap);

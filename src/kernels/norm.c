@@ -5,7 +5,9 @@
  *                                                    each chunk of samples, so no
  *                                                    catastrophic cancellation)
  *
- * And their gradient (k_bn_stats_bwd: dx from d(mean), d(var)).
+ * And their gradient (k_bn_stats_bwd: dx from d(mean), d(var)), in NCHW or,
+ * where the engine's layout pass asks, in the channel-blocked layout of the
+ * oneDNN convolutions that read it (k_bn_stats_bwd_fused_blocked).
  * Is not: the normalization itself, its backward, the running-statistics
  * update or eval mode: the engine builds those from ordinary elementwise
  * nodes around BN_STATS (nn/functional.c), which fuse with their neighbours.
@@ -13,6 +15,7 @@
  * 16-float on AVX-512), summing in float vector lanes folded into double, so
  * even N*HW = 10^5 terms keep float accuracy.
  */
+#include "kernels/block_layout.h"
 #include "kernels/kernels.h"
 #include "kernels/simd.h"
 #include "kernels/vec4.h"
@@ -153,21 +156,52 @@ static void prefetch_range(const float *p, size_t from, size_t to, size_t end) {
     for (size_t q = (from + 15) & ~(size_t)15; q < to; q += 16) __builtin_prefetch(p + q);
 }
 
+/* One plane (sample i, channel c) of the statistics' gradient into out,
+ * asking for the plane `ahead` floats on. */
+static void bwd_plane(const bn_isa *isa, int i, int c, int C, int HW, float inv_m, size_t ahead, size_t end, float *out,
+                      const float *ds, const float *x, const float *st, const float *u, int u_first, const float *m) {
+    size_t o = ((size_t)i * C + c) * HW;
+    size_t from = o + ahead, to = from + HW; /* the plane `ahead` floats on */
+    prefetch_range(x, from, to, end);
+    if (u) prefetch_range(u, from, to, end);
+    if (m) prefetch_range(m, from, to, end);
+    isa->stats_bwd_fused(out, x + o, u ? u + o : NULL, u_first, m ? m + o : NULL, (size_t)HW, ds[c] * inv_m,
+                         2.0f * ds[C + c] * inv_m, st[c]);
+}
+
+static size_t bwd_ahead(int HW) {
+    size_t ahead = 2 * (size_t)HW;
+    return ahead < BN_BWD_AHEAD_MIN ? BN_BWD_AHEAD_MIN : ahead;
+}
+
 void k_bn_stats_bwd_fused(int N, int C, int HW, int64_t count, float *dx, const float *ds, const float *x,
                           const float *st, const float *u, int u_first, const float *m) {
     const bn_isa *isa = bn_now();
     float inv_m = 1.0f / (float)count;
-    size_t end = (size_t)N * C * HW, ahead = 2 * (size_t)HW;
-    if (ahead < BN_BWD_AHEAD_MIN) ahead = BN_BWD_AHEAD_MIN;
+    size_t end = (size_t)N * C * HW, ahead = bwd_ahead(HW);
     for (int i = 0; i < N; i++)
-        for (int c = 0; c < C; c++) {
-            size_t o = ((size_t)i * C + c) * HW;
-            size_t from = o + ahead, to = from + HW; /* the plane `ahead` floats on */
-            prefetch_range(x, from, to, end);
-            if (u) prefetch_range(u, from, to, end);
-            if (m) prefetch_range(m, from, to, end);
-            isa->stats_bwd_fused(dx + o, x + o, u ? u + o : NULL, u_first, m ? m + o : NULL, (size_t)HW, ds[c] * inv_m,
-                                 2.0f * ds[C + c] * inv_m, st[c]);
+        for (int c = 0; c < C; c++)
+            bwd_plane(isa, i, c, C, HW, inv_m, ahead, end, dx + ((size_t)i * C + c) * HW, ds, x, st, u, u_first, m);
+}
+
+/* The same values, dx written in nChw{B}c: a block's B planes made into
+ * `planes` (B * HW floats, k_bn_stats_bwd_blocked_floats), then blocked in
+ * one transposing pass. The block's planes are all read before its part of dx
+ * is written, and that part is where the same planes lie in NCHW, so dx may
+ * be u (written in place) as in the plain form. */
+size_t k_bn_stats_bwd_blocked_floats(int HW, int B) { return (size_t)HW * B; }
+
+void k_bn_stats_bwd_fused_blocked(int N, int C, int HW, int B, int64_t count, float *dx, const float *ds,
+                                  const float *x, const float *st, const float *u, int u_first, const float *m,
+                                  float *planes) {
+    const bn_isa *isa = bn_now();
+    float inv_m = 1.0f / (float)count;
+    size_t end = (size_t)N * C * HW, ahead = bwd_ahead(HW);
+    for (int i = 0; i < N; i++)
+        for (int c0 = 0; c0 < C; c0 += B) {
+            for (int l = 0; l < B; l++)
+                bwd_plane(isa, i, c0 + l, C, HW, inv_m, ahead, end, planes + (size_t)l * HW, ds, x, st, u, u_first, m);
+            k_block_prologue(1, B, HW, B, NULL, planes, dx + ((size_t)i * C + c0) * HW);
         }
 }
 

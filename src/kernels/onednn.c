@@ -16,7 +16,10 @@
  * a ReLU's backward after bwd-data is the engine's mask, applied after the
  * call; batch norm's apply read into a convolution (the prologue) is made
  * into the scratch first, one elementwise pass, the measured choice then
- * weighing that against the own kernels' fused packing.
+ * weighing that against the own kernels' fused packing. Where the primitive
+ * wants x blocked, that pass writes it blocked and there is no reorder
+ * (block_layout.h), as there is none for a mask read out of a blocked dx or
+ * for a dy the engine's layout pass hands over blocked (k_op_desc.ddst_block).
  */
 #include "kernels/onednn.h"
 
@@ -28,6 +31,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "kernels/block_layout.h"
 #include "kernels/kernels.h"
 #include "kernels/simd.h"
 
@@ -96,7 +100,9 @@ typedef struct operand {
 
 typedef struct call {
     int variant, lda, ldb;
-    char reordered[40];        /* the operands reordered on every call ("src,dst"), for the kernel report */
+    int src_block;             /* fp32 x in nChw8c / nChw16c (8, 16; else 0): a prologue writes it there */
+    int dsrc_block;            /* the same for backward-data's dx: read out of it through a ReLU's mask */
+    int ddst_block;            /* the same for a backward pass's dy: the layout pass may hand it over so */
     uint64_t reorder_ns, all_ns; /* time in those reorders, and in whole calls, since the call was made */
     k_op_desc d;
     int ok;                    /* an optimized implementation in the wanted layouts */
@@ -133,6 +139,7 @@ static k_op_desc key_of(const k_op_desc *d) {
     } else {
         k.s = d->s;
         k.relu = d->kind == K_OP_CONV_FWD ? d->relu : 0;
+        k.ddst_block = d->kind == K_OP_CONV_FWD ? 0 : d->ddst_block; /* the user's layout of dy */
     }
     return k;
 }
@@ -146,6 +153,23 @@ static unsigned bucket_of(const k_op_desc *k, int variant, int lda, int ldb) {
 
 static int set_tag(dnnl_memory_desc_t *md, int ndims, const dnnl_dims_t dims, dnnl_data_type_t t, dnnl_format_tag_t tag) {
     return dnnl_memory_desc_init_by_tag(md, ndims, dims, t, tag) == dnnl_success;
+}
+
+/* The channel block of an fp32 activation the primitive wants in nChw16c or
+ * nChw8c with no padded channels (block_layout.h writes and reads exactly
+ * those), else 0. */
+static int channel_block(const dnnl_memory_desc_t *inner, const dnnl_dims_t dims) {
+    static const struct {
+        dnnl_format_tag_t tag;
+        int block;
+    } blocked[] = {{dnnl_nChw16c, 16}, {dnnl_nChw8c, 8}};
+    for (size_t i = 0; i < sizeof blocked / sizeof *blocked; i++) {
+        dnnl_memory_desc_t md;
+        if (dims[1] % blocked[i].block == 0 && set_tag(&md, 4, dims, dnnl_f32, blocked[i].tag) &&
+            dnnl_memory_desc_equal(inner, &md))
+            return blocked[i].block;
+    }
+    return 0;
 }
 
 static const char *arg_name(int arg) {
@@ -175,8 +199,6 @@ static int add_operand(call *c, int arg, int out, const dnnl_memory_desc_t *user
     dnnl_primitive_desc_destroy(rpd);
     if (st != dnnl_success) return 0;
     if (dnnl_memory_create(&o->inner, inner_md, engine, DNNL_MEMORY_NONE) != dnnl_success) return 0;
-    size_t len = strlen(c->reordered);
-    snprintf(c->reordered + len, sizeof c->reordered - len, "%s%s", len ? "," : "", arg_name(arg));
     o->off = *off;
     o->bytes = dnnl_memory_desc_get_size(inner_md);
     *off += up64(o->bytes);
@@ -226,10 +248,12 @@ static int prepare_conv(call *c) {
                      yt = kind == K_OP_CONV_FWD ? dnnl_f32 : lo;
     dnnl_format_tag_t act = is_any(c->variant) ? dnnl_format_tag_any : dnnl_nchw,
                       wei = is_any(c->variant) ? dnnl_format_tag_any : dnnl_oihw;
+    dnnl_format_tag_t dy_user = c->d.ddst_block == 16 ? dnnl_nChw16c : c->d.ddst_block == 8 ? dnnl_nChw8c : dnnl_nchw;
+    if (c->d.ddst_block && (bf || kind == K_OP_CONV_FWD)) return 0;
     dnnl_memory_desc_t xm, wm, ym, bm, xu, wu, yu;
     if (!set_tag(&xm, 4, xd, xt, act) || !set_tag(&wm, 4, wd, wt, wei) || !set_tag(&ym, 4, yd, yt, act) ||
         !set_tag(&bm, 1, bd, dnnl_f32, dnnl_a) || !set_tag(&xu, 4, xd, xt, dnnl_nchw) ||
-        !set_tag(&wu, 4, wd, wt, dnnl_oihw) || !set_tag(&yu, 4, yd, yt, dnnl_nchw))
+        !set_tag(&wu, 4, wd, wt, dnnl_oihw) || !set_tag(&yu, 4, yd, yt, kind == K_OP_CONV_FWD ? dnnl_nchw : dy_user))
         return 0;
 
     /* backward passes are described against a forward one (their hint): it reads lo, writes y as dy is */
@@ -288,6 +312,10 @@ static int prepare_conv(call *c) {
         c->part_bytes = up64((size_t)s->Co * s->Ci * s->kh * s->kw * sizeof(float));
         off += c->part_bytes;
     }
+    /* the layout changes the engine's own passes can make on the way (block_layout.h) */
+    if (kind == K_OP_CONV_BWD_DATA) c->dsrc_block = channel_block(xi, xd);
+    else if (!bf) c->src_block = channel_block(xi, xd);
+    if (kind != K_OP_CONV_FWD && !bf) c->ddst_block = channel_block(yi, yd);
     c->used = off, c->scratch = off + ALIGN;
     return ok;
 }
@@ -361,14 +389,31 @@ static call *call_dense(int variant, const k_op_desc *d) {
 
 int k_onednn_valid(int variant, const k_op_desc *d) { return call_dense(variant, d) != NULL; }
 
-/* x through the prologue, after the call's own bytes */
-static size_t prologue_bytes(const k_op_desc *d) {
-    return d->prologue ? up64((size_t)d->s.N * d->s.Ci * d->s.H * d->s.W * sizeof(float)) : 0;
+int k_onednn_ddst_block(int variant, const k_op_desc *d) {
+    if (d->kind != K_OP_CONV_BWD_DATA && d->kind != K_OP_CONV_BWD_WEIGHT) return 0;
+    k_op_desc plain = *d;
+    plain.ddst_block = 0;
+    call *c = call_dense(variant, &plain);
+    return c ? c->ddst_block : 0;
+}
+
+/* A prologue written in the primitive's blocked layout replaces the src
+ * reorder; a ReLU's mask read out of it, the dsrc one (block_layout.h). */
+static int prologue_blocked(const call *c, const k_op_desc *d) { return d->prologue && c->src_block; }
+static int mask_blocked(const call *c, const k_op_desc *d) {
+    return d->kind == K_OP_CONV_BWD_DATA && d->relu && c->dsrc_block;
+}
+
+/* x through the prologue, after the call's own bytes (none when it goes
+ * straight into the src operand's buffer) */
+static size_t prologue_bytes(const call *c, const k_op_desc *d) {
+    if (!d->prologue || prologue_blocked(c, d)) return 0;
+    return up64((size_t)d->s.N * d->s.Ci * d->s.H * d->s.W * sizeof(float));
 }
 
 size_t k_onednn_scratch(int variant, const k_op_desc *d) {
     call *c = call_dense(variant, d);
-    return c ? c->scratch + prologue_bytes(d) : 0;
+    return c ? c->scratch + prologue_bytes(c, d) : 0;
 }
 
 /* The weight operand (weights or their gradient) when the call reorders it, else NULL. */
@@ -462,12 +507,26 @@ static void reorder(call *c, const operand *o, int in) {
     c->reorder_ns += now_ns() - t0;
 }
 
+/* The operands a call of d's reorders on every call ("src,wei,dst"): those
+ * in another layout than the engine's, but for one a prologue writes or a
+ * mask reads in that layout; with the share of the call's time in reorders
+ * once it has run. */
 int k_onednn_reorders(int variant, const k_op_desc *d, char *buf, size_t cap) {
     call *c = call_dense(variant, d);
     buf[0] = 0;
-    if (!c || !c->reordered[0]) return 0;
-    if (c->all_ns) snprintf(buf, cap, "%s %.0f%%", c->reordered, 100.0 * (double)c->reorder_ns / (double)c->all_ns);
-    else snprintf(buf, cap, "%s", c->reordered);
+    if (!c) return 0;
+    char names[48] = "";
+    for (int i = 0; i < c->nop; i++) {
+        const operand *o = &c->op[i];
+        if (!o->inner || (o->arg == DNNL_ARG_SRC && prologue_blocked(c, d)) ||
+            (o->arg == DNNL_ARG_DIFF_SRC && mask_blocked(c, d)))
+            continue;
+        size_t len = strlen(names);
+        snprintf(names + len, sizeof names - len, "%s%s", len ? "," : "", arg_name(o->arg));
+    }
+    if (!names[0]) return 0;
+    if (c->all_ns) snprintf(buf, cap, "%s %.0f%%", names, 100.0 * (double)c->reorder_ns / (double)c->all_ns);
+    else snprintf(buf, cap, "%s", names);
     return 1;
 }
 
@@ -482,7 +541,7 @@ void k_onednn_run(int variant, const k_op_desc *d, const k_op_args *a) {
     /* the plan reserved scratch for the whole batch; a tile's primitive could
      * (in principle) want more: then a buffer of its own, made once */
     void *scratch = a->scratch;
-    size_t need = c->scratch + prologue_bytes(d);
+    size_t need = c->scratch + prologue_bytes(c, d);
     if (a->scratch_cap && need > a->scratch_cap) {
         if (!c->own_scratch && !(c->own_scratch = malloc(need))) fail(c, "scratch allocation");
         scratch = c->own_scratch;
@@ -495,7 +554,9 @@ void k_onednn_run(int variant, const k_op_desc *d, const k_op_args *a) {
 
     const void *p[ARG_MAX];
     buffers(c, d, a, p, target);
-    if (d->prologue && a->pro.scale) p[0] = through_prologue(&d->s, &a->pro, a->x, (float *)(base + c->used));
+    int pro_in = d->prologue && a->pro.scale && c->src_block;                /* straight into src's layout */
+    int mask_out = d->kind == K_OP_CONV_BWD_DATA && a->relu_mask && c->dsrc_block; /* out of dsrc's */
+    if (d->prologue && a->pro.scale && !pro_in) p[0] = through_prologue(&d->s, &a->pro, a->x, (float *)(base + c->used));
     /* a weight gradient over tiles that the primitive writes in its own layout: summed in that layout */
     const operand *dw = parts ? reordered_weight(c) : NULL;
     dnnl_exec_arg_t args[ARG_MAX + 1];
@@ -511,7 +572,10 @@ void k_onednn_run(int variant, const k_op_desc *d, const k_op_args *a) {
             if (o == dw && a->first) at = a->acc;
             set_handle(c, o->inner, at);
             m = o->inner;
-            if (!o->out && fresh) reorder(c, o, 1);
+            if (o->arg == DNNL_ARG_SRC && pro_in)
+                k_block_prologue(d->s.N, d->s.Ci, d->s.H * d->s.W, c->src_block, &a->pro, a->x, at);
+            else if (!o->out && fresh)
+                reorder(c, o, 1);
         }
         args[n++] = (dnnl_exec_arg_t){o->arg, m};
     }
@@ -522,11 +586,17 @@ void k_onednn_run(int variant, const k_op_desc *d, const k_op_args *a) {
     exec(c, c->prim, n, args, "execute");
     for (int i = 0; i < c->nop; i++) {
         const operand *o = &c->op[i];
-        if (o->inner && o->out && o != dw) reorder(c, o, 0);
+        if (o->inner && o->out && o != dw) {
+            if (o->arg == DNNL_ARG_DIFF_SRC && mask_out)
+                k_unblock_masked(d->s.N, d->s.Ci, d->s.H * d->s.W, c->dsrc_block, (const float *)(base + o->off), a->relu_mask,
+                                 a->out);
+            else
+                reorder(c, o, 0);
+        }
     }
     if (dnnl_stream_wait(stream) != dnnl_success) fail(c, "stream wait");
 
-    if (d->kind == K_OP_CONV_BWD_DATA && a->relu_mask)
+    if (d->kind == K_OP_CONV_BWD_DATA && a->relu_mask && !mask_out)
         k_relu_bwd_inplace(a->out, a->relu_mask, (size_t)d->s.N * d->s.Ci * d->s.H * d->s.W);
     if (dw) {
         const float *part_in = (const float *)(base + dw->off);

@@ -39,9 +39,12 @@ size_t k_onednn_state(int variant, const k_op_desc *d);
 void k_onednn_run(int variant, const k_op_desc *d, const k_op_args *a);
 /* oneDNN's name for the implementation it picked for d ("brgconv:avx512_core_amx_bf16"), or "". */
 const char *k_onednn_impl(int variant, const k_op_desc *d);
+/* The channel block (8, 16) of the nChw{B}c layout in which the variant's
+ * backward pass of d (fp32, d->ddst_block 0) wants dy, so that a dy handed
+ * over so (d->ddst_block = B) is read without a reorder; 0: none such. */
+int k_onednn_ddst_block(int variant, const k_op_desc *d);
 /* The operands the variant reorders on every call of d (the engine keeps
- * activations NCHW between nodes: issue #55's layout pass would keep them
- * blocked), as "src,dst", then the share of the calls' time so far spent in
+ * most activations NCHW between nodes: engine/pass_layout.c), as "src,dst", then the share of the calls' time so far spent in
  * those reorders ("src,dst 21%"); "" and 0 when it reorders nothing. The
  * time is per prepared call, which every node of the same description
  * shares. */

@@ -21,6 +21,8 @@ typedef struct k_op_desc {
     k_conv_shape s;         /* convolutions */
     int relu;               /* forward: ReLU epilogue; backward-data: a ReLU backward's mask */
     int prologue;           /* forward / weight gradient (fp32): x read through batch norm's apply (2: and a ReLU) */
+    int ddst_block;         /* backward passes (fp32): dy arrives in nChw{8,16}c, not NCHW (the engine's layout
+                               pass, only for a row that wants it so: k_impl_ddst_block); 0: NCHW */
     int M, N, K, tA, tB;    /* matrix products */
 } k_op_desc;
 
