@@ -32,6 +32,7 @@ void xt_plan_free(xt_plan *p) {
     free(p->loc);
     free(p->group_of);
     free(p->choice);
+    free(p->layout);
     free(p->key_map);
     free(p->kernels);
     free(p->late_assigns);
@@ -284,6 +285,7 @@ xt_plan *xt_compile(const xt_graph *g, const xt_compile_opts *o, xt_err *e) {
     if (xt_pass_fuse(p, live, o->fuse)) goto oom;
     if (xt_pass_tile(p, o->plan_memory ? o->tile_cache_bytes : 0)) goto oom;
     if (xt_pass_choose(p, live, o->choose, e)) goto fail;
+    if (o->layout && (p->blocked_values = xt_pass_layout(p, live)) < 0) goto oom;
     xt_pass_tile_states(p);
     if (o->fuse) p->shared_pairs = xt_pass_share(p);
     if (xt_pass_memplan(p, live, o->plan_memory, o->have_collective)) goto oom;

@@ -94,7 +94,8 @@ void xt_dump_plan(const xt_plan *p, const char *dir, const char *stage) {
             if (l->tile_local) fprintf(f, " (one tile)");
             if (p->group_of[i] >= 0) fprintf(f, " fused#%d", p->group_of[i]);
             if (run_of && run_of[i] >= 0) fprintf(f, " tile#%d", run_of[i]);
-            if (p->choice[i].impl) { /* what runs it, and what it reorders per call (no layout pass yet: #55) */
+            if (xt_plan_layout(p, i)) fprintf(f, " layout=nChw%dc", xt_plan_layout(p, i)); /* pass_layout.c */
+            if (p->choice[i].impl) { /* what runs it, and what it reorders per call (what pass_layout.c left) */
                 k_op_desc d;
                 char impl[160], ro[64];
                 xt_choice_op_desc(p, i, &d);

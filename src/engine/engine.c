@@ -91,6 +91,8 @@ xt_engine *xt_engine_new(xt_store *store, const xt_engine_opts *opts) {
     if (nt && *nt && strcmp(nt, "0")) en->opts.no_tiling = 1;
     const char *nr = getenv("XLATRAIN_NO_REMAT");
     if (nr && *nr && strcmp(nr, "0")) en->opts.no_remat = 1;
+    const char *nl = getenv("XLATRAIN_NO_LAYOUT");
+    if (nl && *nl && strcmp(nl, "0")) en->opts.no_layout = 1;
     en->choose = (xt_choose_opts){.measured = en->opts.kernel_choice == 1, .table = &en->choices,
                                   .agree = en->opts.choice_agree, .agree_ctx = en->opts.choice_ctx,
                                   .leader = en->opts.choice_agree ? en->opts.choice_leader : 1,
@@ -299,7 +301,7 @@ static int find_or_compile(xt_engine *en, xt_plan **out, xt_err *e) {
     }
     if (note_compile(en, g, why, e)) return e->code;
     xt_compile_opts co = {.precision = en->opts.precision, .fuse = en->opts.fuse, .literal_sums = en->opts.literal_sums,
-                          .plan_memory = !en->opts.no_memory_planner, .remat = !en->opts.no_remat, .have_collective = !en->opts.collective_buf ? 0 : en->opts.collective_result && en->opts.allreduce_row ? XT_COLLECTIVE_RESULT : XT_COLLECTIVE_IN_ROW,
+                          .plan_memory = !en->opts.no_memory_planner, .remat = !en->opts.no_remat, .layout = !en->opts.no_layout, .have_collective = !en->opts.collective_buf ? 0 : en->opts.collective_result && en->opts.allreduce_row ? XT_COLLECTIVE_RESULT : XT_COLLECTIVE_IN_ROW,
                           .tile_cache_bytes = en->opts.no_tiling          ? 0
                                               : en->opts.tile_cache_bytes ? en->opts.tile_cache_bytes
                                                                           : k_cache_l2_bytes(),
@@ -384,6 +386,7 @@ int xt_mark_step(xt_engine *en, xt_err *e) {
     en->last.prec_unknown = p->nprec_unknown;
     en->last.unpool_prologues = p->unpool_prologues;
     en->last.shared_pairs = p->shared_pairs;
+    en->last.blocked_values = p->blocked_values;
     en->last.remat_copies = p->remat_copies;
     en->last.conv_prologues = p->conv_prologues;
     en->last.relu_bwd_epilogues = p->relu_bwd_epilogues;

@@ -148,6 +148,7 @@ int xt_node_op_desc(const xt_plan *p, const xt_node *n, k_op_desc *d) {
         d->s = conv_shape(n->shape, IN(1)->shape, n->iattr);
         d->bf16 = IN(0)->dtype == XT_BF16;
         d->relu = n->iattr[4];
+        d->ddst_block = xt_plan_layout(p, xt_plan_operand(p, (int)(n - p->nodes), 0));
         return 1;
     case XT_OP_CONV2D_BWD_DATA_UNPOOL2: /* (g, argmax, w) -> dx shaped like x */
         d->kind = K_OP_CONV_BWD_DATA_UNPOOL2;
@@ -161,6 +162,7 @@ int xt_node_op_desc(const xt_plan *p, const xt_node *n, k_op_desc *d) {
         d->s = conv_shape(IN(0)->shape, n->shape, n->iattr);
         d->bf16 = IN(0)->dtype == XT_BF16;
         d->prologue = n->iattr[5];
+        if (n->op == XT_OP_CONV2D_BWD_WEIGHT) d->ddst_block = xt_plan_layout(p, xt_plan_operand(p, (int)(n - p->nodes), 1));
         return 1;
     case XT_OP_MATMUL:
         d->kind = K_OP_MATMUL;
@@ -291,11 +293,20 @@ static size_t scratch_BN_STATS(const xt_plan *p, const xt_node *n) {
  * statistics are still the whole batch's. With the ADD and the ReLU's
  * backward that read it folded in (pass_bn_bwd.c): iattr[0] 1 the addend
  * after it (ADD(u, dx): 2, u first), iattr[1] the mask after that. */
+/* Blocked (pass_layout.c: its readers want dy in nChw{B}c), through B planes of scratch. */
 KERNEL(BN_STATS_BWD) {
-    int HW = n->shape[2] * n->shape[3];
+    int HW = n->shape[2] * n->shape[3], B = xt_plan_layout(p, (int)(n - p->nodes));
     const float *u = n->iattr[0] ? in[3] : NULL, *m = n->iattr[1] ? in[n->iattr[0] ? 4 : 3] : NULL;
-    k_bn_stats_bwd_fused(ROWS(n->shape[0]), n->shape[1], HW, (int64_t)n->shape[0] * HW, out, in[0], in[1], in[2], u,
-                         n->iattr[0] == 2, m);
+    if (B)
+        k_bn_stats_bwd_fused_blocked(ROWS(n->shape[0]), n->shape[1], HW, B, (int64_t)n->shape[0] * HW, out, in[0], in[1],
+                                     in[2], u, n->iattr[0] == 2, m, scratch);
+    else
+        k_bn_stats_bwd_fused(ROWS(n->shape[0]), n->shape[1], HW, (int64_t)n->shape[0] * HW, out, in[0], in[1], in[2], u,
+                             n->iattr[0] == 2, m);
+}
+static size_t scratch_BN_STATS_BWD(const xt_plan *p, const xt_node *n) {
+    int B = xt_plan_layout(p, (int)(n - p->nodes));
+    return B ? k_bn_stats_bwd_blocked_floats(n->shape[2] * n->shape[3], B) * sizeof(float) : 0;
 }
 KERNEL(LOG_SOFTMAX) {
     k_log_softmax_fwd(ROWS(n->shape[0]), n->shape[1], out, in[0]);

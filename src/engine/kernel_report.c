@@ -19,8 +19,8 @@
  * (metrics.c).
  * Each row names the implementation the node runs (pass_choose.c) and, for
  * a library's, the operands it reorders into its own layout on every call
- * with the share of its time that takes (the cost a layout pass would
- * remove); the table ends with each choice's candidates and their times
+ * with the share of its time that takes (what pass_layout.c has not yet
+ * removed); the table ends with each choice's candidates and their times
  * per call. */
 #include <stdio.h>
 #include <string.h>

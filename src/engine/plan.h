@@ -129,6 +129,8 @@ typedef struct xt_plan {
     xt_loc *loc;           /* per node */
     int32_t *group_of;     /* per node: fused group index or -1 */
     xt_choice_rec *choice;   /* per node (pass_choose.c) */
+    int8_t *layout;          /* per node: B when its value is laid out nChw{B}c (pass_layout.c), 0 when as its
+                                shape says; NULL: no value blocked (xt_plan_layout) */
     int32_t *key_map;        /* per traced node (the key's): its node here */
     int choice_timed;        /* candidates timed when it compiled (0: all from the table or the cache) */
     int nkept_fp32;          /* bf16: convolutions and products kept fp32, their fp32 kernel the faster here */
@@ -159,6 +161,7 @@ typedef struct xt_plan {
     int unpool_prologues;     /* conv backward passes that scatter a pool's backward as they pack it (pass_conv_unpool.c) */
     int made_in_bf16;         /* values their kernel writes in bf16, a cast fewer each (pass_bf16_out.c) */
     int shared_pairs;         /* kernel pairs given a hand-off in the state area (pass_share.c) */
+    int blocked_values;       /* values written in a channel-blocked layout (pass_layout.c) */
     double macs, macs_executed; /* the kernels' multiply-adds per step, dense and as executed (xt_kernel_macs*) */
     /* execution scratch, sized when the plan is compiled so that running it
      * allocates nothing and has no fixed cap */
@@ -189,6 +192,10 @@ int xt_pass_live(const xt_plan *p, uint8_t *live);                  /* pass_dce.
 int xt_plan_escapes(const xt_plan *p, int c);                       /* pass_dce.c: node c fetched or assigned? */
 /* pass_dce.c: the one live node that reads node c (once), or -1 (none, or more than one read). */
 int xt_plan_sole_reader(const xt_plan *p, const uint8_t *live, int c);
+/* The channel block of node's value (nChw{B}c), 0: laid out as its shape says. */
+static inline int xt_plan_layout(const xt_plan *p, int node) { return p->layout ? p->layout[node] : 0; }
+/* pass_layout.c: the values written blocked for the library rows that read them; -1: out of memory */
+int xt_pass_layout(xt_plan *p, const uint8_t *live);
 /* Operand k of node `node`. */
 static inline int32_t xt_plan_operand(const xt_plan *p, int node, int k) { return p->operands[p->nodes[node].in_off + k]; }
 /* A new operand list for a node: plan_operands.h. */
@@ -229,6 +236,7 @@ typedef struct xt_compile_opts {
     int have_collective;   /* the all-reduce writes into an external block: 0 or XT_COLLECTIVE_* */
     size_t tile_cache_bytes; /* the cache a micro-batch tile should fit (0: no tiling) */
     int remat;               /* copy big pointwise values for their backward readers (pass_remat.c) */
+    int layout;              /* block values for the library rows that read them (pass_layout.c) */
     const xt_choose_opts *choose; /* NULL: every implementation by today's rule */
 } xt_compile_opts;
 xt_plan *xt_compile(const xt_graph *g, const xt_compile_opts *o, xt_err *e);

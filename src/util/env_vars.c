@@ -23,6 +23,7 @@ const xt_env_var xt_env_vars[] = {
     {"XLATRAIN_NO_MEMORY_PLANNER", "engine/engine.c", NULL},
     {"XLATRAIN_NO_TILING", "engine/engine.c", NULL},
     {"XLATRAIN_NO_REMAT", "engine/engine.c", NULL},
+    {"XLATRAIN_NO_LAYOUT", "engine/engine.c", NULL},
     {"PATH", "data/download.c", NULL},
     {"XDG_CACHE_HOME", "engine/choice.c", NULL},
     {"HOME", "engine/choice.c", NULL},
