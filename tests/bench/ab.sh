@@ -12,7 +12,7 @@ set -u
 REPS=${REPS:-5}
 . "$(dirname "$0")/lib.sh"
 
-echo "ab.sh — $(date -u +%Y-%m-%dT%H:%MZ), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $REPS interleaved repetitions"
+echo "ab.sh — $(date -u +%Y-%m-%dT%H:%MZ), $model, $REPS interleaved repetitions"
 printf '%-9s %-5s %12s %12s %7s %10s %10s\n' model procs before after ratio before_ms after_ms
 for m in seed_cnn:models/fashion_cnn.yaml:300 wide_cnn:models/wide_cnn.yaml:30; do
     name=${m%%:*}; rest=${m#*:}; spec=${rest%%:*}; steps=${rest#*:}

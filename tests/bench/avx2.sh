@@ -10,18 +10,12 @@
 #   sh tests/bench/avx2.sh     (REPS=3 STEPS_SEED=300 STEPS_WIDE=30 STEPS_R20=10 TORCH_SECONDS=6 by default)
 # Not here: the uncapped figures (run.sh's tables of the same make bench).
 set -u
-B=${BENCH_DIR:-build/release/bench}
-REPS=${REPS:-3}
-STEPS_SEED=${STEPS_SEED:-300}
-STEPS_WIDE=${STEPS_WIDE:-30}
-STEPS_R20=${STEPS_R20:-10}
 TORCH_SECONDS=${TORCH_SECONDS:-6}
 . "$(dirname "$0")/lib.sh"
 torch_check
 XCAP="XLATRAIN_ISA=avx2 OPENBLAS_CORETYPE=Haswell"
 TCAP="ONEDNN_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2"
 
-model=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')
 echo "== AVX2 cap (issue #59) — $(date -u +%Y-%m-%dT%H:%MZ), $model, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "  xlatrain: $XCAP; PyTorch: $TCAP"
 $B/fma_limit > "$tmp/fma" 2>&1

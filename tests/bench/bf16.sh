@@ -12,15 +12,9 @@
 # --bf16), with the bf16/fp32 ratios and the shares of the limits. Each
 # repetition runs all four, so they see the same machine.
 set -u
-B=${BENCH_DIR:-build/release/bench}
-REPS=${REPS:-3}
-STEPS_SEED=${STEPS_SEED:-300}
-STEPS_WIDE=${STEPS_WIDE:-30}
-STEPS_R20=${STEPS_R20:-10}
 . "$(dirname "$0")/lib.sh"
 torch_check
 
-model=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')
 echo "== bf16 mixed precision (issue #18) — $(date -u +%Y-%m-%dT%H:%MZ), $model, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 $B/fma_limit > "$tmp/fma" 2>&1
 grep -E '^fma 512|^vdpbf16ps|^tdpbf16ps' "$tmp/fma" | sed 's/^/  /'

@@ -11,17 +11,11 @@
 # Not here: which implementation each node got (the kernel reports of run.sh
 # and bf16.sh), the candidates' times (the log's "kernel choice:" lines).
 set -u
-B=${BENCH_DIR:-build/release/bench}
-REPS=${REPS:-3}
-STEPS_SEED=${STEPS_SEED:-300}
-STEPS_WIDE=${STEPS_WIDE:-30}
-STEPS_R20=${STEPS_R20:-10}
 . "$(dirname "$0")/lib.sh"
 # timings of a measured run come from the choice cache after the first: a
 # cache of this run's own, so the first run times every candidate here
 export XLATRAIN_CACHE_DIR="$tmp/cache"
 
-model=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')
 for m in seed_cnn:models/fashion_cnn.yaml:$STEPS_SEED wide_cnn:models/wide_cnn.yaml:$STEPS_WIDE resnet20:models/resnet20.yaml:$STEPS_R20; do
     name=${m%%:*}; rest=${m#*:}; spec=${rest%%:*}; steps=${rest#*:}
     for prec in fp32 bf16; do

@@ -1,9 +1,18 @@
 # lib.sh — what the bench scripts share (sourced by run.sh, ab.sh, bf16.sh,
-# avx2.sh): one BLAS thread per worker, a scratch directory removed on exit
-# ($tmp), whether the PyTorch reference can run, and the helpers that read
-# train_bench's and PyTorch's "RESULT key=value ..." lines and that pin a
-# one-worker run to a CPU.
+# avx2.sh, choice.sh): the knobs and their defaults, one BLAS thread per
+# worker, a scratch directory removed on exit ($tmp), whether the PyTorch
+# reference can run, and the helpers that read train_bench's and PyTorch's
+# "RESULT key=value ..." lines and that pin a one-worker run to a CPU.
 export OPENBLAS_NUM_THREADS=1
+# The knobs the training benches take from the environment, with their defaults
+# (a script wanting another default sets it before sourcing this file), and the
+# CPU every figure is printed beside.
+B=${BENCH_DIR:-build/release/bench}
+REPS=${REPS:-3}
+STEPS_SEED=${STEPS_SEED:-300}
+STEPS_WIDE=${STEPS_WIDE:-30}
+STEPS_R20=${STEPS_R20:-10}
+model=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 # The PyTorch reference: the script at REF under Debian's python3-torch (/usr/bin/python3); torch_check sets

@@ -4,10 +4,6 @@
 # Medians of REPS repetitions. PyTorch needs Debian's python3-torch and
 # /usr/bin/python3; without it xlatrain's figures are printed alone.
 set -u
-B=${BENCH_DIR:-build/release/bench}
-REPS=${REPS:-3}
-STEPS_SEED=${STEPS_SEED:-300}
-STEPS_WIDE=${STEPS_WIDE:-30}
 . "$(dirname "$0")/lib.sh"
 torch_check
 
@@ -192,7 +188,6 @@ done
 # ResNet-20 (models/resnet20.yaml) on synthetic 3x32x32 batches, beside PyTorch's
 # same network (tests/bench/torch_resnet_ref.py); each repetition runs xlatrain
 # and then PyTorch, so both see the same machine (one worker: the same CPU).
-STEPS_R20=${STEPS_R20:-10}
 printf '\n== ResNet-20 training (synthetic 3x32x32, batch 128 per worker, %s repetitions, medians; PyTorch: tests/bench/torch_resnet_ref.py)\n' "$REPS"
 for p in 1 2; do
     : > "$tmp/r20x.$p"
