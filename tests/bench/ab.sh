@@ -5,6 +5,7 @@
 # anything). Prints medians per build and the ratio after/before.
 #
 #   sh tests/bench/ab.sh BEFORE_TREE AFTER_TREE     # each with build/release/bench/train_bench built
+#   MODELS="resnet20:models/resnet20.yaml:10" sh tests/bench/ab.sh ...   # other models (name:spec:steps ...)
 #
 # e.g. git worktree add /tmp/before <commit> && make -C /tmp/before _build _bench_bins
 set -u
@@ -14,7 +15,8 @@ REPS=${REPS:-5}
 
 echo "ab.sh — $(date -u +%Y-%m-%dT%H:%MZ), $model, $REPS interleaved repetitions"
 printf '%-9s %-5s %12s %12s %7s %10s %10s\n' model procs before after ratio before_ms after_ms
-for m in seed_cnn:models/fashion_cnn.yaml:300 wide_cnn:models/wide_cnn.yaml:30; do
+MODELS=${MODELS:-"seed_cnn:models/fashion_cnn.yaml:$STEPS_SEED wide_cnn:models/wide_cnn.yaml:$STEPS_WIDE"}
+for m in $MODELS; do
     name=${m%%:*}; rest=${m#*:}; spec=${rest%%:*}; steps=${rest#*:}
     for p in 1 2; do
         for side in before after; do : > "$tmp/$side"; done
