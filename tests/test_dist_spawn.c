@@ -320,6 +320,22 @@ TEST(dist_spawn_sigint_stops_all_workers_at_the_same_step) {
     CHECK(after.sa_handler == before.sa_handler);
 }
 
+/* A SIGTERM the caller's own handler took after its last look and before
+ * the supervisor's handlers were in place (opts.stop_pending, which the
+ * trainer points at its signal flag): the workers are asked to stop as if it
+ * came after the fork, all at the same step, and the run is an interrupt.
+ * Before, it was lost and the workers trained to the end. */
+static int term_pending(void) { return SIGTERM; }
+TEST(dist_spawn_a_signal_taken_before_its_handlers_is_a_stop) {
+    xt_spawn_opts opts = {.timeout_s = 30, .stop_pending = term_pending};
+    outcome o = run_scenario(2, M_NONE, -1, 0, &opts);
+    CHECK_EQ(o.rc, XT_EINTR);
+    CHECK_STR_CONTAINS(o.e.msg, "interrupted by SIGTERM");
+    CHECK_EQ(o.sb->stop_step[1], o.sb->stop_step[0]);
+    CHECK_MSG(o.sb->stop_step[0] < 200, "the workers ran all 200 steps");
+    check_all_gone(&o, 2);
+}
+
 TEST(dist_spawn_second_sigint_kills_at_once) {
     signal(SIGINT, SIG_DFL); /* in case the suite runs as a background job */
     xt_spawn_opts opts = {.stop_timeout_s = 60};

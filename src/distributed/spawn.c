@@ -389,7 +389,7 @@ typedef struct saved_signals {
 
 /* SIGINT/SIGTERM request a stop (inherited by the children); SIGCHLD must
  * not be ignored, or the exit statuses are lost. */
-static void install_signals(xt_dist *d, saved_signals *sv) {
+static void install_signals(xt_dist *d, saved_signals *sv, const xt_spawn_opts *o) {
     struct sigaction sa, dfl;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_stop_signal;
@@ -410,6 +410,9 @@ static void install_signals(xt_dist *d, saved_signals *sv) {
     if (sv->own_int) sigaction(SIGINT, &sa, NULL);
     if (sv->own_term) sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGCHLD, &dfl, &sv->old_chld);
+    /* asked after the install: a signal before it went to the caller's handler, one after comes here */
+    int sig = o->stop_pending ? o->stop_pending() : 0;
+    if (sig) on_stop_signal(sig);
 }
 
 static void restore_signals(const saved_signals *sv) {
@@ -456,7 +459,7 @@ int xt_spawn(xt_dist *d, int nprocs, int (*fn)(int ordinal, void *arg), void *ar
     xt_dist_reset(d);
     if (o.timeout_s > 0) xt_dist_set_wait_timeout(d, o.timeout_s + XT_WAIT_MARGIN_S);
     saved_signals sv;
-    install_signals(d, &sv);
+    install_signals(d, &sv, &o);
     kid kids[XT_DIST_MAX_WORLD];
     memset(kids, 0, sizeof kids);
     int rc = fork_workers(d, kids, nprocs, &o, fn, arg, e);

@@ -46,6 +46,9 @@ typedef struct xt_spawn_opts {
     double timeout_s;       /* a worker with no heartbeat/barrier progress for this long is hung; <= 0: never */
     double grace_s;         /* after a failure, time the others get to exit before SIGKILL; 0: 2 s */
     double stop_timeout_s;  /* after SIGINT/SIGTERM, time to finish the step and checkpoint; 0: 60 s */
+    int (*stop_pending)(void); /* the SIGINT/SIGTERM the caller's own handler took since its last look (0: none),
+                                  asked once these handlers are in place, so a signal between the two is a stop
+                                  request as if it came after the fork; NULL: none */
 } xt_spawn_opts;
 
 /* Fork nprocs (== xt_dist_world(d)) workers running fn(ordinal, arg); each

@@ -163,7 +163,8 @@ static int run_replicas(xt_run *r, xt_err *e) {
     int rc = xt_dist_create(&r->dist, r->local_world, xt_run_grad_floats(r), e);
     if (rc) return rc;
     xt_dist_set_uplink(r->dist, r->hosts, r->world, r->rank_offset);
-    xt_spawn_opts so = {.pin_cores = r->c->pin_cores, .timeout_s = r->c->worker_timeout};
+    /* a SIGINT/SIGTERM since stopped_before_start's look (main's handler took it) stops the workers too */
+    xt_spawn_opts so = {.pin_cores = r->c->pin_cores, .timeout_s = r->c->worker_timeout, .stop_pending = xt_stop_requested};
     rc = xt_spawn(r->dist, r->local_world, xt_worker_main, r, &so, e);
     /* the master worker's summary (below_target, say) stands: a second one
      * from here would hide its figures */
