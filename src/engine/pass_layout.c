@@ -78,8 +78,8 @@ int xt_pass_layout(xt_plan *p, const uint8_t *live) {
         if (!live[r] || base[r] >= 0) continue;
         const xt_node *n = &p->nodes[r];
         for (int k = 0; k < n->nin; k++) {
-            int v = xt_plan_operand(p, r, k);
-            want[v] = agree(want[v], reads_blocked(p, r, k) ? reads_blocked(p, r, k) : -1);
+            int v = xt_plan_operand(p, r, k), b = reads_blocked(p, r, k);
+            want[v] = agree(want[v], b ? b : -1);
         }
     }
     for (int v = 0; v < p->nnodes; v++)

@@ -554,7 +554,7 @@ void k_onednn_run(int variant, const k_op_desc *d, const k_op_args *a) {
 
     const void *p[ARG_MAX];
     buffers(c, d, a, p, target);
-    int pro_in = d->prologue && a->pro.scale && c->src_block;                /* straight into src's layout */
+    int pro_in = prologue_blocked(c, d) && a->pro.scale;                     /* straight into src's layout */
     int mask_out = d->kind == K_OP_CONV_BWD_DATA && a->relu_mask && c->dsrc_block; /* out of dsrc's */
     if (d->prologue && a->pro.scale && !pro_in) p[0] = through_prologue(&d->s, &a->pro, a->x, (float *)(base + c->used));
     /* a weight gradient over tiles that the primitive writes in its own layout: summed in that layout */
