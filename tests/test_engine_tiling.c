@@ -184,6 +184,26 @@ static void remat_equals_keeping(const char *spec, int n, int min_copies, int pr
               sa.conv_prologues, sb.conv_prologues);
 }
 
+/* A residual block's ReLU backward takes its mask from the block's output,
+ * which the next block's weight gradients keep anyway, instead of from the
+ * sum before the ReLU (pass_relu_mask.c): the same bits, and the sum is no
+ * longer kept from the forward to the backward. */
+TEST(relu_masks_from_the_kept_output_give_the_same_bits_in_a_smaller_arena) {
+    xt_engine_opts on = {.fuse = 1, .tile_cache_bytes = 64 * 1024},
+                   off = {.fuse = 1, .tile_cache_bytes = 64 * 1024, .no_output_masks = 1};
+    xt_exec_stats sa, sb;
+    same_training("models/resnet8_mnist.yaml", 24, &on, &off, &sa, &sb, "masks from the ReLU's output and its input");
+    /* the first two blocks' outputs: the last one's only reader, the pool, is in its own stretch */
+    CHECK_EQ(sa.relu_output_masks, 2);
+    CHECK_EQ(sb.relu_output_masks, 0);
+    CHECK_MSG(sa.arena_bytes < sb.arena_bytes, "arena %zu with output masks, %zu without", sa.arena_bytes, sb.arena_bytes);
+    /* the seed CNN: fc1's ReLU (of the bias add), which fc2's weight gradient keeps; not the ReLUs after
+     * the pools, whose inputs are no elementwise values */
+    same_training("models/fashion_cnn.yaml", 72, &on, &off, &sa, &sb, "masks from the ReLU's output and its input");
+    CHECK_EQ(sa.relu_output_masks, 1);
+    CHECK_EQ(sb.relu_output_masks, 0);
+}
+
 TEST(remat_copies_give_the_kept_values_bits_in_a_smaller_arena) {
     remat_equals_keeping("models/fashion_cnn.yaml", 72, 1, 2); /* bn1's apply, for conv2's weight gradient */
     /* the four convolutions that read BN -> ReLU, forward and weight gradient; the block outputs

@@ -273,6 +273,7 @@ xt_plan *xt_compile(const xt_graph *g, const xt_compile_opts *o, xt_err *e) {
     for (int i = 0; i < g->n; i++) p->key_map[i] = map ? map[i] : i;
 
     xt_pass_live(p, live);
+    if (o->fuse && o->output_masks && (p->relu_output_masks = xt_pass_relu_mask(p, live)) < 0) goto oom;
     if (o->fuse) xt_pass_conv_relu_pool(p, live);
     if (o->fuse) xt_pass_conv_pool(p, live);
     if (o->fuse) xt_pass_conv_relu(p, live);

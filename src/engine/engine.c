@@ -301,7 +301,7 @@ static int find_or_compile(xt_engine *en, xt_plan **out, xt_err *e) {
     }
     if (note_compile(en, g, why, e)) return e->code;
     xt_compile_opts co = {.precision = en->opts.precision, .fuse = en->opts.fuse, .literal_sums = en->opts.literal_sums,
-                          .plan_memory = !en->opts.no_memory_planner, .remat = !en->opts.no_remat, .layout = !en->opts.no_layout, .have_collective = !en->opts.collective_buf ? 0 : en->opts.collective_result && en->opts.allreduce_row ? XT_COLLECTIVE_RESULT : XT_COLLECTIVE_IN_ROW,
+                          .plan_memory = !en->opts.no_memory_planner, .remat = !en->opts.no_remat, .layout = !en->opts.no_layout, .output_masks = !en->opts.no_output_masks, .have_collective = !en->opts.collective_buf ? 0 : en->opts.collective_result && en->opts.allreduce_row ? XT_COLLECTIVE_RESULT : XT_COLLECTIVE_IN_ROW,
                           .tile_cache_bytes = en->opts.no_tiling          ? 0
                                               : en->opts.tile_cache_bytes ? en->opts.tile_cache_bytes
                                                                           : k_cache_l2_bytes(),
@@ -387,6 +387,7 @@ int xt_mark_step(xt_engine *en, xt_err *e) {
     en->last.unpool_prologues = p->unpool_prologues;
     en->last.shared_pairs = p->shared_pairs;
     en->last.blocked_values = p->blocked_values;
+    en->last.relu_output_masks = p->relu_output_masks;
     en->last.remat_copies = p->remat_copies;
     en->last.conv_prologues = p->conv_prologues;
     en->last.relu_bwd_epilogues = p->relu_bwd_epilogues;

@@ -145,6 +145,8 @@ typedef struct xt_engine_opts {
                                       again (pass_remat.c; also XLATRAIN_NO_REMAT=1): bisects, measures */
     int no_layout;                 /* 1 = every value NCHW between kernels, none blocked for the library rows
                                       that read it (pass_layout.c; also XLATRAIN_NO_LAYOUT=1): bisects, measures */
+    int no_output_masks;           /* 1 = a ReLU's backward reads the ReLU's input as its mask even where its
+                                      output is kept anyway (pass_relu_mask.c off): tests, measures */
     size_t tile_cache_bytes;       /* the cache a micro-batch tile is sized for; 0 = this CPU's L2 (tests set it
                                       so that tiling does not depend on the machine) */
     int recompile_warn;            /* warn after this many distinct graphs (default 6) */
@@ -230,6 +232,7 @@ typedef struct xt_exec_stats {
     int unpool_prologues;    /* conv backward passes that scatter a max pool's backward themselves (pass_conv_unpool.c) */
     int shared_pairs;        /* backward convolution pairs that scatter their pooled gradient once (pass_share.c) */
     int blocked_values;      /* values written in the channel-blocked layout their readers want (pass_layout.c) */
+    int relu_output_masks;   /* ReLU backwards masked by the ReLU's kept output, not its input (pass_relu_mask.c) */
     int made_in_bf16;        /* values their kernel writes in bf16 instead of a cast (pass_bf16_out.c) */
     int choice_timed;        /* kernel candidates timed when it compiled (pass_choose.c) */
     int kept_fp32;           /* bf16: convolutions and products kept fp32, faster so on this CPU */

@@ -162,6 +162,7 @@ typedef struct xt_plan {
     int made_in_bf16;         /* values their kernel writes in bf16, a cast fewer each (pass_bf16_out.c) */
     int shared_pairs;         /* kernel pairs given a hand-off in the state area (pass_share.c) */
     int blocked_values;       /* values written in a channel-blocked layout (pass_layout.c) */
+    int relu_output_masks;    /* ReLU backwards that take their mask from the ReLU's kept output (pass_relu_mask.c) */
     double macs, macs_executed; /* the kernels' multiply-adds per step, dense and as executed (xt_kernel_macs*) */
     /* execution scratch, sized when the plan is compiled so that running it
      * allocates nothing and has no fixed cap */
@@ -196,6 +197,8 @@ int xt_plan_sole_reader(const xt_plan *p, const uint8_t *live, int c);
 static inline int xt_plan_layout(const xt_plan *p, int node) { return p->layout ? p->layout[node] : 0; }
 /* pass_layout.c: the values written blocked for the library rows that read them; -1: out of memory */
 int xt_pass_layout(xt_plan *p, const uint8_t *live);
+/* pass_relu_mask.c: the ReLU backwards given their ReLU's output, stored anyway, as the mask; -1: out of memory */
+int xt_pass_relu_mask(xt_plan *p, const uint8_t *live);
 /* Operand k of node `node`. */
 static inline int32_t xt_plan_operand(const xt_plan *p, int node, int k) { return p->operands[p->nodes[node].in_off + k]; }
 /* A new operand list for a node: plan_operands.h. */
@@ -237,6 +240,7 @@ typedef struct xt_compile_opts {
     size_t tile_cache_bytes; /* the cache a micro-batch tile should fit (0: no tiling) */
     int remat;               /* copy big pointwise values for their backward readers (pass_remat.c) */
     int layout;              /* block values for the library rows that read them (pass_layout.c) */
+    int output_masks;        /* ReLU backwards masked by the ReLU's kept output (pass_relu_mask.c) */
     const xt_choose_opts *choose; /* NULL: every implementation by today's rule */
 } xt_compile_opts;
 xt_plan *xt_compile(const xt_graph *g, const xt_compile_opts *o, xt_err *e);
