@@ -159,9 +159,12 @@ TEST(bn_bwd_epilogues_train_bit_identically) {
     xt_exec_stats sa, sb;
     same_training("models/fashion_cnn.yaml", 72, &fused, &plain, &sa, &sb, "the BN gradient epilogues and separate ops");
     CHECK_EQ(sa.bn_bwd_epilogues, 2);
+    CHECK_EQ(sa.bn_bwd_products, 2); /* each addend dy * (gamma * rstd) made by the kernel */
     CHECK_EQ(sb.bn_bwd_epilogues, 0);
     same_training("models/resnet8_mnist.yaml", 24, &fused, &plain, &sa, &sb, "the BN gradient epilogues and separate ops");
     CHECK_MSG(sa.bn_bwd_epilogues >= 4, "%d epilogues", sa.bn_bwd_epilogues);
+    CHECK_MSG(sa.bn_bwd_products >= 4 && sa.bn_bwd_products <= sa.bn_bwd_epilogues, "%d of %d with the product",
+              sa.bn_bwd_products, sa.bn_bwd_epilogues);
     CHECK_EQ(sb.bn_bwd_epilogues, 0);
 }
 
@@ -310,12 +313,15 @@ static void dump_counts(const char *dir, const char *a, const char *b, char *out
     test_run(cmd, out, cap);
 }
 
-/* A value made and read only inside one tiled stretch (conv2's gradient
- * into conv1's pooled output, and the ReLU's and batch norm's gradients
- * around it) holds one tile: at batch 1024 the plan needs less arena with
- * tiles than without, although every value a stretch touches then lives
- * across the whole stretch. (Conv1's own 23.6 MB gradient, once the largest
- * such value, is no longer written at all: pass_conv_unpool.c.) */
+/* A value made and read only inside one tiled stretch (each batch norm's
+ * gradient, which its statistics gradient makes with the ReLU's before it,
+ * and reads at once in the convolution's backward passes) holds one tile: at
+ * batch 1024 the plan needs less arena with tiles than without, although
+ * every value a stretch touches then lives across the whole stretch.
+ * (Conv1's own 23.6 MB gradient, once the largest such value, is no longer
+ * written at all: pass_conv_unpool.c. Conv2's gradient into conv1's pooled
+ * output was tile-local too, until bn1's statistics gradient took the
+ * product that read it in the next stretch: pass_bn_bwd.c.) */
 TEST(tiling_keeps_stretch_internal_values_at_tile_size) {
     model_run *m = calloc(1, sizeof *m);
     xt_err e = {0};
@@ -334,11 +340,10 @@ TEST(tiling_keeps_stretch_internal_values_at_tile_size) {
     }
     CHECK_MSG(arena[0] < arena[1], "arena %zu bytes tiled, %zu untiled", arena[0], arena[1]);
     char out[4096];
-    /* the ReLU's gradient is made by bn1's statistics gradient (pass_bn_bwd.c) */
-    dump_counts(dir, " = CONV2D_BWD_DATA_UNPOOL2 .1024, 10, 12, 12..*(one tile)",
-                " = BN_STATS_BWD .1024, 10, 12, 12..*attrs=.2,1,.*(one tile)", out, sizeof out);
-    CHECK_MSG(!strcmp(out, "1\n1\n"), "conv2's gradient into conv1's pooled output, its ReLU's gradient tile-local: %s",
-              out);
+    /* the ReLUs' gradients are made by the statistics gradients (pass_bn_bwd.c), with the addend's product */
+    dump_counts(dir, " = BN_STATS_BWD .1024, 20, 4, 4..*attrs=.2,1,1,.*(one tile)",
+                " = BN_STATS_BWD .1024, 10, 12, 12..*attrs=.2,1,1,.*(one tile)", out, sizeof out);
+    CHECK_MSG(!strcmp(out, "1\n1\n"), "bn2's and bn1's gradients with the ReLUs' tile-local: %s", out);
     model_run_free(m);
     free(m);
 }

@@ -667,13 +667,14 @@ TEST(bn_stats_bwd_matches_the_formula_at_every_width) {
 }
 
 /* The statistics gradient with an addend and a ReLU's mask folded in gives
- * the bits of the three separate steps, at every SIMD width, with the addend
- * on either side, without either, and with masks that are NaN, -0, +0 and
- * negative (each masks to +0). */
+ * the bits of the separate steps, at every SIMD width, with the addend on
+ * either side, without either, with the addend made by a per-channel product
+ * (u * uf[c]: the MUL it replaces) or not, and with masks that are NaN, -0,
+ * +0 and negative (each masks to +0). */
 TEST(bn_stats_bwd_fused_gives_the_separate_ops_bits) {
     enum { N = 3, C = 2, HW = 37, L = N * C * HW };
     static float x[L], u[L], m[L], dx[L], want[L];
-    float ds[2 * C] = {0.5f, -1.25f, 0.75f, 2.0f}, st[C] = {0.1f, -0.3f};
+    float ds[2 * C] = {0.5f, -1.25f, 0.75f, 2.0f}, st[C] = {0.1f, -0.3f}, uf[C] = {0.3f, -1.7f};
     for (int i = 0; i < L; i++) {
         x[i] = (float)((i * 29) % 53) / 7.0f - 3.0f;
         u[i] = (float)((i * 17) % 41) / 3.0f - 6.5f;
@@ -682,17 +683,21 @@ TEST(bn_stats_bwd_fused_gives_the_separate_ops_bits) {
     int64_t count = 5 * HW;
     for (int lvl = 0; lvl <= k_simd_detect(); lvl++) {
         k_simd_force(lvl);
-        for (int mode = 0; mode < 6; mode++) { /* addend none / after / first, times mask or not */
-            int add = mode % 3, masked = mode / 3;
+        for (int mode = 0; mode < 12; mode++) { /* addend none / after / first, times mask or not, times scaled or not */
+            int add = mode % 3, masked = mode / 3 % 2, scaled = mode / 6;
+            if (scaled && !add) continue;
             k_bn_stats_bwd(N, C, HW, count, want, ds, x, st);
             for (int i = 0; i < L; i++) {
+                volatile float w = scaled ? u[i] * uf[i / HW % C] : u[i]; /* the MUL's own rounding */
                 float v = want[i];
-                if (add) v = add == 2 ? u[i] + v : v + u[i];
+                if (add) v = add == 2 ? w + v : v + w;
                 if (masked) v = m[i] > 0.0f ? v : 0.0f;
                 want[i] = v;
             }
-            k_bn_stats_bwd_fused(N, C, HW, count, dx, ds, x, st, add ? u : NULL, add == 2, masked ? m : NULL);
-            CHECK_MSG(!memcmp(dx, want, sizeof dx), "SIMD level %d, addend %d, mask %d", lvl, add, masked);
+            k_bn_stats_bwd_fused(N, C, HW, count, dx, ds, x, st, add ? u : NULL, scaled ? uf : NULL, add == 2,
+                                 masked ? m : NULL);
+            CHECK_MSG(!memcmp(dx, want, sizeof dx), "SIMD level %d, addend %d, mask %d, scaled %d", lvl, add, masked,
+                      scaled);
         }
     }
     k_simd_force(-1);
@@ -707,8 +712,9 @@ TEST(bn_stats_bwd_fused_gives_the_separate_ops_bits) {
 TEST(bn_stats_bwd_blocked_is_the_plain_one_moved) {
     enum { N = 3, C = 32, HWMAX = 64, L = N * C * HWMAX };
     static float x[L], u[L], m[L], plain[L], got[L], planes[16 * HWMAX];
-    float ds[2 * C], st[C];
+    float ds[2 * C], st[C], uf[C];
     for (int c = 0; c < C; c++) ds[c] = 0.25f * (float)(c % 7) - 0.5f, ds[C + c] = 0.125f * (float)(c % 5) - 0.25f, st[c] = 0.01f * (float)c;
+    for (int c = 0; c < C; c++) uf[c] = 0.3f * (float)(c % 9) - 1.1f;
     for (int i = 0; i < L; i++) {
         x[i] = (float)((i * 29) % 53) / 7.0f - 3.0f;
         u[i] = (float)((i * 17) % 41) / 3.0f - 6.5f;
@@ -718,14 +724,15 @@ TEST(bn_stats_bwd_blocked_is_the_plain_one_moved) {
     int64_t count = 5 * 64;
     for (int lvl = 0; lvl <= k_simd_detect(); lvl++) {
         k_simd_force(lvl);
-        for (int h = 0; h < 3; h++)
+        for (int h = 0; h < 6; h++)
             for (int B = 8; B <= 16; B *= 2) {
-                int HW = hws[h];
+                int HW = hws[h % 3];
+                const float *f = h >= 3 ? uf : NULL; /* the addend a per-channel product */
                 size_t n = (size_t)N * C * HW;
                 CHECK(k_bn_stats_bwd_blocked_floats(HW, B) <= sizeof planes / sizeof *planes);
-                k_bn_stats_bwd_fused(N, C, HW, count, plain, ds, x, st, u, 1, m);
+                k_bn_stats_bwd_fused(N, C, HW, count, plain, ds, x, st, u, f, 1, m);
                 memcpy(got, u, n * sizeof(float)); /* in place: dx is the addend's buffer */
-                k_bn_stats_bwd_fused_blocked(N, C, HW, B, count, got, ds, x, st, got, 1, m, planes);
+                k_bn_stats_bwd_fused_blocked(N, C, HW, B, count, got, ds, x, st, got, f, 1, m, planes);
                 int bad = 0;
                 for (int i = 0; i < N; i++)
                     for (int c = 0; c < C; c++)

@@ -282,7 +282,7 @@ xt_plan *xt_compile(const xt_graph *g, const xt_compile_opts *o, xt_err *e) {
     if (o->fuse && (p->relu_bwd_epilogues = xt_pass_conv_relu_bwd(p, live)) < 0) goto oom;
     if (o->fuse && (p->made_in_bf16 = xt_pass_bf16_outputs(p, live)) < 0) goto oom;
     if (o->fuse && (p->conv_prologues = xt_pass_conv_prologue(p, live)) < 0) goto oom;
-    if (o->fuse && (p->bn_bwd_epilogues = xt_pass_bn_bwd(p, live)) < 0) goto oom;
+    if (o->fuse && (p->bn_bwd_epilogues = xt_pass_bn_bwd(p, live, &p->bn_bwd_products)) < 0) goto oom;
     if (xt_pass_fuse(p, live, o->fuse)) goto oom;
     if (xt_pass_tile(p, o->plan_memory ? o->tile_cache_bytes : 0)) goto oom;
     if (xt_pass_choose(p, live, o->choose, e)) goto fail;

@@ -392,6 +392,7 @@ int xt_mark_step(xt_engine *en, xt_err *e) {
     en->last.conv_prologues = p->conv_prologues;
     en->last.relu_bwd_epilogues = p->relu_bwd_epilogues;
     en->last.bn_bwd_epilogues = p->bn_bwd_epilogues;
+    en->last.bn_bwd_products = p->bn_bwd_products;
     for (int k = 0; k < p->nkernels; k++) {
         const xt_node *n = &p->nodes[p->kernels[k].node];
         en->last.bf16_casts += n->op == XT_OP_CAST_BF16;

@@ -227,6 +227,7 @@ typedef struct xt_exec_stats {
     int sums_through_pool;   /* per-channel sums of a pool's backward that read its gradient (pass_sum_pool.c) */
     int relu_bwd_epilogues;  /* backward-data passes that apply the ReLU's backward as they write (pass_conv_epilogue.c) */
     int bn_bwd_epilogues;    /* batch norm's statistics gradients that add and mask as they write (pass_bn_bwd.c) */
+    int bn_bwd_products;     /* ... of which make their addend, a per-channel product, themselves (pass_bn_bwd.c) */
     int remat_copies;        /* forward values made again for their backward readers (pass_remat.c) */
     int conv_prologues;      /* convolutions that make batch norm's apply as they pack x (pass_conv_prologue.c) */
     int unpool_prologues;    /* conv backward passes that scatter a max pool's backward themselves (pass_conv_unpool.c) */

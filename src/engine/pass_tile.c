@@ -80,6 +80,15 @@ static uint32_t batched_operands(int op) {
 
 int xt_op_tiles(int op) { return batched_operands(op) != 0; }
 
+/* The node's own list: a statistics gradient whose addend is a per-channel
+ * product (pass_bn_bwd.c, iattr[2]) reads that factor, whole, at operand 3,
+ * and its addend and mask one further on. */
+static uint32_t node_batched_operands(const xt_node *n) {
+    uint32_t mask = batched_operands(n->op);
+    if (n->op == XT_OP_BN_STATS_BWD && n->iattr[2]) mask = 2u | (mask & ~3u) << 1;
+    return mask;
+}
+
 /* The BN statistics join a stretch, but batch norm's apply reads them
  * whole right after (reads_fit_run ends the stretch there): a value made
  * before them cannot stay a tile past them. */
@@ -160,7 +169,7 @@ static int32_t group_batch(const xt_plan *p, const xt_ew_group *g, const int32_t
 /* A kernel op on the allow-list: B from its first per-sample operand, which
  * every per-sample operand and the output must share. */
 static int32_t node_batch(const xt_plan *p, const xt_node *n, const int32_t *slots, int64_t *rows) {
-    uint32_t mask = batched_operands(n->op);
+    uint32_t mask = node_batched_operands(n);
     if (!mask) return 0;
     int32_t B = 0;
     for (int i = 0; i < n->nin && !B; i++)

@@ -156,6 +156,7 @@ typedef struct xt_plan {
     int sums_through_pool;    /* SUM_TOs that read a pool's gradient, not its backward (pass_sum_pool.c) */
     int relu_bwd_epilogues;   /* backward-data passes that apply the ReLU's backward as they write (pass_conv_epilogue.c) */
     int bn_bwd_epilogues;     /* batch norm's statistics gradients that add and mask as they write (pass_bn_bwd.c) */
+    int bn_bwd_products;      /* ... of which make their addend, a per-channel product, themselves (pass_bn_bwd.c) */
     int remat_copies;         /* values made again for their backward readers (pass_remat.c) */
     int conv_prologues;       /* convolutions that make batch norm's apply as they pack x (pass_conv_prologue.c) */
     int unpool_prologues;     /* conv backward passes that scatter a pool's backward as they pack it (pass_conv_unpool.c) */
@@ -213,7 +214,8 @@ int xt_pass_conv_unpool(xt_plan *p, uint8_t *live);                 /* pass_conv
 int xt_pass_conv_relu_bwd(xt_plan *p, uint8_t *live);               /* pass_conv_epilogue.c; the ReLU backwards taken, or -1 */
 int xt_pass_bf16_outputs(xt_plan *p, const uint8_t *live);           /* pass_bf16_out.c; values made in bf16, or -1 */
 int xt_pass_conv_prologue(xt_plan *p, uint8_t *live);               /* pass_conv_prologue.c; the chains taken, or -1 */
-int xt_pass_bn_bwd(xt_plan *p, const uint8_t *live);                 /* pass_bn_bwd.c; the gradients given an epilogue, or -1 */
+/* pass_bn_bwd.c; the gradients given an epilogue (*products of them making a per-channel product addend), or -1 */
+int xt_pass_bn_bwd(xt_plan *p, uint8_t *live, int *products);
 int xt_pass_fuse(xt_plan *p, const uint8_t *live, int fuse);         /* pass_fuse.c */
 int xt_pass_tile(xt_plan *p, size_t cache_bytes);                       /* pass_tile.c; cache_bytes 0 = no tiling */
 /* pass_choose.c: fills p->choice for every kernel with a choice; 0, or an error code in e. */

@@ -225,15 +225,16 @@ void k_bn_stats_bwd(int N, int C, int HW, int64_t count, float *dx, const float 
  * step the one IEEE operation the separate elementwise op makes, so the bits
  * are theirs: u (laid out as x, or NULL) is added, u + dx when u_first, else
  * dx + u (the ADD's operand order), then m (as x, or NULL) masks as a ReLU's
- * backward does: m > 0 ? value : +0 (NaN masks to +0). */
+ * backward does: m > 0 ? value : +0 (NaN masks to +0). With uf (C floats, or
+ * NULL) the addend is u * uf[c], rounded as the MUL that made it was. */
 void k_bn_stats_bwd_fused(int N, int C, int HW, int64_t count, float *dx, const float *ds, const float *x,
-                          const float *st, const float *u, int u_first, const float *m);
+                          const float *st, const float *u, const float *uf, int u_first, const float *m);
 /* The same values with dx in nChw{B}c ([N][C/B][HW][B], C % B == 0; the
  * engine's layout pass), through `planes`: k_bn_stats_bwd_blocked_floats. */
 size_t k_bn_stats_bwd_blocked_floats(int HW, int B);
 void k_bn_stats_bwd_fused_blocked(int N, int C, int HW, int B, int64_t count, float *dx, const float *ds,
-                                  const float *x, const float *st, const float *u, int u_first, const float *m,
-                                  float *planes);
+                                  const float *x, const float *st, const float *u, const float *uf, int u_first,
+                                  const float *m, float *planes);
 
 void k_bn_stats_ref(int N, int C, int HW, float *mean, float *var, const float *x);
 

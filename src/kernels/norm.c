@@ -27,8 +27,8 @@
 typedef struct {
     double (*sum)(const float *p, int N, size_t stride, size_t HW);
     double (*sqdev)(const float *p, int N, size_t stride, size_t HW, float m);
-    void (*stats_bwd_fused)(float *dx, const float *x, const float *u, int u_first, const float *m, size_t HW, float a,
-                            float b, float mu);
+    void (*stats_bwd_fused)(float *dx, const float *x, const float *u, const float *uf, int u_first, const float *m,
+                            size_t HW, float a, float b, float mu);
 } bn_isa;
 
 #define FOLD_PLANES 8
@@ -159,13 +159,14 @@ static void prefetch_range(const float *p, size_t from, size_t to, size_t end) {
 /* One plane (sample i, channel c) of the statistics' gradient into out,
  * asking for the plane `ahead` floats on. */
 static void bwd_plane(const bn_isa *isa, int i, int c, int C, int HW, float inv_m, size_t ahead, size_t end, float *out,
-                      const float *ds, const float *x, const float *st, const float *u, int u_first, const float *m) {
+                      const float *ds, const float *x, const float *st, const float *u, const float *uf, int u_first,
+                      const float *m) {
     size_t o = ((size_t)i * C + c) * HW;
     size_t from = o + ahead, to = from + HW; /* the plane `ahead` floats on */
     prefetch_range(x, from, to, end);
     if (u) prefetch_range(u, from, to, end);
     if (m) prefetch_range(m, from, to, end);
-    isa->stats_bwd_fused(out, x + o, u ? u + o : NULL, u_first, m ? m + o : NULL, (size_t)HW, ds[c] * inv_m,
+    isa->stats_bwd_fused(out, x + o, u ? u + o : NULL, uf ? uf + c : NULL, u_first, m ? m + o : NULL, (size_t)HW, ds[c] * inv_m,
                          2.0f * ds[C + c] * inv_m, st[c]);
 }
 
@@ -175,13 +176,13 @@ static size_t bwd_ahead(int HW) {
 }
 
 void k_bn_stats_bwd_fused(int N, int C, int HW, int64_t count, float *dx, const float *ds, const float *x,
-                          const float *st, const float *u, int u_first, const float *m) {
+                          const float *st, const float *u, const float *uf, int u_first, const float *m) {
     const bn_isa *isa = bn_now();
     float inv_m = 1.0f / (float)count;
     size_t end = (size_t)N * C * HW, ahead = bwd_ahead(HW);
     for (int i = 0; i < N; i++)
         for (int c = 0; c < C; c++)
-            bwd_plane(isa, i, c, C, HW, inv_m, ahead, end, dx + ((size_t)i * C + c) * HW, ds, x, st, u, u_first, m);
+            bwd_plane(isa, i, c, C, HW, inv_m, ahead, end, dx + ((size_t)i * C + c) * HW, ds, x, st, u, uf, u_first, m);
 }
 
 /* The same values, dx written in nChw{B}c: a block's B planes made into
@@ -192,21 +193,22 @@ void k_bn_stats_bwd_fused(int N, int C, int HW, int64_t count, float *dx, const 
 size_t k_bn_stats_bwd_blocked_floats(int HW, int B) { return (size_t)HW * B; }
 
 void k_bn_stats_bwd_fused_blocked(int N, int C, int HW, int B, int64_t count, float *dx, const float *ds,
-                                  const float *x, const float *st, const float *u, int u_first, const float *m,
-                                  float *planes) {
+                                  const float *x, const float *st, const float *u, const float *uf, int u_first,
+                                  const float *m, float *planes) {
     const bn_isa *isa = bn_now();
     float inv_m = 1.0f / (float)count;
     size_t end = (size_t)N * C * HW, ahead = bwd_ahead(HW);
     for (int i = 0; i < N; i++)
         for (int c0 = 0; c0 < C; c0 += B) {
             for (int l = 0; l < B; l++)
-                bwd_plane(isa, i, c0 + l, C, HW, inv_m, ahead, end, planes + (size_t)l * HW, ds, x, st, u, u_first, m);
+                bwd_plane(isa, i, c0 + l, C, HW, inv_m, ahead, end, planes + (size_t)l * HW, ds, x, st, u, uf, u_first,
+                          m);
             k_block_prologue(1, B, HW, B, NULL, planes, dx + ((size_t)i * C + c0) * HW);
         }
 }
 
 void k_bn_stats_bwd(int N, int C, int HW, int64_t count, float *dx, const float *ds, const float *x, const float *st) {
-    k_bn_stats_bwd_fused(N, C, HW, count, dx, ds, x, st, NULL, 0, NULL);
+    k_bn_stats_bwd_fused(N, C, HW, count, dx, ds, x, st, NULL, NULL, 0, NULL);
 }
 
 void k_bn_stats_ref(int N, int C, int HW, float *mean, float *var, const float *x) {

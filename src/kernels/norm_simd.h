@@ -75,16 +75,19 @@ static TGT double BFN(sqdev_planes)(const float *p, int N, size_t stride, size_t
  * variance); one multiply and two adds per element, never contracted (ISO C:
  * -ffp-contract=off), so every width gives the same bits. Then + u (u_first:
  * u + dx, else dx + u) where u is given, and m > 0 ? . : +0 where m is given
- * (k_bn_stats_bwd_fused): one pass over the plane for what were three. u and
- * m are the same for the whole plane: the branches on them always go one way. */
-static TGT void BFN(stats_bwd_fused_plane)(float *dx, const float *x, const float *u, int u_first, const float *m,
-                                           size_t HW, float a, float b, float mu) {
-    vec av = VSPLAT(a), bv = VSPLAT(b), mv = VSPLAT(mu), zero = VSPLAT(0.0f);
+ * (k_bn_stats_bwd_fused): one pass over the plane for what were three. u is
+ * first multiplied by *uf where uf is given (the addend was u * uf[c]), as
+ * its own rounded product. u, uf and m are the same for the whole plane: the
+ * branches on them always go one way. */
+static TGT void BFN(stats_bwd_fused_plane)(float *dx, const float *x, const float *u, const float *uf, int u_first,
+                                           const float *m, size_t HW, float a, float b, float mu) {
+    vec av = VSPLAT(a), bv = VSPLAT(b), mv = VSPLAT(mu), zero = VSPLAT(0.0f), fv = VSPLAT(uf ? *uf : 1.0f);
     size_t i = 0;
     for (; i + VW <= HW; i += VW) {
         vec v = av + bv * (VLOAD(x + i) - mv);
         if (u) {
             vec w = VLOAD(u + i);
+            if (uf) w = w * fv;
             v = u_first ? w + v : v + w;
         }
         if (m) {
@@ -95,7 +98,10 @@ static TGT void BFN(stats_bwd_fused_plane)(float *dx, const float *x, const floa
     }
     for (; i < HW; i++) {
         float v = a + b * (x[i] - mu);
-        if (u) v = u_first ? u[i] + v : v + u[i];
+        if (u) {
+            float w = uf ? u[i] * *uf : u[i];
+            v = u_first ? w + v : v + w;
+        }
         if (m) v = m[i] > 0.0f ? v : 0.0f;
         dx[i] = v;
     }
