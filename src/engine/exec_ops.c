@@ -293,14 +293,12 @@ static size_t scratch_BN_STATS(const xt_plan *p, const xt_node *n) {
  * statistics are still the whole batch's. With the ADD and the ReLU's
  * backward that read it folded in (pass_bn_bwd.c): iattr[0] 1 the addend
  * after it (ADD(u, dx): 2, u first), iattr[1] the mask after that; iattr[2]
- * 1: the addend is a product u * f[c], its per-channel f at operand 3, before
- * u (pass_tile.c's batched operands follow it). */
+ * 1: the addend is a product u * f[c] (where each is: xt_bn_bwd_layout). */
 /* Blocked (pass_layout.c: its readers want dy in nChw{B}c), through B planes of scratch. */
 KERNEL(BN_STATS_BWD) {
     int HW = n->shape[2] * n->shape[3], B = xt_plan_layout(p, (int)(n - p->nodes));
-    int o = n->iattr[2] ? 4 : 3; /* u's operand */
-    const float *uf = n->iattr[2] ? in[3] : NULL, *u = n->iattr[0] ? in[o] : NULL;
-    const float *m = n->iattr[1] ? in[n->iattr[0] ? o + 1 : o] : NULL;
+    xt_bn_bwd_operands o = xt_bn_bwd_layout(n);
+    const float *uf = o.f >= 0 ? in[o.f] : NULL, *u = o.u >= 0 ? in[o.u] : NULL, *m = o.m >= 0 ? in[o.m] : NULL;
     if (B)
         k_bn_stats_bwd_fused_blocked(ROWS(n->shape[0]), n->shape[1], HW, B, (int64_t)n->shape[0] * HW, out, in[0], in[1],
                                      in[2], u, uf, n->iattr[0] == 2, m, scratch);

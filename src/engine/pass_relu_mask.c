@@ -31,8 +31,6 @@
 #include "engine/plan.h"
 #include "engine/plan_operands.h" /* xt_plan_set_operands */
 
-static int is_barrier(const xt_node *n) { return xt_op_table[n->op].kind == XT_KIND_KERNEL && xt_op_ends_stretch(n->op); }
-
 int xt_pass_relu_mask(xt_plan *p, const uint8_t *live) {
     int n = p->nnodes, taken = 0;
     /* relu[x]: a live RELU of x; crosses[r]: r is read past a barrier after it */
@@ -46,7 +44,7 @@ int xt_pass_relu_mask(xt_plan *p, const uint8_t *live) {
     /* next_bar[i]: the first barrier after node i (n: none) */
     for (int i = n - 1, b = n; i >= 0; i--) {
         next_bar[i] = b;
-        if (live[i] && is_barrier(&p->nodes[i])) b = i;
+        if (live[i] && xt_node_is_barrier(&p->nodes[i])) b = i;
     }
     for (int i = 0; i < n; i++) {
         const xt_node *nd = &p->nodes[i];

@@ -104,8 +104,6 @@ typedef struct {
 static int64_t bytes_of(const xt_node *n) { return xt_numel(n) * (int64_t)xt_dtype_size(n->dtype); }
 static int is_ew(const xt_node *n) { return xt_op_table[n->op].kind == XT_KIND_EW; }
 
-/* A barrier: a kernel that reads or writes its operands whole. */
-static int is_barrier(const xt_node *n) { return xt_op_table[n->op].kind == XT_KIND_KERNEL && xt_op_ends_stretch(n->op); }
 
 /* A barrier strictly between nodes a and b (a < b). */
 static int barrier_between(const remat *r, int a, int b) { return a + 1 < b && r->nbar[b] - r->nbar[a + 1] > 0; }
@@ -268,8 +266,8 @@ static int build_uses(remat *r) {
     const xt_graph *g = r->g;
     for (int i = 0, s = 0; i < g->n; i++) {
         r->start[i] = s;
-        if (is_barrier(&g->nodes[i])) s = i + 1;
-        r->nbar[i + 1] = r->nbar[i] + is_barrier(&g->nodes[i]);
+        if (xt_node_is_barrier(&g->nodes[i])) s = i + 1;
+        r->nbar[i + 1] = r->nbar[i] + xt_node_is_barrier(&g->nodes[i]);
         for (int k = 0; k < g->nodes[i].nin; k++) {
             xt_t u = xt_ins(g, &g->nodes[i])[k];
             if (r->last_use[u] != i) r->cons_off[u + 1]++;

@@ -66,7 +66,7 @@ static uint32_t batched_operands(int op) {
     case XT_OP_AVGPOOL2D:       return 1u;
     case XT_OP_AVGPOOL2D_BWD:   return 1u;
     case XT_OP_BN_STATS:        return 1u | ACCUMULATES;   /* x -> (mean, var), gathered chunk by chunk */
-    case XT_OP_BN_STATS_BWD:    return 26u;     /* x[, addend][, mask]; dstats and stats whole */
+    case XT_OP_BN_STATS_BWD:    return 26u;     /* x[, addend][, mask]; dstats and stats whole (per node: node_batched_operands) */
     case XT_OP_LOG_SOFTMAX:     return 1u;
     case XT_OP_LOG_SOFTMAX_BWD: return 3u;
     case XT_OP_NLL_LOSS_BWD:    return 2u;      /* targets; the scalar gradient whole */
@@ -80,13 +80,13 @@ static uint32_t batched_operands(int op) {
 
 int xt_op_tiles(int op) { return batched_operands(op) != 0; }
 
-/* The node's own list: a statistics gradient whose addend is a per-channel
- * product (pass_bn_bwd.c, iattr[2]) reads that factor, whole, at operand 3,
- * and its addend and mask one further on. */
+/* The node's own list: a statistics gradient reads x, its addend and its
+ * mask per sample wherever pass_bn_bwd.c put them (xt_bn_bwd_layout), and an
+ * addend's per-channel factor whole. */
 static uint32_t node_batched_operands(const xt_node *n) {
-    uint32_t mask = batched_operands(n->op);
-    if (n->op == XT_OP_BN_STATS_BWD && n->iattr[2]) mask = 2u | (mask & ~3u) << 1;
-    return mask;
+    if (n->op != XT_OP_BN_STATS_BWD) return batched_operands(n->op);
+    xt_bn_bwd_operands o = xt_bn_bwd_layout(n);
+    return 2u | (o.u >= 0 ? 1u << o.u : 0) | (o.m >= 0 ? 1u << o.m : 0);
 }
 
 /* The BN statistics join a stretch, but batch norm's apply reads them

@@ -190,6 +190,23 @@ int xt_pass_remat(const xt_graph *g, xt_graph *out, int32_t *map);
 int xt_op_tiles(int op);
 /* ... and does a kernel of this op end every stretch it is in (pass_remat.c's barriers)? */
 int xt_op_ends_stretch(int op);
+/* A barrier: a kernel that reads or writes its operands whole (pass_remat.c, pass_relu_mask.c). */
+static inline int xt_node_is_barrier(const xt_node *n) {
+    return xt_op_table[n->op].kind == XT_KIND_KERNEL && xt_op_ends_stretch(n->op);
+}
+/* BN_STATS_BWD's operands as pass_bn_bwd.c lays them out, (dstats, x, stats[, f][, u][, m]): the index of the
+ * addend's per-channel factor f (iattr[2]), the addend u (iattr[0]) and the mask m (iattr[1]); -1 when absent. */
+typedef struct {
+    int f, u, m;
+} xt_bn_bwd_operands;
+static inline xt_bn_bwd_operands xt_bn_bwd_layout(const xt_node *n) {
+    int k = 3;
+    xt_bn_bwd_operands o;
+    o.f = n->iattr[2] ? k++ : -1;
+    o.u = n->iattr[0] ? k++ : -1;
+    o.m = n->iattr[1] ? k++ : -1;
+    return o;
+}
 int xt_pass_live(const xt_plan *p, uint8_t *live);                  /* pass_dce.c */
 int xt_plan_escapes(const xt_plan *p, int c);                       /* pass_dce.c: node c fetched or assigned? */
 /* pass_dce.c: the one live node that reads node c (once), or -1 (none, or more than one read). */

@@ -166,8 +166,8 @@ static void bwd_plane(const bn_isa *isa, int i, int c, int C, int HW, float inv_
     prefetch_range(x, from, to, end);
     if (u) prefetch_range(u, from, to, end);
     if (m) prefetch_range(m, from, to, end);
-    isa->stats_bwd_fused(out, x + o, u ? u + o : NULL, uf ? uf + c : NULL, u_first, m ? m + o : NULL, (size_t)HW, ds[c] * inv_m,
-                         2.0f * ds[C + c] * inv_m, st[c]);
+    isa->stats_bwd_fused(out, x + o, u ? u + o : NULL, uf ? uf + c : NULL, u_first, m ? m + o : NULL, (size_t)HW,
+                         ds[c] * inv_m, 2.0f * ds[C + c] * inv_m, st[c]);
 }
 
 static size_t bwd_ahead(int HW) {
